@@ -1,0 +1,1 @@
+export { missingScopes, normalizeScopes, parseScopeString, type ScopeSet } from './scope-set.js';

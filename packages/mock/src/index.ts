@@ -1,0 +1,1 @@
+export { type BearerChallenge, formatBearerChallenge } from './bearer-challenge.js';
