@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigurationError } from '../src/errors.js';
+import { resolveConnection } from '../src/options.js';
+
+const env = {
+  PARTNER_AUTH_URL: 'https://auth.example',
+  PARTNER_BASE_URL: 'https://api.example/partner',
+  PARTNER_CLIENT_ID: 'id-from-env',
+  PARTNER_CLIENT_SECRET: 'secret-from-env',
+};
+
+describe('resolveConnection', () => {
+  it('reads every option from its PARTNER_* variable, the audience defaulting to the base URL as written', () => {
+    expect(resolveConnection({}, env)).toEqual({
+      authUrl: new URL('https://auth.example'),
+      baseUrl: new URL('https://api.example/partner'),
+      audience: 'https://api.example/partner',
+      clientId: 'id-from-env',
+      clientSecret: 'secret-from-env',
+      timeoutMs: 30_000,
+      maxRetries: 2,
+    });
+  });
+
+  it('prefers options over variables, and PARTNER_AUDIENCE over the base URL', () => {
+    const resolved = resolveConnection(
+      { baseUrl: 'http://127.0.0.1:9/', clientId: 'given', timeoutMs: 10, maxRetries: 0 },
+      { ...env, PARTNER_AUDIENCE: 'https://aud.example' },
+    );
+    expect(resolved).toMatchObject({
+      baseUrl: new URL('http://127.0.0.1:9/'),
+      audience: 'https://aud.example',
+      clientId: 'given',
+      timeoutMs: 10,
+      maxRetries: 0,
+    });
+  });
+
+  it('names the option and the variable of a missing value', () => {
+    const { PARTNER_CLIENT_SECRET: _, ...withoutSecret } = env;
+    expect(() => resolveConnection({}, withoutSecret)).toThrow(
+      new ConfigurationError(
+        'clientSecret is missing: pass createPartnerClient({ clientSecret }) or set PARTNER_CLIENT_SECRET (the client secret from the partner administration console).',
+      ),
+    );
+    expect(() => resolveConnection({}, {})).toThrow(
+      'baseUrl is missing: pass createPartnerClient({ baseUrl }) or set PARTNER_BASE_URL (the partner API address, e.g. https://partner-api.example).',
+    );
+    expect(() => resolveConnection({}, { ...env, PARTNER_AUTH_URL: '' })).toThrow(
+      'authUrl is missing: pass createPartnerClient({ authUrl }) or set PARTNER_AUTH_URL',
+    );
+    expect(() => resolveConnection({ clientId: ' ' }, env)).toThrow(
+      'clientId is empty: pass createPartnerClient({ clientId }) or set PARTNER_CLIENT_ID',
+    );
+  });
+
+  it('says where a bad URL came from', () => {
+    expect(() => resolveConnection({ baseUrl: 'partner-api' }, env)).toThrow(
+      'baseUrl "partner-api" is not an absolute URL; expected the partner API address, e.g. https://partner-api.example.',
+    );
+    expect(() => resolveConnection({}, { ...env, PARTNER_AUTH_URL: 'auth' })).toThrow(
+      'authUrl "auth" (from PARTNER_AUTH_URL) is not an absolute URL; expected the authentication service address, e.g. https://auth.partner.example.',
+    );
+  });
+
+  it('needs no credentials when a token provider is supplied', () => {
+    expect(resolveConnection({ baseUrl: 'http://127.0.0.1:9' }, {}, false)).toMatchObject({
+      authUrl: undefined,
+      clientId: undefined,
+      clientSecret: undefined,
+    });
+  });
+
+  it('refuses a timeout or retry count that makes no sense', () => {
+    expect(() => resolveConnection({ timeoutMs: 0 }, env)).toThrow(
+      'timeoutMs 0 is not a positive number of milliseconds; pass e.g. 30000 (the default) or leave it out.',
+    );
+    expect(() => resolveConnection({ maxRetries: 1.5 }, env)).toThrow(
+      'maxRetries 1.5 is not a whole number ≥ 0; pass e.g. 2 (the default), or 0 to never retry.',
+    );
+  });
+});
