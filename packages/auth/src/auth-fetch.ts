@@ -1,0 +1,70 @@
+import type { AccessToken } from './access-token.js';
+import { findBearerChallenge } from './bearer-challenge.js';
+import { BearerInsufficientScopeError } from './errors.js';
+import type { TokenProvider } from './token-provider.js';
+
+export interface AuthFetchOptions {
+  /** The fetch that sends the API requests. Default: globalThis.fetch. */
+  fetch?: typeof globalThis.fetch;
+  /** The scopes a request needs (e.g. from the operation → scope map). Default: the provider's scopes. */
+  scopesFor?: (request: Request) => readonly string[] | undefined;
+  /** A 403 `insufficient_scope`: throw BearerInsufficientScopeError (default) or return the response untouched. */
+  insufficientScope?: 'throw' | 'return';
+}
+
+export type AuthFetch = (input: Request | string | URL, init?: RequestInit) => Promise<Response>;
+
+function withBearer(request: Request, token: AccessToken): Request {
+  const headers = new Headers(request.headers);
+  headers.set('authorization', `Bearer ${token.accessToken}`);
+  return new Request(request, { headers });
+}
+
+async function discard(response: Response): Promise<void> {
+  try {
+    await response.body?.cancel();
+  } catch {
+    // nothing to free
+  }
+}
+
+/**
+ * A fetch that sends `Authorization: Bearer …` from the provider. It sits below openapi-fetch's
+ * middleware (which cannot replay bodies): on a 401 with a Bearer challenge (RFC 6750 §3) it drops the
+ * token, gets a fresh one and replays the request once, with the body kept from before the first try.
+ */
+export function createAuthFetch(provider: TokenProvider, options: AuthFetchOptions = {}): AuthFetch {
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const mode = options.insufficientScope ?? 'throw';
+  if (mode !== 'throw' && mode !== 'return') {
+    throw new TypeError(
+      `createAuthFetch: insufficientScope must be 'throw' or 'return', got ${JSON.stringify(mode)}.`,
+    );
+  }
+
+  const checkScope = async (response: Response): Promise<Response> => {
+    if (response.status !== 403 || mode === 'return') return response;
+    const challenge = findBearerChallenge(response.headers.get('www-authenticate'));
+    if (challenge?.params.error !== 'insufficient_scope') return response;
+    await discard(response);
+    throw new BearerInsufficientScopeError(challenge.params.scope, challenge.params.error_description);
+  };
+
+  return async (input, init) => {
+    const request = new Request(input, init);
+    const scopes = options.scopesFor?.(request);
+    const tokenOptions = { ...(scopes !== undefined ? { scopes } : {}), signal: request.signal };
+    // Throws ScopeNotGrantedError before anything is sent when a needed scope was not granted.
+    const token = await provider.getToken(tokenOptions);
+    // A body can be read once: keep a copy for the replay before the first attempt consumes it.
+    const spare = request.body === null ? request : request.clone();
+    const first = await fetchImpl(withBearer(request, token));
+    if (first.status === 401 && findBearerChallenge(first.headers.get('www-authenticate'))) {
+      await discard(first);
+      await provider.invalidate(token);
+      const fresh = await provider.getToken(tokenOptions);
+      return checkScope(await fetchImpl(withBearer(spare, fresh)));
+    }
+    return checkScope(first);
+  };
+}

@@ -1,0 +1,46 @@
+/** Time source: epoch milliseconds. Injected so the timing rules can be tested with a fake clock. */
+export interface Clock {
+  now(): number;
+}
+
+/** Waits `ms`, or rejects with the signal's reason when it aborts first. */
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+export const realSleep: Sleep = (ms, signal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+
+/** Resolves or rejects like `promise`, but rejects as soon as `signal` aborts (the work goes on for others). */
+export function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

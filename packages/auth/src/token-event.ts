@@ -1,0 +1,44 @@
+/**
+ * What the provider tells an `onEvent` hook. Tokens appear as their last 6 characters (`…abc123`);
+ * neither the client id nor the secret ever appears.
+ */
+export type TokenEvent =
+  | {
+      type: 'token-requested';
+      tokenUrl: string;
+      scopes: readonly string[];
+      /** 1 for the first attempt. */
+      attempt: number;
+      /** True when a background refresh (callers are being served the current token meanwhile). */
+      background: boolean;
+    }
+  | {
+      type: 'token-received';
+      scopes: readonly string[];
+      grantedScopes: readonly string[];
+      token: string;
+      expiresAt: number;
+      background: boolean;
+    }
+  | {
+      type: 'token-request-failed';
+      scopes: readonly string[];
+      code: string;
+      message: string;
+      background: boolean;
+    }
+  | { type: 'cache-hit'; scopes: readonly string[]; token: string; expiresAt: number }
+  | { type: 'background-refresh'; scopes: readonly string[]; token: string; expiresAt: number }
+  | {
+      type: 'retry-scheduled';
+      scopes: readonly string[];
+      /** The attempt that failed. */
+      attempt: number;
+      delayMs: number;
+      reason: 'network' | 'status';
+      status?: number;
+    }
+  | { type: 'throttled'; scopes: readonly string[]; retryAfterMs: number; status?: number }
+  | { type: 'invalidated'; scopes: readonly string[]; token?: string };
+
+export type TokenEventListener = (event: TokenEvent) => void;

@@ -1,0 +1,224 @@
+import type { Clock, Sleep } from './clock.js';
+import { TokenNetworkError, TokenRequestError, TokenThrottledError } from './errors.js';
+import { redactSecrets } from './redact.js';
+import { backoffDelay, isRetryableStatus, parseRetryAfter, type RetryPolicy } from './retry.js';
+import type { ScopeSet } from './scope-set.js';
+import type { TokenEvent } from './token-event.js';
+import { readBodyLimited } from './token-response.js';
+
+/** What goes into one client-credentials token request (RFC 6749 §4.4.2, seed §2.1 and §4.1). */
+export interface TokenRequestParams {
+  tokenUrl: URL;
+  clientId: string;
+  clientSecret: string;
+  audience: string;
+  scopes: ScopeSet;
+  /** `body`: client_id/client_secret form fields; `basic`: HTTP Basic (RFC 6749 §2.3.1). */
+  clientAuth: 'body' | 'basic';
+}
+
+/** application/x-www-form-urlencoded encoding of one value, as RFC 6749 §2.3.1 asks for Basic credentials. */
+function formEncode(value: string): string {
+  return new URLSearchParams({ v: value }).toString().slice(2);
+}
+
+/** Builds the token request. The scope list is sent sorted and deduplicated (the caller normalised it). */
+export function buildTokenRequest(params: TokenRequestParams, signal?: AbortSignal): Request {
+  const body = new URLSearchParams();
+  body.set('grant_type', 'client_credentials');
+  if (params.scopes.length > 0) body.set('scope', params.scopes.join(' '));
+  body.set('audience', params.audience);
+  const headers = new Headers({
+    accept: 'application/json',
+    'content-type': 'application/x-www-form-urlencoded',
+  });
+  if (params.clientAuth === 'basic') {
+    const credentials = `${formEncode(params.clientId)}:${formEncode(params.clientSecret)}`;
+    headers.set('authorization', `Basic ${btoa(credentials)}`);
+  } else {
+    body.set('client_id', params.clientId);
+    body.set('client_secret', params.clientSecret);
+  }
+  return new Request(params.tokenUrl, {
+    method: 'POST',
+    headers,
+    body: body.toString(),
+    // A redirect would re-send the credentials to wherever the Location header points.
+    redirect: 'manual',
+    cache: 'no-store',
+    ...(signal ? { signal } : {}),
+  });
+}
+
+export interface SendTokenRequestDeps {
+  fetch: typeof globalThis.fetch;
+  clock: Clock;
+  sleep: Sleep;
+  random: () => number;
+  retry: RetryPolicy;
+  requestTimeoutMs: number;
+  background: boolean;
+  emit: (event: TokenEvent) => void;
+  /** Called when the server asks to back off (429/503 with Retry-After): fail fast until `until`. */
+  onThrottle: (until: number) => void;
+}
+
+const hints: Record<string, string> = {
+  invalid_client:
+    'check clientId and clientSecret, and clientAuth (body or basic) against what the auth service expects',
+  invalid_scope: 'check the requested scopes: they must be known and authorised for this client',
+  unauthorized_client:
+    'this client may not use the client_credentials grant; check its set-up in the partner console',
+  access_denied:
+    'the client may not get tokens for this audience; check the audience (the partner API base URL)',
+  invalid_request: 'the request was malformed; check authUrl/tokenUrl and the audience',
+  unsupported_grant_type:
+    'the server does not accept client_credentials at this endpoint; check authUrl/tokenUrl',
+  invalid_grant: 'the server refused the grant; check the client set-up in the partner console',
+};
+
+async function readOAuthError(
+  response: Response,
+  secrets: readonly string[],
+): Promise<{ error?: string; errorDescription?: string }> {
+  try {
+    const text = new TextDecoder().decode(await readBodyLimited(response, 64 * 1024));
+    const body: unknown = JSON.parse(text);
+    if (typeof body !== 'object' || body === null) return {};
+    const { error, error_description: description } = body as Record<string, unknown>;
+    return {
+      ...(typeof error === 'string' ? { error: redactSecrets(error, secrets).slice(0, 100) } : {}),
+      ...(typeof description === 'string'
+        ? { errorDescription: redactSecrets(description, secrets).slice(0, 500) }
+        : {}),
+    };
+  } catch {
+    return {};
+  }
+}
+
+function statusError(
+  url: URL,
+  status: number,
+  oauth: { error?: string; errorDescription?: string },
+  attempts: number,
+): TokenRequestError {
+  const what = oauth.error
+    ? `${oauth.error}${oauth.errorDescription ? ` (${oauth.errorDescription})` : ''}`
+    : 'no OAuth error code';
+  const hint =
+    (oauth.error && hints[oauth.error]) ??
+    (status === 401
+      ? hints.invalid_client
+      : status === 403
+        ? hints.access_denied
+        : status === 404 || status === 405
+          ? 'check authUrl/tokenUrl: it does not look like the token endpoint'
+          : status >= 500
+            ? 'the auth service is failing; try again later'
+            : 'check the token request settings');
+  return new TokenRequestError(
+    `the token endpoint ${url.origin}${url.pathname} answered ${status} with ${what}${
+      attempts > 1 ? ` after ${attempts} attempts` : ''
+    }; ${hint}.`,
+    { status, error: oauth.error, errorDescription: oauth.errorDescription },
+  );
+}
+
+async function discard(response: Response): Promise<void> {
+  try {
+    await response.body?.cancel();
+  } catch {
+    // nothing to free
+  }
+}
+
+/**
+ * Sends the token request, retrying network errors, 408, 429 and 5xx with full-jitter backoff or the
+ * server's Retry-After. Resolves with the successful (2xx) response and the time the successful
+ * attempt started; throws a typed error otherwise.
+ */
+export async function sendTokenRequest(
+  params: TokenRequestParams,
+  deps: SendTokenRequestDeps,
+): Promise<{ response: Response; requestedAt: number }> {
+  const { retry, clock, emit, background } = deps;
+  const secrets = [params.clientSecret];
+  const maxAttempts = Math.max(1, Math.floor(retry.maxAttempts));
+  const where = `${params.tokenUrl.origin}${params.tokenUrl.pathname}`;
+  for (let attempt = 1; ; attempt++) {
+    const requestedAt = clock.now();
+    emit({ type: 'token-requested', tokenUrl: where, scopes: params.scopes, attempt, background });
+    let response: Response;
+    try {
+      response = await deps.fetch(buildTokenRequest(params, AbortSignal.timeout(deps.requestTimeoutMs)));
+    } catch (cause) {
+      const timedOut = cause instanceof Error && cause.name === 'TimeoutError';
+      if (attempt < maxAttempts) {
+        const delayMs = backoffDelay(attempt, retry, deps.random);
+        emit({ type: 'retry-scheduled', scopes: params.scopes, attempt, delayMs, reason: 'network' });
+        await deps.sleep(delayMs);
+        continue;
+      }
+      const detail = timedOut
+        ? `it did not answer within ${deps.requestTimeoutMs} ms`
+        : redactSecrets(cause instanceof Error ? cause.message : String(cause), secrets);
+      throw new TokenNetworkError(
+        `could not get a token from ${where} after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${detail}; check that the auth service is reachable from this host (authUrl/tokenUrl, DNS, proxy, firewall).`,
+        { cause },
+      );
+    }
+    const { status } = response;
+    if (status >= 200 && status <= 299) return { response, requestedAt };
+    if (status >= 300 && status <= 399) {
+      await discard(response);
+      const location = response.headers.get('location');
+      throw new TokenRequestError(
+        `the token endpoint ${where} answered ${status} redirecting${
+          location ? ` to ${redactSecrets(location, secrets).slice(0, 200)}` : ''
+        }; redirects are not followed because they would re-send the client credentials: set authUrl/tokenUrl to the final address.`,
+        { status },
+      );
+    }
+    if (!isRetryableStatus(status)) {
+      throw statusError(params.tokenUrl, status, await readOAuthError(response, secrets), attempt);
+    }
+    const retryAfter = parseRetryAfter(response.headers.get('retry-after'), clock.now());
+    if ((status === 429 || status === 503) && retryAfter !== undefined) {
+      const waitMs = Math.min(retryAfter, retry.maxRetryAfterMs);
+      deps.onThrottle(clock.now() + waitMs);
+      emit({ type: 'throttled', scopes: params.scopes, retryAfterMs: waitMs, status });
+      if (attempt < maxAttempts) {
+        await discard(response);
+        emit({
+          type: 'retry-scheduled',
+          scopes: params.scopes,
+          attempt,
+          delayMs: waitMs,
+          reason: 'status',
+          status,
+        });
+        await deps.sleep(waitMs);
+        continue;
+      }
+      const oauth = await readOAuthError(response, secrets);
+      throw new TokenThrottledError(
+        `the token endpoint ${where} answered ${status} asking to retry after ${Math.ceil(waitMs / 1000)} s${
+          oauth.error ? ` (${oauth.error})` : ''
+        }; token requests for these scopes fail fast until then: retry later or lower the request rate.`,
+        waitMs,
+      );
+    }
+    if (attempt < maxAttempts) {
+      await discard(response);
+      const delayMs =
+        retryAfter !== undefined
+          ? Math.min(retryAfter, retry.maxRetryAfterMs)
+          : backoffDelay(attempt, retry, deps.random);
+      emit({ type: 'retry-scheduled', scopes: params.scopes, attempt, delayMs, reason: 'status', status });
+      await deps.sleep(delayMs);
+      continue;
+    }
+    throw statusError(params.tokenUrl, status, await readOAuthError(response, secrets), attempt);
+  }
+}

@@ -1,0 +1,425 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ScopeNotGrantedError, TokenThrottledError } from '../src/errors.js';
+import type { TokenEvent } from '../src/token-event.js';
+import { createMemoryTokenStore, type StoredToken, type TokenStore } from '../src/token-store.js';
+import { providerFor } from './support/provider.js';
+import { fakeClock, startTokenServer, type TokenServer } from './support/token-server.js';
+
+let server: TokenServer;
+beforeAll(async () => {
+  server = await startTokenServer();
+});
+afterAll(() => server.close());
+afterEach(() => {
+  server.next();
+  server.requests.length = 0;
+});
+
+const count = () => server.requests.length;
+
+describe('getToken', () => {
+  it('returns the token with what the server said, token_type normalised to Bearer', async () => {
+    const provider = providerFor(server);
+    const before = Date.now();
+    const token = await provider.getToken({ scopes: ['read:loans'] });
+    expect(token.accessToken).toBe(server.issued.at(-1));
+    expect(token.tokenType).toBe('Bearer');
+    expect(token.grantedScopes).toEqual(['read:loans']);
+    expect(token.partnerId).toBe('partner-123');
+    expect(token.issuer).toBe(server.issuer);
+    expect(token.jti).toMatch(/^[0-9a-f-]{36}$/);
+    // expires_in (3599) is one second short of the JWT lifetime: the smaller one wins.
+    expect(token.expiresAt).toBeGreaterThanOrEqual(before + 3599_000);
+    expect(token.expiresAt).toBeLessThanOrEqual(Date.now() + 3599_000);
+  });
+
+  it('takes the expiry from exp when exp comes before request start + expires_in', async () => {
+    const clock = fakeClock();
+    const local = await startTokenServer({ now: clock.now });
+    try {
+      local.next((_r, issue) =>
+        issue({ ttlSeconds: 600, response: { expires_in: 7200 } }).then((body) => ({ body })),
+      );
+      const token = await providerFor(local, { clock }).getToken();
+      expect(token.expiresAt).toBe(Math.floor(clock.now() / 1000) * 1000 + 600_000);
+      local.next((_r, issue) =>
+        issue({ ttlSeconds: 600, response: { expires_in: '300' } }).then((body) => ({ body })),
+      );
+      const second = await providerFor(local, { clock }).getToken();
+      expect(second.expiresAt).toBe(clock.now() + 300_000);
+    } finally {
+      await local.close();
+    }
+  });
+});
+
+describe('cache', () => {
+  it('serves repeated calls from the cache', async () => {
+    const provider = providerFor(server);
+    const first = await provider.getToken({ scopes: ['read:loans'] });
+    const second = await provider.getToken({ scopes: ['read:loans'] });
+    expect(second.accessToken).toBe(first.accessToken);
+    expect(count()).toBe(1);
+  });
+
+  it('keys on the sorted scope set: order and duplicates do not matter, other sets do', async () => {
+    const provider = providerFor(server);
+    await provider.getToken({ scopes: ['read:loans', 'create:loan_draft'] });
+    await provider.getToken({ scopes: ['create:loan_draft', 'read:loans', 'read:loans'] });
+    expect(count()).toBe(1);
+    await provider.getToken({ scopes: ['create:repayment'] });
+    expect(count()).toBe(2);
+  });
+
+  it('lets a cached token with broader granted scopes serve a narrower request, not the reverse', async () => {
+    const provider = providerFor(server);
+    const broad = await provider.getToken({ scopes: ['create:loan_draft', 'read:loans'] });
+    const narrow = await provider.getToken({ scopes: ['read:loans'] });
+    expect(narrow.accessToken).toBe(broad.accessToken);
+    expect(count()).toBe(1);
+    const wider = await provider.getToken({ scopes: ['create:repayment', 'read:loans'] });
+    expect(wider.accessToken).not.toBe(broad.accessToken);
+    expect(count()).toBe(2);
+  });
+
+  it('serves any narrower request from a token asked for with no scope (all authorised scopes)', async () => {
+    const provider = providerFor(server);
+    const all = await provider.getToken();
+    expect(all.grantedScopes).toEqual([
+      'create:journal_update',
+      'create:loan_draft',
+      'create:repayment',
+      'read:loans',
+    ]);
+    expect((await provider.getToken({ scopes: ['create:repayment'] })).accessToken).toBe(all.accessToken);
+    expect(count()).toBe(1);
+  });
+
+  it('keys on token URL, client id and audience: a shared store does not mix them up', async () => {
+    const store = createMemoryTokenStore();
+    const other = await startTokenServer({ audience: 'https://other-api.example' });
+    try {
+      await providerFor(server, { store }).getToken();
+      await providerFor(server, { store, audience: 'https://other-api.example' }).getToken();
+      expect(count()).toBe(2);
+      await providerFor(other, { store }).getToken();
+      expect(other.tokenRequests()).toBe(1);
+      await providerFor(server, { store, clientId: 'another-client' })
+        .getToken()
+        .catch(() => {});
+      expect(count()).toBe(3);
+      await providerFor(server, { store }).getToken();
+      expect(count()).toBe(3);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('uses the scopes option when getToken names none', async () => {
+    const provider = providerFor(server, { scopes: ['read:loans', 'create:loan_draft'] });
+    const token = await provider.getToken();
+    expect(server.requests[0]?.form.get('scope')).toBe('create:loan_draft read:loans');
+    expect(token.grantedScopes).toEqual(['create:loan_draft', 'read:loans']);
+  });
+});
+
+describe('refresh ahead', () => {
+  const setup = async (options: { random?: () => number; events?: TokenEvent[] } = {}) => {
+    const clock = fakeClock();
+    const local = await startTokenServer({ now: clock.now, ttlSeconds: 3601 });
+    const events = options.events ?? [];
+    const provider = providerFor(local, {
+      clock,
+      random: options.random ?? (() => 0),
+      onEvent: (e) => events.push(e),
+    });
+    const first = await provider.getToken();
+    return { clock, local, provider, first, events };
+  };
+
+  it('serves the cached token until the soft window (max(60 s, 10 % of lifetime)) begins', async () => {
+    const { clock, local, provider, first } = await setup();
+    try {
+      // lifetime 3600 s → soft window 360 s.
+      clock.set(first.expiresAt - 361_000);
+      expect((await provider.getToken()).accessToken).toBe(first.accessToken);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(local.tokenRequests()).toBe(1);
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('inside the soft window serves the current token and refreshes once in the background', async () => {
+    const { clock, local, provider, first, events } = await setup();
+    try {
+      clock.set(first.expiresAt - 359_000);
+      const served = await Promise.all([provider.getToken(), provider.getToken(), provider.getToken()]);
+      expect(served.map((t) => t.accessToken)).toEqual([
+        first.accessToken,
+        first.accessToken,
+        first.accessToken,
+      ]);
+      await vi.waitFor(() =>
+        expect(events.some((e) => e.type === 'token-received' && e.background)).toBe(true),
+      );
+      expect(local.tokenRequests()).toBe(2);
+      expect(events.filter((e) => e.type === 'background-refresh')).toHaveLength(1);
+      const next = await provider.getToken();
+      expect(next.accessToken).toBe(local.issued[1]);
+      expect(next.accessToken).not.toBe(first.accessToken);
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('jitters the soft window per token so replicas do not refresh together', async () => {
+    const { clock, local, provider, first } = await setup({ random: () => 1 });
+    try {
+      // jitterRatio 0.2 and random 1 → the window grows to 432 s: 400 s before expiry is already inside.
+      clock.set(first.expiresAt - 400_000);
+      expect((await provider.getToken()).accessToken).toBe(first.accessToken);
+      await vi.waitFor(() => expect(local.tokenRequests()).toBe(2));
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('keeps serving the current token when the background refresh fails', async () => {
+    const { clock, local, provider, first, events } = await setup();
+    try {
+      local.next(() => ({ status: 400, body: { error: 'invalid_request' } }));
+      clock.set(first.expiresAt - 100_000);
+      expect((await provider.getToken()).accessToken).toBe(first.accessToken);
+      await vi.waitFor(() =>
+        expect(events.some((e) => e.type === 'token-request-failed' && e.background)).toBe(true),
+      );
+      expect((await provider.getToken()).accessToken).toBe(first.accessToken);
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('blocks for a fresh token inside the hard window (5 s)', async () => {
+    const { clock, local, provider, first } = await setup();
+    try {
+      clock.set(first.expiresAt - 4_000);
+      const next = await provider.getToken();
+      expect(next.accessToken).not.toBe(first.accessToken);
+      expect(local.tokenRequests()).toBe(2);
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('honours the window options', async () => {
+    const clock = fakeClock();
+    const local = await startTokenServer({ now: clock.now, ttlSeconds: 3601 });
+    try {
+      const provider = providerFor(local, {
+        clock,
+        refresh: { softWindowMs: 10_000, softWindowRatio: 0, hardWindowMs: 1_000, jitterRatio: 0 },
+      });
+      const first = await provider.getToken();
+      clock.set(first.expiresAt - 11_000);
+      await provider.getToken();
+      await new Promise((r) => setTimeout(r, 20));
+      expect(local.tokenRequests()).toBe(1);
+      clock.set(first.expiresAt - 1_500);
+      expect((await provider.getToken()).accessToken).toBe(first.accessToken);
+      await vi.waitFor(() => expect(local.tokenRequests()).toBe(2));
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('allows for clock skew when checking exp (default 30 s, configurable)', async () => {
+    const serverClock = fakeClock();
+    const local = await startTokenServer({ now: serverClock.now, ttlSeconds: 60 });
+    try {
+      // This machine's clock runs 70 s ahead: the fresh token's exp looks 10 s past.
+      const ahead = { now: () => serverClock.now() + 70_000 };
+      await expect(providerFor(local, { clock: ahead }).getToken()).resolves.toMatchObject({
+        tokenType: 'Bearer',
+      });
+      await expect(
+        providerFor(local, { clock: ahead, refresh: { clockSkewMs: 0 } }).getToken(),
+      ).rejects.toMatchObject({
+        code: 'ERR_TOKEN_RESPONSE',
+        message: expect.stringContaining('has already passed'),
+      });
+    } finally {
+      await local.close();
+    }
+  });
+});
+
+describe('single flight', () => {
+  it('1,000 concurrent getToken on a cold cache send exactly 1 token request', async () => {
+    const provider = providerFor(server);
+    const tokens = await Promise.all(
+      Array.from({ length: 1000 }, () => provider.getToken({ scopes: ['read:loans'] })),
+    );
+    expect(count()).toBe(1);
+    expect(new Set(tokens.map((t) => t.accessToken)).size).toBe(1);
+  });
+
+  it('shares one failure among concurrent callers, then tries again on the next call', async () => {
+    const provider = providerFor(server, { retry: { maxAttempts: 1 } });
+    server.next(() => ({ status: 401, body: { error: 'invalid_client' } }));
+    const results = await Promise.allSettled(Array.from({ length: 50 }, () => provider.getToken()));
+    expect(results.every((r) => r.status === 'rejected')).toBe(true);
+    expect(count()).toBe(1);
+    await provider.getToken();
+    expect(count()).toBe(2);
+  });
+
+  it('lets one caller stop waiting without cancelling the shared request', async () => {
+    const provider = providerFor(server);
+    const controller = new AbortController();
+    const aborted = provider.getToken({ signal: controller.signal });
+    const other = provider.getToken();
+    controller.abort(new Error('caller gave up'));
+    await expect(aborted).rejects.toThrow('caller gave up');
+    await expect(other).resolves.toMatchObject({ tokenType: 'Bearer' });
+    expect(count()).toBe(1);
+  });
+});
+
+describe('scopes', () => {
+  it('raises ScopeNotGrantedError naming the missing and the granted scopes', async () => {
+    const local = await startTokenServer({ authorisedScopes: ['read:loans'] });
+    try {
+      const provider = providerFor(local);
+      const error = await provider
+        .getToken({ scopes: ['read:loans', 'create:repayment'] })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ScopeNotGrantedError);
+      expect(error).toMatchObject({
+        code: 'ERR_SCOPE_NOT_GRANTED',
+        missingScopes: ['create:repayment'],
+        grantedScopes: ['read:loans'],
+      });
+      expect((error as Error).message).toBe(
+        'the token server did not grant "create:repayment" (granted: read:loans); ask the partner administration console to authorise this scope for the client, or do not call operations that need it.',
+      );
+      // The answer is cached: asking again raises again without a new request.
+      await expect(provider.getToken({ scopes: ['create:repayment', 'read:loans'] })).rejects.toBeInstanceOf(
+        ScopeNotGrantedError,
+      );
+      expect(local.tokenRequests()).toBe(1);
+    } finally {
+      await local.close();
+    }
+  });
+});
+
+describe('invalidate', () => {
+  it('drops the given token only when it is still the cached one', async () => {
+    const events: TokenEvent[] = [];
+    const provider = providerFor(server, { onEvent: (e) => events.push(e) });
+    const first = await provider.getToken();
+    await provider.invalidate('not-the-token');
+    expect((await provider.getToken()).accessToken).toBe(first.accessToken);
+    await provider.invalidate(first);
+    const second = await provider.getToken();
+    expect(second.accessToken).not.toBe(first.accessToken);
+    expect(count()).toBe(2);
+    expect(events.filter((e) => e.type === 'invalidated')).toEqual([
+      { type: 'invalidated', scopes: [], token: `…${first.accessToken.slice(-6)}` },
+    ]);
+  });
+
+  it('drops every cached token of the provider when called without a token', async () => {
+    const provider = providerFor(server);
+    await provider.getToken({ scopes: ['read:loans'] });
+    await provider.getToken({ scopes: ['create:repayment'] });
+    await provider.invalidate();
+    await provider.getToken({ scopes: ['read:loans'] });
+    await provider.getToken({ scopes: ['create:repayment'] });
+    expect(count()).toBe(4);
+  });
+});
+
+describe('store', () => {
+  it('hands the store plain token data with a ttl, never promises, and reads it back', async () => {
+    const clock = fakeClock();
+    const local = await startTokenServer({ now: clock.now });
+    const data = new Map<string, string>();
+    const sets: Array<{ key: string; ttlMs: number }> = [];
+    // A store that serialises, as a Redis store would.
+    const store: TokenStore = {
+      get: async (key) => {
+        const raw = data.get(key);
+        return raw === undefined ? undefined : (JSON.parse(raw) as StoredToken);
+      },
+      set: async (key, value, ttlMs) => {
+        for (const field of Object.values(value)) expect(field).not.toBeInstanceOf(Promise);
+        data.set(key, JSON.stringify(value));
+        sets.push({ key, ttlMs });
+      },
+      delete: async (key) => {
+        data.delete(key);
+      },
+    };
+    try {
+      const a = providerFor(local, { clock, store });
+      const token = await a.getToken();
+      expect(sets).toHaveLength(1);
+      expect(sets[0]?.ttlMs).toBe(token.expiresAt - clock.now());
+      expect(sets[0]?.key).not.toContain('client-4f1c9a');
+      const stored = JSON.parse(data.get(sets[0]?.key ?? '') ?? '{}');
+      expect(stored).toEqual({
+        accessToken: token.accessToken,
+        tokenType: 'Bearer',
+        expiresAt: token.expiresAt,
+        obtainedAt: clock.now(),
+        grantedScopes: token.grantedScopes,
+        partnerId: 'partner-123',
+        issuer: local.issuer,
+        jti: token.jti,
+      });
+      // A second provider (another replica) on the same store gets the token without a request.
+      expect((await providerFor(local, { clock, store }).getToken()).accessToken).toBe(token.accessToken);
+      expect(local.tokenRequests()).toBe(1);
+    } finally {
+      await local.close();
+    }
+  });
+});
+
+describe('throttling', () => {
+  it('after a 429 with Retry-After, fails fast for that key until it passes', async () => {
+    const clock = fakeClock();
+    const local = await startTokenServer({ now: clock.now });
+    const events: TokenEvent[] = [];
+    try {
+      const provider = providerFor(local, {
+        clock,
+        retry: { maxAttempts: 1 },
+        onEvent: (e) => events.push(e),
+      });
+      local.next(() => ({ status: 429, headers: { 'retry-after': '30' }, body: { error: 'slow_down' } }));
+      const error = await provider.getToken().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TokenThrottledError);
+      expect(error).toMatchObject({ code: 'ERR_TOKEN_THROTTLED', retryAfterMs: 30_000 });
+      clock.advance(10_000);
+      await expect(provider.getToken()).rejects.toMatchObject({
+        code: 'ERR_TOKEN_THROTTLED',
+        retryAfterMs: 20_000,
+      });
+      expect(local.tokenRequests()).toBe(1);
+      // Another scope set is another key: not throttled.
+      await provider.getToken({ scopes: ['read:loans'] });
+      expect(local.tokenRequests()).toBe(2);
+      clock.advance(20_001);
+      await provider.getToken();
+      expect(local.tokenRequests()).toBe(3);
+      expect(
+        events.filter((e) => e.type === 'throttled').map((e) => (e as { retryAfterMs: number }).retryAfterMs),
+      ).toEqual([30_000, 20_000]);
+    } finally {
+      await local.close();
+    }
+  });
+});
