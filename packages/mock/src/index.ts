@@ -1,1 +1,10 @@
+export type { AccessTokenClaims } from './access-token.js';
 export { type BearerChallenge, formatBearerChallenge } from './bearer-challenge.js';
+export { MockError, type MockErrorCode } from './errors.js';
+export { type FaultName, faultCatalogue, faultNames, isFaultName } from './faults.js';
+export { loansPaging } from './loans.js';
+export { demoClients, type MockClient, parseClients } from './mock-client.js';
+export { type Profile, profiles } from './profile.js';
+export type { LoggedRequest } from './request-log.js';
+export { type MockOptions, type RunningMock, startMock } from './start-mock.js';
+export type { TokenResponse } from './token-response.js';

@@ -1,0 +1,146 @@
+import { compactVerify, importJWK, type JWK } from 'jose';
+import type { FaultSet } from './faults.js';
+import type { KeySet } from './jwks.js';
+import type { Profile } from './profile.js';
+import { scopesOfClaim } from './scope-set.js';
+import { wrongAudience } from './token-response.js';
+
+/** What the resource server needs from a valid access token. */
+export interface AccessTokenClaims {
+  readonly partnerId: string;
+  readonly scopes: readonly string[];
+  readonly clientId: string | undefined;
+}
+
+export type AccessTokenResult =
+  | { readonly valid: true; readonly claims: AccessTokenClaims }
+  | { readonly valid: false; readonly description: string; readonly malformed: boolean };
+
+export interface ValidatorContext {
+  readonly keys: KeySet;
+  readonly issuer: string;
+  readonly audience: string;
+  readonly profile: Profile;
+  readonly clock: () => number;
+  readonly leewaySeconds: number;
+  readonly faults: FaultSet;
+}
+
+/** The only signing algorithm accepted (RFC 8725 §3.1: an explicit allow-list). */
+export const allowedAlgorithms = ['RS256'] as const;
+
+const b64url = /^[A-Za-z0-9_-]*$/;
+
+function decodeJsonObject(part: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const invalid = (description: string, malformed = false): AccessTokenResult => ({
+  valid: false,
+  description,
+  malformed,
+});
+
+async function verifies(token: string, key: CryptoKey | Uint8Array, algorithm: string): Promise<boolean> {
+  try {
+    await compactVerify(token, key, { algorithms: [algorithm] });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function checkSignature(
+  token: string,
+  header: Record<string, unknown>,
+  context: ValidatorContext,
+): Promise<string | undefined> {
+  const { faults, keys } = context;
+  const { alg, kid } = header;
+  if (typeof alg !== 'string') return 'the token header has no alg';
+  if (alg.toLowerCase() === 'none')
+    return faults.has('api-accept-alg-none') ? undefined : 'unsigned tokens (alg none) are not accepted';
+  if (faults.has('api-trust-jku') && header.jku !== undefined) return undefined;
+  if (alg === 'HS256' && faults.has('api-accept-hs256-public-key')) {
+    const candidates = kid === undefined ? keys.keys : [keys.find(kid)].filter((key) => key !== undefined);
+    for (const key of candidates) {
+      if (await verifies(token, new TextEncoder().encode(key.spki), 'HS256')) return undefined;
+    }
+    return 'the token signature is invalid';
+  }
+  if (!(allowedAlgorithms as readonly string[]).includes(alg))
+    return `the token algorithm ${alg} is not accepted (only ${allowedAlgorithms.join(', ')})`;
+  if (faults.has('api-skip-signature-check')) return undefined;
+  if (faults.has('api-trust-embedded-jwk') && typeof header.jwk === 'object' && header.jwk !== null) {
+    try {
+      const key = await importJWK(header.jwk as JWK, alg);
+      return (await verifies(token, key as CryptoKey, alg)) ? undefined : 'the token signature is invalid';
+    } catch {
+      return 'the embedded jwk is not a usable key';
+    }
+  }
+  const key = keys.find(kid);
+  if (!key) return 'the token kid is not a key of the JWKS';
+  return (await verifies(token, key.publicKey, alg)) ? undefined : 'the token signature is invalid';
+}
+
+/**
+ * Validates an access token as the partner API does: compact JWS, alg allow-list, kid from the
+ * JWKS, signature, typ (rfc9068 profile), iss, aud, exp and nbf with leeway, and claim shapes.
+ */
+export async function validateAccessToken(
+  token: string,
+  context: ValidatorContext,
+): Promise<AccessTokenResult> {
+  const { faults } = context;
+  const parts = token.split('.');
+  if (parts.length !== 3 || !parts.every((part) => b64url.test(part)) || !parts[0] || !parts[1])
+    return invalid('the access token is not a compact JWS', true);
+  const header = decodeJsonObject(parts[0]);
+  const payload = decodeJsonObject(parts[1]);
+  if (!header || !payload) return invalid('the access token is not a compact JWS', true);
+  const signatureProblem = await checkSignature(token, header, context);
+  if (signatureProblem) return invalid(signatureProblem);
+  if (context.profile === 'rfc9068' && !faults.has('api-skip-typ-check')) {
+    // RFC 9068 §4: the typ header must be at+jwt (or application/at+jwt).
+    const typ = typeof header.typ === 'string' ? header.typ.toLowerCase() : '';
+    if (typ !== 'at+jwt' && typ !== 'application/at+jwt') return invalid('the token typ is not at+jwt');
+  }
+  if (!faults.has('api-skip-issuer-check') && payload.iss !== context.issuer)
+    return invalid('the token issuer is not this authentication service');
+  if (!faults.has('api-skip-audience-check')) {
+    const { aud } = payload;
+    const audiences = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
+    const accepted = faults.has('token-wrong-audience-claim')
+      ? [context.audience, wrongAudience]
+      : [context.audience];
+    if (!audiences.some((value) => accepted.includes(value as string)))
+      return invalid('the token audience is not this API');
+  }
+  const now = context.clock() / 1000;
+  const leeway = context.leewaySeconds;
+  const { exp, nbf } = payload;
+  if (!faults.has('api-ignore-expiry')) {
+    if (typeof exp !== 'number' || !Number.isFinite(exp)) return invalid('the token has no numeric exp');
+    if (!(now < exp + leeway)) return invalid('the access token expired');
+  }
+  if (nbf !== undefined && !faults.has('api-ignore-nbf')) {
+    if (typeof nbf !== 'number' || !Number.isFinite(nbf)) return invalid('the token nbf is not numeric');
+    if (now < nbf - leeway) return invalid('the access token is not valid yet (nbf)');
+  }
+  const { partnerId, client_id: clientId } = payload;
+  if (typeof partnerId !== 'string') return invalid('the token has no partnerId claim');
+  const scopes = payload.scope === undefined ? [] : scopesOfClaim(payload.scope);
+  if (scopes === undefined) return invalid('the token scope claim is malformed');
+  return {
+    valid: true,
+    claims: { partnerId, scopes, clientId: typeof clientId === 'string' ? clientId : undefined },
+  };
+}

@@ -1,0 +1,18 @@
+/** Stable codes of {@link MockError}; callers can switch on them. */
+export type MockErrorCode =
+  | 'ERR_MOCK_OPTIONS' // an option of startMock is invalid
+  | 'ERR_MOCK_CLIENTS' // the client registry (option or --clients file) is invalid
+  | 'ERR_MOCK_FAULT' // an unknown fault name
+  | 'ERR_MOCK_LISTEN' // a server could not listen
+  | 'ERR_MOCK_USAGE'; // a CLI flag is invalid
+
+/** The one error base class of @partner-lending/mock. `code` is stable; `cause` is kept. */
+export class MockError extends Error {
+  override readonly name = 'MockError';
+  readonly code: MockErrorCode;
+
+  constructor(code: MockErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}

@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import { exportJWK, exportSPKI, generateKeyPair, type JWK } from 'jose';
+
+export interface SigningKey {
+  readonly kid: string;
+  readonly privateKey: CryptoKey;
+  readonly publicKey: CryptoKey;
+  readonly jwk: JWK;
+  /** SPKI PEM text of the public key (only used by the api-accept-hs256-public-key fault). */
+  readonly spki: string;
+}
+
+async function createKey(): Promise<SigningKey> {
+  const { privateKey, publicKey } = await generateKeyPair('RS256', { modulusLength: 2048 });
+  const kid = randomUUID();
+  const jwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
+  return { kid, privateKey, publicKey, jwk, spki: await exportSPKI(publicKey) };
+}
+
+/**
+ * The key set of the auth server. One key signs; the JWKS publishes the signing key and, after a
+ * rotation, the previous one (so tokens it signed stay valid until the next rotation retires it).
+ */
+export class KeySet {
+  #keys: SigningKey[];
+
+  private constructor(keys: SigningKey[]) {
+    this.#keys = keys;
+  }
+
+  static async create(): Promise<KeySet> {
+    return new KeySet([await createKey()]);
+  }
+
+  /** The key that signs new tokens. */
+  get signing(): SigningKey {
+    return this.#keys[0]!;
+  }
+
+  /** Every published (verifying) key, signing key first. */
+  get keys(): readonly SigningKey[] {
+    return this.#keys;
+  }
+
+  find(kid: unknown): SigningKey | undefined {
+    return typeof kid === 'string' ? this.#keys.find((key) => key.kid === kid) : undefined;
+  }
+
+  /**
+   * Adds a new signing key. The previous signing key stays published for verification; any older
+   * key is retired. With `retirePrevious`, only the new key remains.
+   */
+  async rotate(options: { retirePrevious?: boolean } = {}): Promise<void> {
+    const next = await createKey();
+    this.#keys = options.retirePrevious ? [next] : [next, this.signing];
+  }
+
+  jwks(): { keys: JWK[] } {
+    return { keys: this.#keys.map((key) => key.jwk) };
+  }
+}

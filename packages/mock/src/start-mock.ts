@@ -1,0 +1,205 @@
+import { randomUUID } from 'node:crypto';
+import { inspect } from 'node:util';
+import { type ApiServerContext, handleApiRequest } from './api-server.js';
+import { type AuthServerContext, handleAuthRequest, jwksPath, tokenPath } from './auth-server.js';
+import { MockError } from './errors.js';
+import { type FaultName, parseFaults } from './faults.js';
+import { KeySet } from './jwks.js';
+import { PartnerStore } from './loans.js';
+import { demoClients, type MockClient, parseClients, protectClient } from './mock-client.js';
+import { closeServer, createMockServer, listen } from './mock-server.js';
+import { type Profile, profileRules, profiles } from './profile.js';
+import { type LoggedRequest, RequestLog } from './request-log.js';
+
+export interface MockOptions {
+  /** Token shape: 'deployed' (as the deployed service) or 'rfc9068'. Default 'deployed'. */
+  profile?: Profile;
+  /** JWT lifetime in seconds. Default 43200 (12 h, as the deployed service). */
+  tokenTtlSeconds?: number;
+  /** The client registry. Default: three demo clients (see README). */
+  clients?: MockClient[];
+  /** Named faults, each breaking one rule. Default []. */
+  faults?: FaultName[];
+  /** Epoch ms. Default Date.now. Used for iat/exp and for validating exp/nbf. */
+  clock?: () => number;
+  /** exp/nbf leeway of the API in seconds. Default 0. */
+  leewaySeconds?: number;
+  /** What an empty requested ∩ authorised scope gives. Default 'invalid_scope' (400). */
+  emptyIntersection?: 'invalid_scope' | 'empty-token';
+  /** Seeded loans per partner. Default 25. */
+  loansPerPartner?: number;
+  /** Interface both servers bind. Default '127.0.0.1'. */
+  host?: string;
+  /** Port of the auth server. Default 0 (random). */
+  authPort?: number;
+  /** Port of the API. Default 0 (random). */
+  apiPort?: number;
+  /** Longest time a request may take to arrive (headers and body), in ms. Default 30000. */
+  requestTimeoutMs?: number;
+}
+
+export interface RunningMock {
+  /** Origin of the auth server, e.g. http://127.0.0.1:41234. */
+  readonly authUrl: string;
+  /** Origin of the API, e.g. http://127.0.0.1:41235; also the audience. */
+  readonly baseUrl: string;
+  readonly audience: string;
+  /** deployed: authUrl + '/'; rfc9068: authUrl. */
+  readonly issuer: string;
+  readonly jwksUrl: string;
+  readonly tokenUrl: string;
+  /** The registered clients (secrets included; kept out of JSON.stringify and util.inspect). */
+  readonly clients: MockClient[];
+  readonly profile: Profile;
+  readonly faults: readonly FaultName[];
+  /** Requests received by the token endpoint (POST /oauth/token), successful or not. */
+  tokenRequestCount(): number;
+  /** The newest 1000 requests of both servers, secrets and tokens redacted. */
+  requestLog(): readonly LoggedRequest[];
+  /** Adds a new signing key; the previous one stays published until the next rotation. */
+  rotateKeys(options?: { retirePrevious?: boolean }): Promise<void>;
+  close(): Promise<void>;
+}
+
+const fail = (message: string): never => {
+  throw new MockError('ERR_MOCK_OPTIONS', message);
+};
+
+function integer(
+  name: string,
+  value: number | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < min || value > max)
+    fail(`startMock: ${name} must be an integer from ${min} to ${max}, got ${String(value)}.`);
+  return value;
+}
+
+const origin = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+/** Starts the auth server and the API on two ports of 127.0.0.1 (two origins, as in production). */
+export async function startMock(options: MockOptions = {}): Promise<RunningMock> {
+  const profile = options.profile ?? 'deployed';
+  if (!profiles.includes(profile))
+    fail(`startMock: profile must be one of ${profiles.join(', ')}, got ${String(profile)}.`);
+  const tokenTtlSeconds = integer('tokenTtlSeconds', options.tokenTtlSeconds, 43_200, 1, 10 * 365 * 86_400);
+  const loansPerPartner = integer('loansPerPartner', options.loansPerPartner, 25, 0, 100_000);
+  const authPort = integer('authPort', options.authPort, 0, 0, 65_535);
+  const apiPort = integer('apiPort', options.apiPort, 0, 0, 65_535);
+  const requestTimeoutMs = integer('requestTimeoutMs', options.requestTimeoutMs, 30_000, 1, 3_600_000);
+  const leewaySeconds = options.leewaySeconds ?? 0;
+  if (!Number.isFinite(leewaySeconds) || leewaySeconds < 0)
+    fail(`startMock: leewaySeconds must be a number ≥ 0, got ${String(leewaySeconds)}.`);
+  const emptyIntersection = options.emptyIntersection ?? 'invalid_scope';
+  if (emptyIntersection !== 'invalid_scope' && emptyIntersection !== 'empty-token')
+    fail(
+      `startMock: emptyIntersection must be 'invalid_scope' or 'empty-token', got ${String(emptyIntersection)}.`,
+    );
+  const clock = options.clock ?? Date.now;
+  if (typeof clock !== 'function') fail('startMock: clock must be a function returning epoch milliseconds.');
+  const host = options.host ?? '127.0.0.1';
+  const faultList = parseFaults(options.faults ?? []);
+  const faults = new Set(faultList);
+  const clients = (options.clients === undefined ? demoClients() : parseClients(options.clients)).map(
+    protectClient,
+  );
+
+  const keys = await KeySet.create();
+  const log = new RequestLog();
+  let tokenRequests = 0;
+  const store = new PartnerStore(
+    clients.map((client) => client.partnerId),
+    loansPerPartner,
+    clock(),
+  );
+  // Filled in once both ports are known; no request can arrive before the servers listen.
+  const urls = { authUrl: '', baseUrl: '', issuer: '' };
+  const authContext: AuthServerContext = {
+    profile,
+    get issuer() {
+      return urls.issuer;
+    },
+    get audience() {
+      return urls.baseUrl;
+    },
+    tokenTtlSeconds,
+    clock,
+    keys,
+    faults,
+    emptyIntersection,
+    fixedJti: randomUUID(),
+    clients,
+    countTokenRequest: () => {
+      tokenRequests += 1;
+    },
+  };
+  const apiContext: ApiServerContext = {
+    keys,
+    get issuer() {
+      return urls.issuer;
+    },
+    get audience() {
+      return urls.baseUrl;
+    },
+    profile,
+    clock,
+    leewaySeconds,
+    faults,
+    store,
+  };
+  const authServer = createMockServer({
+    name: 'auth',
+    handler: (req, res, exchange) => handleAuthRequest(req, res, authContext, exchange),
+    log,
+    clock,
+    requestTimeoutMs,
+  });
+  const apiServer = createMockServer({
+    name: 'api',
+    handler: (req, res, exchange) => handleApiRequest(req, res, apiContext, exchange),
+    log,
+    clock,
+    requestTimeoutMs,
+  });
+  try {
+    urls.authUrl = origin(host, await listen(authServer, host, authPort));
+    urls.baseUrl = origin(host, await listen(apiServer, host, apiPort));
+  } catch (cause) {
+    await Promise.all([closeServer(authServer), closeServer(apiServer)]);
+    throw new MockError(
+      'ERR_MOCK_LISTEN',
+      `startMock: could not listen on ${host} (auth port ${authPort}, API port ${apiPort}): ${(cause as Error).message}. Choose free ports or 0 for random ones.`,
+      { cause },
+    );
+  }
+  urls.issuer = profileRules[profile].issuer(urls.authUrl);
+
+  let closing: Promise<void> | undefined;
+  const running: RunningMock = {
+    authUrl: urls.authUrl,
+    baseUrl: urls.baseUrl,
+    audience: urls.baseUrl,
+    issuer: urls.issuer,
+    jwksUrl: `${urls.authUrl}${jwksPath}`,
+    tokenUrl: `${urls.authUrl}${tokenPath}`,
+    clients,
+    profile,
+    faults: Object.freeze([...faultList]),
+    tokenRequestCount: () => tokenRequests,
+    requestLog: () => log.entries(),
+    rotateKeys: (rotateOptions) => keys.rotate(rotateOptions),
+    close: () => {
+      closing ??= Promise.all([closeServer(authServer), closeServer(apiServer)]).then(() => undefined);
+      return closing;
+    },
+  };
+  Object.defineProperty(running, inspect.custom, {
+    value: () =>
+      `RunningMock { authUrl: '${running.authUrl}', baseUrl: '${running.baseUrl}', profile: '${profile}' }`,
+    enumerable: false,
+  });
+  return running;
+}

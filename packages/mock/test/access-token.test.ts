@@ -1,0 +1,217 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type MockClient, type Profile, type RunningMock, startMock } from '../src/index.js';
+import { decodeJwt, forge, getLoans, manualClock, signWithForeignKey, tokenFor } from './helpers.js';
+
+const clients: MockClient[] = [
+  {
+    partnerId: 'p-1',
+    clientId: 'c-1',
+    clientSecret: 's-1',
+    authorizedScopes: ['read:loans', 'create:loan_draft'],
+  },
+];
+
+describe.each<Profile>(['deployed', 'rfc9068'])(
+  'access-token validation at the API, profile %s',
+  (profile) => {
+    const clock = manualClock();
+    let mock: RunningMock;
+    let token: string;
+    beforeAll(async () => {
+      mock = await startMock({ profile, clients, clock: clock.now, tokenTtlSeconds: 60 });
+      token = await tokenFor(mock);
+    });
+    afterAll(() => mock.close());
+
+    const expectInvalid = async (authorization: string, description?: string) => {
+      const answer = await getLoans(mock, authorization);
+      expect(answer.status, authorization.slice(0, 40)).toBe(401);
+      const challenge = answer.headers.get('www-authenticate') ?? '';
+      expect(challenge).toMatch(/^Bearer error="invalid_token"/);
+      if (description)
+        expect(challenge).toBe(`Bearer error="invalid_token", error_description="${description}"`);
+      expect(JSON.parse(answer.text).error).toBe('invalid_token');
+    };
+    const claims = () => decodeJwt(token);
+
+    it('accepts its own token, with the scheme in any case', async () => {
+      for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
+        expect((await getLoans(mock, `${scheme} ${token}`)).status).toBe(200);
+      }
+    });
+
+    it('answers 401 with a challenge without error when no credentials were sent (RFC 6750 §3.1)', async () => {
+      const answer = await getLoans(mock);
+      expect(answer.status).toBe(401);
+      expect(answer.headers.get('www-authenticate')).toBe('Bearer realm="partner-api"');
+      expect(answer.headers.get('content-type')).toBe('application/json');
+    });
+
+    it('treats another scheme as no credentials', async () => {
+      const answer = await getLoans(mock, `Basic ${token}`);
+      expect(answer.status).toBe(401);
+      expect(answer.headers.get('www-authenticate')).toBe('Bearer realm="partner-api"');
+    });
+
+    it('takes the token from the header only, never from the query string or body', async () => {
+      const query = await getLoans(mock, undefined, undefined, `?access_token=${token}`);
+      expect(query.status).toBe(401);
+      expect(query.headers.get('www-authenticate')).toBe('Bearer realm="partner-api"');
+      const body = await fetch(`${mock.baseUrl}/v3/partner/p-1/loan_draft`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `access_token=${token}`,
+      });
+      expect(body.status).toBe(401);
+    });
+
+    it('refuses a token sent by two methods with 400 invalid_request (RFC 6750 §2)', async () => {
+      const answer = await getLoans(mock, `Bearer ${token}`, undefined, `?access_token=${token}`);
+      expect(answer.status).toBe(400);
+      expect(JSON.parse(answer.text).error).toBe('invalid_request');
+    });
+
+    it('refuses malformed tokens and headers with 401 invalid_token', async () => {
+      await expectInvalid('Bearer', 'the Authorization header holds no well-formed bearer token');
+      await expectInvalid('Bearer a b');
+      await expectInvalid('Bearer not-a-jwt', 'the access token is not a compact JWS');
+      await expectInvalid(`Bearer ${token}.extra`);
+      await expectInvalid('Bearer e30.e30.');
+    });
+
+    it('refuses alg none, HS256 and any algorithm outside the allow-list', async () => {
+      const { header, payload } = claims();
+      await expectInvalid(
+        `Bearer ${forge({ ...header, alg: 'none' }, payload)}`,
+        'unsigned tokens (alg none) are not accepted',
+      );
+      await expectInvalid(`Bearer ${forge({ ...header, alg: 'NoNe' }, payload)}`);
+      await expectInvalid(
+        `Bearer ${forge({ ...header, alg: 'HS256' }, payload, 'c2ln')}`,
+        'the token algorithm HS256 is not accepted (only RS256)',
+      );
+      await expectInvalid(`Bearer ${forge({ ...header, alg: 'PS256' }, payload, 'c2ln')}`);
+    });
+
+    it('refuses an unknown kid, a missing kid and a bad signature', async () => {
+      const { header, payload } = claims();
+      const signature = token.split('.')[2]!;
+      await expectInvalid(
+        `Bearer ${forge({ ...header, kid: 'other' }, payload, signature)}`,
+        'the token kid is not a key of the JWKS',
+      );
+      const { kid: _, ...noKid } = header;
+      await expectInvalid(`Bearer ${forge(noKid, payload, signature)}`);
+      await expectInvalid(
+        `Bearer ${forge(header, { ...payload, partnerId: 'p-2' }, signature)}`,
+        'the token signature is invalid',
+      );
+    });
+
+    it('refuses a token signed by a foreign key, even with an embedded jwk or a jku', async () => {
+      const { payload, header } = claims();
+      const foreign = await signWithForeignKey(payload, { kid: header.kid, typ: header.typ });
+      await expectInvalid(`Bearer ${foreign.token}`, 'the token signature is invalid');
+      const embedded = await signWithForeignKey(payload, {
+        typ: header.typ,
+        jwk: (await signWithForeignKey({})).jwk,
+      });
+      await expectInvalid(`Bearer ${embedded.token}`);
+      const jku = await signWithForeignKey(payload, { typ: header.typ, jku: 'http://127.0.0.1:9/jwks.json' });
+      await expectInvalid(`Bearer ${jku.token}`);
+    });
+
+    it('refuses an expired token (exp, leeway 0) and accepts it one second before', async () => {
+      const fresh = await tokenFor(mock);
+      clock.advance(59);
+      expect((await getLoans(mock, `Bearer ${fresh}`)).status).toBe(200);
+      clock.advance(1);
+      await expectInvalid(`Bearer ${fresh}`, 'the access token expired');
+      clock.advance(-60);
+    });
+
+    it('answers 403 insufficient_scope naming the scope, before partner isolation', async () => {
+      const readOnly = await tokenFor(mock, clients[0], 'create:loan_draft');
+      const answer = await getLoans(mock, `Bearer ${readOnly}`, 'someone-else');
+      expect(answer.status).toBe(403);
+      expect(answer.headers.get('www-authenticate')).toBe(
+        'Bearer error="insufficient_scope", scope="read:loans"',
+      );
+      expect(JSON.parse(answer.text)).toEqual({
+        error: 'insufficient_scope',
+        error_description: 'this operation requires the read:loans scope',
+      });
+    });
+
+    it("answers 403 on another partner's path", async () => {
+      const answer = await getLoans(mock, `Bearer ${token}`, 'p-other');
+      expect(answer.status).toBe(403);
+      expect(JSON.parse(answer.text).error).toBe('access_denied');
+      expect(answer.headers.get('www-authenticate')).toBe('Bearer realm="partner-api"');
+    });
+
+    if (profile === 'rfc9068') {
+      it('requires typ at+jwt (RFC 9068 §4)', async () => {
+        const { header, payload } = claims();
+        await expectInvalid(`Bearer ${forge({ ...header, typ: 'JWT' }, payload, token.split('.')[2])}`);
+      });
+    }
+  },
+);
+
+describe('access-token: leeway and nbf', () => {
+  it('accepts an expired token within leewaySeconds', async () => {
+    const clock = manualClock();
+    const mock = await startMock({ clients, clock: clock.now, tokenTtlSeconds: 10, leewaySeconds: 5 });
+    try {
+      const token = await tokenFor(mock);
+      clock.advance(14);
+      expect((await getLoans(mock, `Bearer ${token}`)).status).toBe(200);
+      clock.advance(1);
+      expect((await getLoans(mock, `Bearer ${token}`)).status).toBe(401);
+    } finally {
+      await mock.close();
+    }
+  });
+
+  it('refuses a token used before its nbf', async () => {
+    const clock = manualClock();
+    const mock = await startMock({ clients, clock: clock.now, faults: ['api-skip-signature-check'] });
+    try {
+      const { header, payload } = decodeJwt(await tokenFor(mock));
+      const future = forge(header, { ...payload, nbf: payload.iat + 30 }, 'c2ln');
+      const answer = await getLoans(mock, `Bearer ${future}`);
+      expect(answer.status).toBe(401);
+      expect(answer.headers.get('www-authenticate')).toBe(
+        'Bearer error="invalid_token", error_description="the access token is not valid yet (nbf)"',
+      );
+      clock.advance(30);
+      expect((await getLoans(mock, `Bearer ${future}`)).status).toBe(200);
+    } finally {
+      await mock.close();
+    }
+  });
+
+  it('checks iss and aud (shown with the signature check off, so claims can be edited)', async () => {
+    const mock = await startMock({ clients, faults: ['api-skip-signature-check'] });
+    try {
+      const { header, payload } = decodeJwt(await tokenFor(mock));
+      const edit = (changes: Record<string, unknown>) =>
+        `Bearer ${forge(header, { ...payload, ...changes }, 'c2ln')}`;
+      expect((await getLoans(mock, edit({}))).status).toBe(200);
+      const iss = await getLoans(mock, edit({ iss: mock.authUrl }));
+      expect(iss.headers.get('www-authenticate')).toContain(
+        'the token issuer is not this authentication service',
+      );
+      const aud = await getLoans(mock, edit({ aud: ['https://other.invalid'] }));
+      expect(aud.headers.get('www-authenticate')).toContain('the token audience is not this API');
+      expect((await getLoans(mock, edit({ aud: mock.audience }))).status).toBe(200);
+      expect((await getLoans(mock, edit({ aud: ['x', mock.audience] }))).status).toBe(200);
+      expect((await getLoans(mock, edit({ exp: undefined }))).status).toBe(401);
+      expect((await getLoans(mock, edit({ partnerId: 7 }))).status).toBe(401);
+      expect((await getLoans(mock, edit({ scope: { a: 1 } }))).status).toBe(401);
+    } finally {
+      await mock.close();
+    }
+  });
+});
