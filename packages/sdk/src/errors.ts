@@ -1,4 +1,4 @@
-import { type AuthChallenge, bearerChallengeOf } from './bearer-challenge.js';
+import { type Challenge, findBearerChallenge } from '@partner-lending/auth';
 
 /** Stable codes of the SDK's errors: switch on `error.code`, not on the message. */
 export type PartnerApiErrorCode =
@@ -26,7 +26,7 @@ export interface PartnerApiErrorDetails {
   /** `error_description` of the challenge or of the body. */
   errorDescription?: string | undefined;
   /** The parsed `WWW-Authenticate: Bearer` challenge of the answer. */
-  challenge?: AuthChallenge | undefined;
+  challenge?: Challenge | undefined;
   /** The server's request id (`x-request-id` or `request-id` header): quote it to support. */
   requestId?: string | undefined;
   /** The parsed error body (JSON when it was JSON, else text). */
@@ -43,7 +43,7 @@ export class PartnerApiError extends Error {
   readonly status: number | undefined;
   readonly errorCode: string | undefined;
   readonly errorDescription: string | undefined;
-  readonly challenge: AuthChallenge | undefined;
+  readonly challenge: Challenge | undefined;
   readonly requestId: string | undefined;
   readonly body: unknown;
   readonly attempts: number | undefined;
@@ -211,7 +211,7 @@ const stringField = (body: unknown, name: string): string | undefined => {
 /** Turns an error answer (status ≥ 400) into the matching `PartnerApiError` subclass. */
 export function errorFromResponse(response: Response, body: unknown, context: ErrorContext): PartnerApiError {
   const { status } = response;
-  const challenge = bearerChallengeOf(response.headers.get('www-authenticate'));
+  const challenge = findBearerChallenge(response.headers.get('www-authenticate'));
   const errorCode = challenge?.params.error ?? stringField(body, 'error');
   const errorDescription = challenge?.params.error_description ?? stringField(body, 'error_description');
   const requestId = requestIdOf(response.headers);

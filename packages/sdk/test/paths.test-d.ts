@@ -1,7 +1,12 @@
 import { describe, expectTypeOf, it } from 'vitest';
-import { createPartnerClient } from '../src/index.js';
+import { createPartnerClient, type LoansPage, type OpenObject, type Page } from '../src/index.js';
 
-const client = createPartnerClient({ baseUrl: 'http://127.0.0.1:1' });
+const client = createPartnerClient({
+  authUrl: 'http://127.0.0.1:1',
+  baseUrl: 'http://127.0.0.1:1',
+  clientId: 'id',
+  clientSecret: 'secret',
+});
 
 describe('typed paths', () => {
   it('accepts the loans path with partner_id, limit and offset', () => {
@@ -10,6 +15,12 @@ describe('typed paths', () => {
     });
     type Data = Awaited<typeof result>['data'];
     expectTypeOf<Data>().toEqualTypeOf<Record<string, unknown>[] | Record<string, unknown> | undefined>();
+  });
+
+  it('lets partner_id be left out: the client fills it in from the token', () => {
+    client.GET('/v3/partner/{partner_id}/loans');
+    client.GET('/v3/partner/{partner_id}/loans', { params: { query: { limit: 10 } } });
+    client.POST('/v3/partner/{partner_id}/loan_draft', { body: { amount: 1 } });
   });
 
   it('types the create bodies as open JSON objects', () => {
@@ -23,10 +34,10 @@ describe('typed paths', () => {
   it('rejects what the spec does not allow', () => {
     // @ts-expect-error the path does not exist in the spec (loan, not loans)
     client.GET('/v3/partner/{partner_id}/loan', { params: { path: { partner_id: 'p1' } } });
-    // @ts-expect-error partner_id is a required path parameter
-    client.GET('/v3/partner/{partner_id}/loans', { params: { path: {} } });
-    // @ts-expect-error params (with partner_id) are required
-    client.GET('/v3/partner/{partner_id}/loans');
+    // @ts-expect-error partner_id, when given, is a string
+    client.GET('/v3/partner/{partner_id}/loans', { params: { path: { partner_id: 7 } } });
+    // @ts-expect-error the token endpoint is on the auth server, not a path of this client
+    client.POST('/oauth/token', { body: {} });
     client.GET('/v3/partner/{partner_id}/loans', {
       // @ts-expect-error limit is an integer, not a string
       params: { path: { partner_id: 'p1' }, query: { limit: '10' } },
@@ -38,5 +49,33 @@ describe('typed paths', () => {
       // @ts-expect-error a create body is an object, not an array
       body: [1, 2],
     });
+    // @ts-expect-error a create needs its body
+    client.POST('/v3/partner/{partner_id}/journals', { params: { path: { partner_id: 'p1' } } });
+  });
+});
+
+describe('resource methods', () => {
+  it('return the parsed bodies', () => {
+    expectTypeOf(client.loans.list()).resolves.toEqualTypeOf<LoansPage>();
+    expectTypeOf(client.loanDrafts.create({ amount: 1 })).resolves.toEqualTypeOf<OpenObject>();
+    expectTypeOf(client.journals.create).parameter(0).toEqualTypeOf<OpenObject>();
+    // @ts-expect-error a create body is an object
+    client.repayments.create('amount=1');
+    // @ts-expect-error limit is a number
+    client.loans.list({ limit: '10' });
+  });
+
+  it('iterate items typed by the selector', () => {
+    const loans = client.loans.iterate();
+    expectTypeOf(loans).toEqualTypeOf<AsyncGenerator<Record<string, unknown>, void, undefined>>();
+    const ids = client.loans.iterate({
+      items: (body) => (Array.isArray(body) ? body.map((loan) => String(loan.id)) : []),
+    });
+    expectTypeOf(ids).toEqualTypeOf<AsyncGenerator<string, void, undefined>>();
+    expectTypeOf(client.loans.pages()).toEqualTypeOf<
+      AsyncGenerator<Page<LoansPage, Record<string, unknown>>, void, undefined>
+    >();
+    // @ts-expect-error pageSize is a number
+    client.loans.iterate({ pageSize: '10' });
   });
 });
