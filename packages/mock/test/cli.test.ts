@@ -1,0 +1,166 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { faultNames } from '../src/index.js';
+
+// The CLI is tested as users run it: the committed launcher importing the built dist/cli.js.
+const bin = fileURLToPath(new URL('../bin/partner-mock.js', import.meta.url));
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+beforeAll(() => {
+  if (!existsSync(fileURLToPath(new URL('../dist/cli.js', import.meta.url))))
+    throw new Error('dist/cli.js is missing: run `pnpm --filter @partner-lending/mock build` first');
+});
+
+function start(args: string[]) {
+  const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const firstLine = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no output; stderr: ${stderr}`)), 15_000);
+    const check = () => {
+      if (stdout.includes('\n')) {
+        clearTimeout(timer);
+        resolve(stdout.slice(0, stdout.indexOf('\n')));
+      }
+    };
+    child.stdout.on('data', check);
+    child.on('exit', () => {
+      clearTimeout(timer);
+      check();
+      reject(new Error(`exited; stderr: ${stderr}`));
+    });
+  });
+  // Runs that are expected to fail never read the first line.
+  firstLine.catch(() => undefined);
+  return { child, exited, firstLine, output: () => ({ stdout, stderr }) };
+}
+
+describe('cli: partner-mock', () => {
+  it('--json prints exactly one JSON line with addresses and clients, serves them, and stops on SIGTERM', async () => {
+    const run = start(['--json', '--profile', 'rfc9068', '--ttl', '120']);
+    const info = JSON.parse(await run.firstLine);
+    expect(Object.keys(info)).toEqual(['authUrl', 'baseUrl', 'audience', 'issuer', 'clients']);
+    expect(info.audience).toBe(info.baseUrl);
+    expect(info.issuer).toBe(info.authUrl);
+    expect(info.clients).toHaveLength(3);
+    expect(Object.keys(info.clients[0]).sort()).toEqual([
+      'authorizedScopes',
+      'clientId',
+      'clientSecret',
+      'partnerId',
+    ]);
+    const client = info.clients[0];
+    const token = await fetch(`${info.authUrl}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: client.clientId,
+        client_secret: client.clientSecret,
+        audience: info.audience,
+      }),
+    });
+    const body = (await token.json()) as { expires_in: number; access_token: string };
+    expect(body.expires_in).toBe(120);
+    const loans = await fetch(`${info.baseUrl}/v3/partner/${client.partnerId}/loans`, {
+      headers: { authorization: `Bearer ${body.access_token}` },
+    });
+    expect(loans.status).toBe(200);
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    expect(run.output().stdout.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('prints client ids but not secrets by default, secrets with --show-secrets, and stops on SIGINT', async () => {
+    const hidden = start([]);
+    await hidden.firstLine;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    hidden.child.kill('SIGINT');
+    expect(await hidden.exited).toBe(0);
+    const text = hidden.output().stdout;
+    expect(text).toMatch(/client_id demo1-/);
+    expect(text).not.toMatch(/client_secret/);
+    expect(text).toContain('client secrets are hidden');
+
+    const shown = start(['--show-secrets']);
+    await shown.firstLine;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    shown.child.kill('SIGINT');
+    expect(await shown.exited).toBe(0);
+    expect(shown.output().stdout).toMatch(/client_secret \S{20,}/);
+  });
+
+  it('uses --clients, --port and --fault', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'partner-mock-'));
+    const file = join(dir, 'clients.json');
+    const clients = [
+      { partnerId: 'p-file', clientId: 'c-file', clientSecret: 's-file', authorizedScopes: ['read:loans'] },
+    ];
+    writeFileSync(file, JSON.stringify(clients));
+    const run = start([
+      '--json',
+      '--clients',
+      file,
+      '--fault',
+      'token-type-not-bearer',
+      '--fault',
+      'api-ignore-scope',
+    ]);
+    const info = JSON.parse(await run.firstLine);
+    expect(info.clients).toEqual(clients);
+    const token = await fetch(`${info.authUrl}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials&client_id=c-file&client_secret=s-file',
+    });
+    expect(((await token.json()) as { token_type: string }).token_type).toBe('mac');
+    run.child.kill('SIGTERM');
+    await run.exited;
+  });
+
+  it.each([
+    [['--fault', 'nope'], `partner-mock: Unknown fault "nope". Expected one of: ${faultNames.join(', ')}.`],
+    [['--port', 'abc'], 'partner-mock: --port must be an integer from 0 to 65535, got "abc".'],
+    [['--ttl', '0'], 'partner-mock: --ttl must be an integer from 1 to 315360000, got "0".'],
+    [['--profile', 'x'], 'partner-mock: --profile must be one of deployed, rfc9068, got "x".'],
+    [['--bogus'], "partner-mock: Unknown option '--bogus'. Run partner-mock --help for the options."],
+    [
+      ['--clients', '/nonexistent/clients.json'],
+      'partner-mock: cannot read the clients file /nonexistent/clients.json: ENOENT. Give a readable JSON file.',
+    ],
+  ])('exits 2 with one clear line for %j', async (args, message) => {
+    const run = start(args);
+    expect(await run.exited).toBe(2);
+    expect(run.output().stderr).toBe(`${message}\n`);
+    expect(run.output().stdout).toBe('');
+  });
+
+  it('exits 2 for a clients file that is not a valid registry', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'partner-mock-'));
+    const file = join(dir, 'clients.json');
+    writeFileSync(
+      file,
+      JSON.stringify([{ partnerId: 'p', clientId: 'c', clientSecret: 's', authorizedScopes: ['admin'] }]),
+    );
+    const run = start(['--clients', file]);
+    expect(await run.exited).toBe(2);
+    expect(run.output().stderr).toMatch(
+      /^partner-mock: the clients file .* entry 0 has authorizedScopes that are not an array of known scopes\./,
+    );
+  });
+});
