@@ -2,8 +2,11 @@ import {
   type AccessToken,
   createAuthFetch,
   createTokenProvider,
+  type GetTokenOptions,
+  ScopeNotGrantedError,
   type TokenProvider,
   type TokenProviderOptions,
+  TokenRequestError,
 } from '@partner-lending/auth';
 import { type ApiOperationId, matchPath, operations } from '@partner-lending/spec';
 import createClient, { type Client, type HeadersOptions } from 'openapi-fetch';
@@ -153,10 +156,13 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
       audience: connection.audience,
       fetch: baseFetch,
       ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.logger?.debug
+        ? { onEvent: (event) => options.logger?.debug?.(`token: ${event.type}`, { ...event }) }
+        : {}),
     };
     tokenProvider = createTokenProvider(providerOptions);
   }
-  const provider = tokenProvider;
+  const provider = scopeAware(tokenProvider);
   const basePath = connection.baseUrl.pathname.replace(/\/+$/, '');
 
   /** The operation a request URL and method belong to, from the spec's path templates. */
@@ -320,4 +326,29 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     repayments: creator('createRepayment'),
     tokenProvider: provider,
   });
+}
+
+/**
+ * The provider, with one translation: a token endpoint that refuses a requested scope outright
+ * (400 `invalid_scope`, which RFC 6749 §5.2 allows instead of granting less) means the scope is not
+ * granted to this partner, so the caller gets the same ScopeNotGrantedError as for a narrowed grant.
+ */
+function scopeAware(provider: TokenProvider): TokenProvider {
+  return {
+    async getToken(request?: GetTokenOptions) {
+      try {
+        return await provider.getToken(request);
+      } catch (error) {
+        if (
+          error instanceof TokenRequestError &&
+          error.error === 'invalid_scope' &&
+          request?.scopes?.length
+        ) {
+          throw new ScopeNotGrantedError([...request.scopes], []);
+        }
+        throw error;
+      }
+    },
+    invalidate: (token) => provider.invalidate(token),
+  };
 }
