@@ -1,4 +1,13 @@
 export {
+  type BearerChallengeResult,
+  bearerChallengeOf,
+  type Challenge,
+  parseChallenges,
+} from './bearer-challenge.js';
+export { type Category, type Check, type CheckOutcome, categories } from './check.js';
+export { checkIds, checks } from './checks/index.js';
+export { ConformanceError, type ConformanceErrorCode, exitCodeForError } from './errors.js';
+export {
   type CheckResult,
   type CheckStatus,
   exitCodeFor,
@@ -6,3 +15,13 @@ export {
   type Severity,
   summarize,
 } from './report.js';
+export { formatHtmlReport, type HtmlReportMeta } from './reporters/html.js';
+export { formatJsonReport } from './reporters/json.js';
+export { formatJunitReport } from './reporters/junit.js';
+export {
+  type ConformanceOptions,
+  type ConformanceRun,
+  runConformance,
+  runConformanceDetailed,
+  type TargetInfo,
+} from './run-conformance.js';

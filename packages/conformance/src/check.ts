@@ -1,0 +1,47 @@
+import type { CheckContext } from './context.js';
+import type { Severity } from './report.js';
+
+/** The categories of the catalogue, in report order. */
+export const categories = [
+  'token-endpoint',
+  'scope-intersection',
+  'audience',
+  'bearer-header',
+  'token-integrity',
+  'scope-enforcement',
+  'partner-isolation',
+  'spec-conformance',
+] as const;
+export type Category = (typeof categories)[number];
+
+/** What a check found: `details` says what was expected and what came back. */
+export interface CheckOutcome {
+  status: 'passed' | 'failed' | 'skipped';
+  details: string;
+}
+
+/** One check of the catalogue: a stable id, the rule it cites, and how to run it. */
+export interface Check {
+  readonly id: string;
+  readonly title: string;
+  readonly category: Category;
+  readonly severity: Severity;
+  /** The rule enforced: a seed section, an RFC section, or both. */
+  readonly reference: string;
+  /** Runs after every other check, because it judges what the others saw. */
+  readonly final?: boolean;
+  run(context: CheckContext): Promise<CheckOutcome>;
+}
+
+export const defineCheck = (check: Check): Check => check;
+
+export const passed = (details: string): CheckOutcome => ({ status: 'passed', details });
+export const failed = (details: string): CheckOutcome => ({ status: 'failed', details });
+export const skipped = (details: string): CheckOutcome => ({ status: 'skipped', details });
+
+/** Joins findings into details: failures first, then the rest. */
+export function judge(problems: readonly string[], notes: readonly string[]): CheckOutcome {
+  return problems.length > 0
+    ? failed([...problems, ...notes].join('\n'))
+    : passed(notes.join('\n') || 'as expected');
+}

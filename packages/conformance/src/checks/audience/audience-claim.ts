@@ -1,0 +1,24 @@
+import { defineCheck, judge } from '../../check.js';
+import { audiencesOfClaim, sameUrl } from '../../jwt.js';
+
+/** The token's aud (string or array) contains the audience it was asked for: the partner API. */
+export default defineCheck({
+  id: 'audience-claim',
+  title: "The token's aud contains the requested audience",
+  category: 'audience',
+  severity: 'must',
+  reference: 'seed §2.1, §5.3; RFC 9068 §2.2; RFC 7519 §4.1.3',
+  async run(context) {
+    const claim = context.main.jwt?.payload.aud;
+    const audiences = audiencesOfClaim(claim);
+    const wanted = context.target.audience;
+    if (audiences === undefined)
+      return judge([`expected an aud claim (string or array), got ${JSON.stringify(claim)}`], []);
+    return judge(
+      audiences.some((aud) => sameUrl(aud, wanted))
+        ? []
+        : [`expected aud to contain ${wanted}, got ${JSON.stringify(claim)}`],
+      [`aud ${JSON.stringify(claim)}`],
+    );
+  },
+});

@@ -1,0 +1,52 @@
+import { defineCheck, failed, passed, skipped } from '../../check.js';
+import { isSuccess } from '../../context.js';
+import { audiencesOfClaim, sameUrl } from '../../jwt.js';
+
+/** An audience that is not the partner API: a reserved name that can never be a real service. */
+export const foreignAudience = 'https://foreign-api.conformance.invalid';
+
+/**
+ * A token asked for another audience is refused by the token endpoint or, if issued, refused by the API
+ * (a token minted for one API must not open another).
+ */
+export default defineCheck({
+  id: 'audience-foreign',
+  title: 'A token for a foreign audience is refused by the token endpoint or the API',
+  category: 'audience',
+  severity: 'must',
+  reference: 'seed §5.3; RFC 8707 §2; RFC 9068 §4',
+  async run(context) {
+    const outcome = await context.requestToken({ scopes: context.authorised, audience: foreignAudience });
+    if (!outcome.accessToken) {
+      if (outcome.exchange.status >= 400 && outcome.exchange.status < 500)
+        return passed(
+          `the token endpoint refused audience ${foreignAudience}: ${context.describe(outcome.exchange)}`,
+        );
+      return failed(
+        `expected a 4xx refusal or a token, got ${context.describe(outcome.exchange)}\n${context.curl(outcome.exchange)}`,
+      );
+    }
+    const aud = audiencesOfClaim(outcome.jwt?.payload.aud) ?? [];
+    if (
+      !aud.some((item) => sameUrl(item, foreignAudience)) &&
+      aud.some((item) => sameUrl(item, context.target.audience))
+    )
+      return passed(
+        `the token endpoint ignored the foreign audience and issued a token for ${JSON.stringify(aud)}`,
+      );
+    if (!context.canRead && !context.settings.allowWrites)
+      return skipped(
+        'a token for the foreign audience was issued; the API is probed with GET loans, which needs read:loans',
+      );
+    const exchange = await context.callApi('listLoans', { token: outcome.accessToken });
+    if (isSuccess(exchange) || exchange.status >= 500)
+      return failed(
+        `a token for ${foreignAudience} (aud ${JSON.stringify(aud)}) was issued and the API accepted it: expected 401 invalid_token, got ${context.describe(exchange)}\n${context.curl(exchange)}`,
+      );
+    return exchange.status === 401
+      ? passed(`issued for the foreign audience, then refused by the API: ${context.describe(exchange)}`)
+      : failed(
+          `expected the API to refuse the foreign-audience token with 401, got ${context.describe(exchange)}\n${context.curl(exchange)}`,
+        );
+  },
+});

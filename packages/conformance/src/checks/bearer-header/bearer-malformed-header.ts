@@ -1,0 +1,46 @@
+import { defineCheck, judge } from '../../check.js';
+
+/** Malformed Authorization values: each must get a 4xx, never a 5xx and never a 2xx. */
+export function malformedValues(token: string): string[] {
+  return [
+    'Bearer',
+    'Bearer  ',
+    `Bearer ${token} extra`,
+    `Bearer ${token},${token}`,
+    'Bearer ====',
+    'Bearer eyJ.eyJ.',
+    'Bearer ...',
+    `Bearer "${token}"`,
+    `Bearer ${'A'.repeat(8 * 1024)}`,
+    `Bearer ${token.split('.').slice(0, 2).join('.')}`,
+    ',',
+    'Bearer realm="x"',
+  ];
+}
+
+export default defineCheck({
+  id: 'bearer-malformed-header',
+  title: 'Malformed Authorization headers get a 4xx, never a 5xx',
+  category: 'bearer-header',
+  severity: 'must',
+  reference: 'RFC 6750 §2.1, §3.1; RFC 9110 §11.6.2, §15.5',
+  async run(context) {
+    const values = malformedValues(context.main.accessToken!);
+    const exchanges = await Promise.all(
+      values.map((authorization) => context.callApi('listLoans', { authorization })),
+    );
+    const problems: string[] = [];
+    exchanges.forEach((exchange, index) => {
+      if (exchange.status < 400 || exchange.status >= 500) {
+        const value = values[index]!;
+        const shown = value.length > 80 ? `${value.slice(0, 40)}… (${value.length} chars)` : value;
+        problems.push(
+          `Authorization ${JSON.stringify(context.redactor.redact(shown))}: expected 4xx, got ${context.describe(exchange)}`,
+          context.curl(exchange),
+        );
+      }
+    });
+    const statuses = [...new Set(exchanges.map((exchange) => exchange.status))].join(', ');
+    return judge(problems, [`${values.length} malformed values answered ${statuses}`]);
+  },
+});

@@ -1,0 +1,35 @@
+import { isScope, scopes } from '@partner-lending/spec';
+import { defineCheck, judge } from '../../check.js';
+import { formatScopes, sameSet } from '../../scope-set.js';
+
+/**
+ * Learns the authorised set A by asking for all four scopes; compares it with `--expect-scopes` (what the
+ * partner console says). Also reports what a request without scope gives.
+ */
+export default defineCheck({
+  id: 'scope-authorised-set',
+  title: 'Asking for every scope grants exactly the authorised set',
+  category: 'scope-intersection',
+  severity: 'must',
+  reference: 'seed §4.1 rules 1–2, §5.5',
+  async run(context) {
+    const granted = context.authorised;
+    const problems: string[] = [];
+    const unknown = granted.filter((scope) => !isScope(scope));
+    if (unknown.length > 0)
+      problems.push(`granted scopes the spec does not declare: ${formatScopes(unknown)}`);
+    const expected = context.settings.expectScopes;
+    if (expected !== undefined && !sameSet(expected, granted))
+      problems.push(
+        `asked for ${formatScopes(scopes)}: expected the authorised ${formatScopes(expected)}, got ${formatScopes(granted)}`,
+      );
+    const omitted = await context.tokenFor(undefined);
+    const notes = [
+      `A = ${formatScopes(granted)}${expected === undefined ? ' (not compared: no --expect-scopes)' : ''}`,
+      omitted.accessToken
+        ? `no scope requested: granted ${formatScopes(omitted.granted ?? [])}`
+        : `no scope requested: ${context.describe(omitted.exchange)}`,
+    ];
+    return judge(problems, notes);
+  },
+});

@@ -1,0 +1,33 @@
+import { defineCheck, judge } from '../../check.js';
+
+/** How far expires_in may stray from the JWT lifetime: the deployed service is one second short. */
+const toleranceSeconds = 5;
+
+/** expires_in is a positive integer that agrees with the token's own lifetime (exp − iat). */
+export default defineCheck({
+  id: 'token-expires-in',
+  title: 'expires_in is a positive integer consistent with exp − iat',
+  category: 'token-endpoint',
+  severity: 'must',
+  reference: 'seed §2.2, §5.4, §8; RFC 6749 §5.1; RFC 7519 §4.1.4',
+  async run(context) {
+    const { body, jwt, exchange } = context.main;
+    const expiresIn = body?.expires_in;
+    const problems: string[] = [];
+    if (typeof expiresIn !== 'number' || !Number.isInteger(expiresIn) || expiresIn <= 0)
+      return judge(
+        [`expected a positive integer expires_in, got ${JSON.stringify(expiresIn)}`, context.curl(exchange)],
+        [],
+      );
+    const exp = jwt?.payload.exp;
+    if (typeof exp !== 'number') return judge([`the token has no numeric exp claim (RFC 9068 §2.2)`], []);
+    const iat = jwt?.payload.iat;
+    const lifetime = typeof iat === 'number' ? exp - iat : exp - Math.floor(context.now() / 1000);
+    const basis = typeof iat === 'number' ? 'exp − iat' : 'exp − now (no iat claim)';
+    if (Math.abs(expiresIn - lifetime) > toleranceSeconds + (typeof iat === 'number' ? 0 : 2))
+      problems.push(
+        `expected expires_in within ${toleranceSeconds} s of ${basis} = ${lifetime} s, got ${expiresIn}`,
+      );
+    return judge(problems, [`expires_in ${expiresIn}, ${basis} ${lifetime}`]);
+  },
+});

@@ -1,0 +1,68 @@
+import { writeFile } from 'node:fs/promises';
+import { checkIds } from './checks/index.js';
+import { parseCliArgs, usageText } from './cli-args.js';
+import { ConformanceError, exitCodeForError } from './errors.js';
+import { exitCodeFor } from './report.js';
+import { ConsoleReporter, type ConsoleStream } from './reporters/console.js';
+import { formatHtmlReport } from './reporters/html.js';
+import { formatJsonReport } from './reporters/json.js';
+import { formatJunitReport } from './reporters/junit.js';
+import { type ConformanceOptions, runConformanceDetailed } from './run-conformance.js';
+import { tool } from './version.js';
+
+export interface CliIo {
+  stdout: ConsoleStream;
+  stderr: ConsoleStream;
+  env: Record<string, string | undefined>;
+  /** Extra library options (tests pass the embedded mock's faults here). */
+  overrides?: ConformanceOptions;
+}
+
+const defaultIo = (): CliIo => ({ stdout: process.stdout, stderr: process.stderr, env: process.env });
+
+/** The `partner-conformance` command: returns the exit code of the contract (0/1/2/3). */
+export async function main(argv: readonly string[], io: CliIo = defaultIo()): Promise<number> {
+  const fail = (error: ConformanceError) => {
+    io.stderr.write(`partner-conformance: ${error.message}\n`);
+    return exitCodeForError(error);
+  };
+  try {
+    const config = parseCliArgs(argv, io.env);
+    if (config.help) {
+      io.stdout.write(`${usageText}\nChecks: ${checkIds.join(', ')}\n`);
+      return 0;
+    }
+    if (config.version) {
+      io.stdout.write(`${tool.version}\n`);
+      return 0;
+    }
+    const reporter = new ConsoleReporter({ stream: io.stdout, env: io.env });
+    const { report, target } = await runConformanceDetailed({
+      ...config.options,
+      ...io.overrides,
+      onTarget: (info) => reporter.start(info, tool),
+      onCheckResult: (result) => reporter.result(result),
+    });
+    reporter.finish(report);
+    const writes: Array<[string, string]> = [];
+    if (config.reports.json) writes.push([config.reports.json, formatJsonReport(report)]);
+    if (config.reports.junit) writes.push([config.reports.junit, formatJunitReport(report)]);
+    if (config.reports.html) writes.push([config.reports.html, formatHtmlReport(report, target)]);
+    for (const [path, text] of writes) {
+      try {
+        await writeFile(path, text);
+      } catch (cause) {
+        const reason = cause instanceof Error ? cause.message : String(cause);
+        throw new ConformanceError('ERR_REPORT', `could not write the report ${path}: ${reason}`, { cause });
+      }
+      io.stdout.write(`report written: ${path}\n`);
+    }
+    return exitCodeFor(report.checks);
+  } catch (error) {
+    if (error instanceof ConformanceError) return fail(error);
+    // Anything else is a bug of the suite: one line, no stack trace, and not a pass.
+    const message = error instanceof Error ? error.message : String(error);
+    io.stderr.write(`partner-conformance: internal error: ${message}\n`);
+    return 1;
+  }
+}

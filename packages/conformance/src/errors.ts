@@ -1,0 +1,24 @@
+/** Stable codes of {@link ConformanceError}; callers (and the CLI's exit code) switch on them. */
+export type ConformanceErrorCode =
+  | 'ERR_USAGE' // a flag, option or environment variable is invalid (exit 2)
+  | 'ERR_CREDENTIALS' // the token endpoint refused the client credentials (exit 2)
+  | 'ERR_PREFLIGHT' // the target answered, but not like an OAuth token endpoint (exit 2)
+  | 'ERR_UNREACHABLE' // the token endpoint or the API could not be reached at all (exit 3)
+  | 'ERR_NETWORK' // one request failed below HTTP (inside a check: the check errors)
+  | 'ERR_REPORT'; // a report file could not be written (exit 2)
+
+/** The one error base class of @partner-lending/conformance. `code` is stable; `cause` is kept. */
+export class ConformanceError extends Error {
+  override readonly name = 'ConformanceError';
+  readonly code: ConformanceErrorCode;
+
+  constructor(code: ConformanceErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** The exit code of the CLI contract for an error: 3 when the target is unreachable, else 2. */
+export function exitCodeForError(error: ConformanceError): 2 | 3 {
+  return error.code === 'ERR_UNREACHABLE' ? 3 : 2;
+}

@@ -1,0 +1,147 @@
+import { ConformanceError } from './errors.js';
+
+/** One request of a check. Exactly one of `form`, `json` and `body` may carry a body. */
+export interface ProbeRequest {
+  method: string;
+  url: string;
+  headers?: Record<string, string>;
+  /** application/x-www-form-urlencoded fields, in order (RFC 6749 §4.4.2). */
+  form?: ReadonlyArray<readonly [string, string]>;
+  /** A JSON body. */
+  json?: unknown;
+  /** A raw body, sent as given with the headers given. */
+  body?: string;
+}
+
+/** A request and the answer to it, as a check sees it. */
+export interface Exchange {
+  readonly request: ProbeRequest;
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+  /** The parsed body when it is JSON, else undefined. */
+  readonly json: unknown;
+  readonly durationMs: number;
+}
+
+export interface HttpProbeOptions {
+  fetch?: typeof globalThis.fetch;
+  /** Time limit of one request, default 10 000 ms. */
+  requestTimeoutMs?: number;
+  /** Called with every exchange (the spec-conformance checks look at all of them). */
+  onExchange?: (exchange: Exchange) => void;
+  /** Monotonic clock in ms for timings, default performance.now. */
+  now?: () => number;
+}
+
+/** Headers a probe always sends unless the request names them. */
+const defaultHeaders = { accept: 'application/json' };
+
+function encodeForm(form: ReadonlyArray<readonly [string, string]>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of form) params.append(name, value);
+  return params.toString();
+}
+
+/** Describes a failed fetch in one line: the code of the cause when there is one (ECONNREFUSED…). */
+export function describeNetworkError(error: unknown): string {
+  if (error instanceof Error) {
+    if (error.name === 'TimeoutError' || error.name === 'AbortError') return 'the request timed out';
+    const cause = (error as { cause?: unknown }).cause;
+    if (cause instanceof Error) {
+      const code = (cause as { code?: unknown }).code;
+      return typeof code === 'string' ? `${cause.message.split('\n')[0]} (${code})` : cause.message;
+    }
+    return error.message;
+  }
+  return String(error);
+}
+
+/**
+ * The HTTP layer of the suite: sends a request with an injected fetch, never follows redirects
+ * (a 3xx is an answer to judge, not to follow), reads the whole body and reports every exchange.
+ */
+export class HttpProbe {
+  readonly #fetch: typeof globalThis.fetch;
+  readonly #timeoutMs: number;
+  readonly #onExchange: ((exchange: Exchange) => void) | undefined;
+  readonly #now: () => number;
+
+  constructor(options: HttpProbeOptions = {}) {
+    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#timeoutMs = options.requestTimeoutMs ?? 10_000;
+    this.#onExchange = options.onExchange;
+    this.#now = options.now ?? (() => performance.now());
+  }
+
+  /** Sends `request`; throws ConformanceError ERR_NETWORK when no HTTP answer came back. */
+  async send(request: ProbeRequest): Promise<Exchange> {
+    const headers: Record<string, string> = { ...defaultHeaders };
+    for (const [name, value] of Object.entries(request.headers ?? {})) headers[name.toLowerCase()] = value;
+    let body: string | undefined;
+    if (request.form !== undefined) {
+      body = encodeForm(request.form);
+      headers['content-type'] ??= 'application/x-www-form-urlencoded';
+    } else if (request.json !== undefined) {
+      body = JSON.stringify(request.json);
+      headers['content-type'] ??= 'application/json';
+    } else if (request.body !== undefined) body = request.body;
+    const started = this.#now();
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(request.url, {
+        method: request.method,
+        headers,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.#timeoutMs),
+        ...(body === undefined ? {} : { body }),
+      });
+      text = await response.text();
+    } catch (error) {
+      throw new ConformanceError(
+        'ERR_NETWORK',
+        `${request.method} ${new URL(request.url).origin} failed: ${describeNetworkError(error)}`,
+        { cause: error },
+      );
+    }
+    let json: unknown;
+    if (text.length > 0) {
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+    }
+    const exchange: Exchange = {
+      request: { ...request, headers },
+      status: response.status,
+      headers: response.headers,
+      text,
+      json,
+      durationMs: this.#now() - started,
+    };
+    this.#onExchange?.(exchange);
+    return exchange;
+  }
+}
+
+/** The media type of a Content-Type header, lower-cased, without parameters. */
+export function mediaTypeOf(headers: Headers): string | undefined {
+  const value = headers.get('content-type');
+  return value === null ? undefined : value.split(';')[0]!.trim().toLowerCase();
+}
+
+/** The JSON body as a plain object, or undefined. */
+export function jsonObject(exchange: Exchange): Record<string, unknown> | undefined {
+  const { json } = exchange;
+  return typeof json === 'object' && json !== null && !Array.isArray(json)
+    ? (json as Record<string, unknown>)
+    : undefined;
+}
+
+/** The `error` field of an OAuth / RFC 6750 error body, if any. */
+export function errorCodeOf(exchange: Exchange): string | undefined {
+  const error = jsonObject(exchange)?.error;
+  return typeof error === 'string' ? error : undefined;
+}

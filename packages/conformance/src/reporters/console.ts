@@ -1,0 +1,128 @@
+import { categories } from '../check.js';
+import { type CheckResult, exitCodeFor, type Report } from '../report.js';
+import type { TargetInfo } from '../run-conformance.js';
+
+export interface ConsoleStream {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
+
+export interface ConsoleReporterOptions {
+  stream: ConsoleStream;
+  /** Environment, for NO_COLOR. Default process.env. */
+  env?: Record<string, string | undefined>;
+}
+
+const symbols: Record<CheckResult['status'], string> = {
+  passed: '✓',
+  failed: '✗',
+  skipped: '-',
+  errored: '!',
+};
+const colors: Record<CheckResult['status'], number> = { passed: 32, failed: 31, skipped: 33, errored: 35 };
+
+/**
+ * The live console output: a progress line by category (TTY only), each category's results once it is
+ * complete, then the failures with their curl lines, then the summary. Colour only on a TTY without
+ * NO_COLOR (https://no-color.org).
+ */
+export class ConsoleReporter {
+  readonly #stream: ConsoleStream;
+  readonly #tty: boolean;
+  readonly #color: boolean;
+  readonly #pending = new Map<string, number>();
+  readonly #results = new Map<string, CheckResult[]>();
+  readonly #order = new Map<string, number>();
+  #statusShown = false;
+
+  constructor(options: ConsoleReporterOptions) {
+    const env = options.env ?? process.env;
+    this.#stream = options.stream;
+    this.#tty = options.stream.isTTY === true;
+    const noColor = env.NO_COLOR !== undefined && env.NO_COLOR !== '';
+    this.#color = this.#tty && !noColor && env.TERM !== 'dumb';
+  }
+
+  #paint(code: number, text: string): string {
+    return this.#color ? `\x1b[${code}m${text}\x1b[0m` : text;
+  }
+
+  #clearStatus(): void {
+    if (this.#statusShown) this.#stream.write('\r\x1b[2K');
+    this.#statusShown = false;
+  }
+
+  #showStatus(): void {
+    if (!this.#tty) return;
+    const parts: string[] = [];
+    for (const [category, pending] of this.#pending) {
+      if (pending === 0) continue;
+      const done = this.#results.get(category)?.length ?? 0;
+      parts.push(`${category} ${done}/${done + pending}`);
+    }
+    if (parts.length === 0) return;
+    this.#stream.write(`\r\x1b[2K${this.#paint(2, `running: ${parts.join(' · ')}`)}`);
+    this.#statusShown = true;
+  }
+
+  /** The header: tool, target and profile. */
+  start(info: TargetInfo, tool: { name: string; version: string }): void {
+    this.#stream.write(
+      `${this.#paint(1, `${tool.name} ${tool.version}`)}\n` +
+        `target   ${info.kind}\n  auth   ${info.authUrl}\n  api    ${info.baseUrl}\n  aud    ${info.audience}\n` +
+        `profile  ${info.profile}\n\n`,
+    );
+    for (const check of info.checks)
+      this.#pending.set(check.category, (this.#pending.get(check.category) ?? 0) + 1);
+    this.#showStatus();
+  }
+
+  #line(result: CheckResult): string {
+    const symbol = this.#paint(colors[result.status], symbols[result.status]);
+    const severity = result.severity === 'should' ? ' (should)' : '';
+    const note = result.status === 'skipped' ? ` — ${result.details.split('\n')[0]}` : '';
+    return `  ${symbol} ${result.id}${severity}  ${this.#paint(2, result.title)}${note}\n`;
+  }
+
+  /** One finished check; prints its category once the category is complete. */
+  result(result: CheckResult): void {
+    const list = this.#results.get(result.category) ?? [];
+    list.push(result);
+    this.#results.set(result.category, list);
+    const pending = (this.#pending.get(result.category) ?? 1) - 1;
+    this.#pending.set(result.category, pending);
+    if (pending === 0) {
+      this.#clearStatus();
+      const passed = list.filter((item) => item.status === 'passed').length;
+      this.#stream.write(`${this.#paint(1, result.category)} ${passed}/${list.length} passed\n`);
+      list.sort((a, b) => (this.#order.get(a.id) ?? 0) - (this.#order.get(b.id) ?? 0));
+      for (const item of list) this.#stream.write(this.#line(item));
+    }
+    this.#showStatus();
+  }
+
+  /** The failures (each with its details and curl line) and the summary. */
+  finish(report: Report): void {
+    this.#clearStatus();
+    const order = (category: string) => categories.indexOf(category as (typeof categories)[number]);
+    const bad = report.checks
+      .filter((check) => check.status === 'failed' || check.status === 'errored')
+      .sort((a, b) => order(a.category) - order(b.category));
+    if (bad.length > 0) {
+      this.#stream.write(`\n${this.#paint(1, 'Failures')}\n`);
+      for (const check of bad) {
+        this.#stream.write(
+          `\n${this.#paint(colors[check.status], symbols[check.status])} ${this.#paint(1, check.id)} [${check.severity}, ${check.reference}] ${check.title}\n`,
+        );
+        for (const line of check.details.split('\n')) this.#stream.write(`    ${line}\n`);
+      }
+    }
+    const { passed, failed, skipped, errored } = report.summary;
+    const code = exitCodeFor(report.checks);
+    const verdict = code === 0 ? this.#paint(32, 'PASS') : this.#paint(31, 'FAIL');
+    this.#stream.write(
+      `\n${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} skipped, ${errored} errored in ${(report.durationMs / 1000).toFixed(2)} s\n` +
+        `${verdict}: ${code === 0 ? 'every must check passed' : 'a must check failed or errored'} (exit ${code})\n`,
+    );
+  }
+}

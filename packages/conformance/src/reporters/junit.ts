@@ -1,0 +1,67 @@
+import { categories } from '../check.js';
+import type { CheckResult, Report } from '../report.js';
+
+/** Escapes text for XML content and attributes, dropping characters XML 1.0 cannot hold. */
+export function xmlEscape(text: string): string {
+  // XML 1.0 §2.2 Char: tab, LF, CR and U+0020 upward (lone surrogates and U+FFFE/FFFF excluded).
+  return [...text]
+    .filter((char) => {
+      const code = char.codePointAt(0)!;
+      return (
+        code === 9 ||
+        code === 10 ||
+        code === 13 ||
+        (code >= 0x20 && code !== 0xfffe && code !== 0xffff && (code < 0xd800 || code > 0xdfff))
+      );
+    })
+    .join('')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&apos;');
+}
+
+const seconds = (ms: number) => (ms / 1000).toFixed(3);
+
+function testcase(check: CheckResult): string {
+  const attrs = `classname="partner-conformance.${xmlEscape(check.category)}" name="${xmlEscape(check.id)}" time="${seconds(check.durationMs)}"`;
+  const properties =
+    `      <properties>\n` +
+    `        <property name="title" value="${xmlEscape(check.title)}"/>\n` +
+    `        <property name="severity" value="${check.severity}"/>\n` +
+    `        <property name="reference" value="${xmlEscape(check.reference)}"/>\n` +
+    `      </properties>\n`;
+  const message = xmlEscape(`${check.title} [${check.severity}, ${check.reference}]`);
+  let outcome = '';
+  if (check.status === 'failed')
+    outcome = `      <failure message="${message}" type="${check.severity}">${xmlEscape(check.details)}</failure>\n`;
+  else if (check.status === 'errored')
+    outcome = `      <error message="${message}" type="errored">${xmlEscape(check.details)}</error>\n`;
+  else if (check.status === 'skipped') outcome = `      <skipped message="${xmlEscape(check.details)}"/>\n`;
+  else outcome = `      <system-out>${xmlEscape(check.details)}</system-out>\n`;
+  return `    <testcase ${attrs}>\n${properties}${outcome}    </testcase>\n`;
+}
+
+/** JUnit XML: one testsuite per category, one testcase per check. */
+export function formatJunitReport(report: Report): string {
+  const count = (checks: readonly CheckResult[], status: CheckResult['status']) =>
+    checks.filter((check) => check.status === status).length;
+  const totals = (checks: readonly CheckResult[]) =>
+    `tests="${checks.length}" failures="${count(checks, 'failed')}" errors="${count(checks, 'errored')}" skipped="${count(checks, 'skipped')}" time="${seconds(checks.reduce((sum, check) => sum + check.durationMs, 0))}"`;
+  const known = new Set<string>(categories);
+  const order = [
+    ...categories,
+    ...new Set(report.checks.map((c) => c.category).filter((c) => !known.has(c))),
+  ];
+  let out = `<?xml version="1.0" encoding="UTF-8"?>\n`;
+  out += `<testsuites name="${xmlEscape(report.tool.name)}" ${totals(report.checks).replace(/time="[^"]*"/, `time="${seconds(report.durationMs)}"`)} timestamp="${xmlEscape(report.startedAt)}">\n`;
+  for (const category of order) {
+    const checks = report.checks.filter((check) => check.category === category);
+    if (checks.length === 0) continue;
+    out += `  <testsuite name="${xmlEscape(category)}" ${totals(checks)} timestamp="${xmlEscape(report.startedAt)}">\n`;
+    out += checks.map(testcase).join('');
+    out += `  </testsuite>\n`;
+  }
+  return `${out}</testsuites>\n`;
+}

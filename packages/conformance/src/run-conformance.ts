@@ -1,0 +1,250 @@
+import type { MockOptions, RunningMock } from '@partner-lending/mock';
+import { isScope } from '@partner-lending/spec';
+import type { Check } from './check.js';
+import { checks as catalogue, checkIds } from './checks/index.js';
+import { CheckContext, type Target } from './context.js';
+import { ConformanceError } from './errors.js';
+import { type Exchange, HttpProbe } from './http-probe.js';
+import { preflight } from './preflight.js';
+import { Redactor, Secret } from './redact.js';
+import { type CheckResult, type Report, summarize } from './report.js';
+import { runChecks } from './runner.js';
+import { tool } from './version.js';
+
+export interface ConformanceOptions {
+  /** Address of the authentication service; with `baseUrl`, tests that target instead of the embedded mock. */
+  authUrl?: string;
+  /** Address of the partner API (also the default audience). */
+  baseUrl?: string;
+  /** The audience to ask for. Default: `baseUrl`. */
+  audience?: string;
+  /** Client credentials for a remote target (the CLI reads PARTNER_CLIENT_ID / PARTNER_CLIENT_SECRET). */
+  clientId?: string;
+  clientSecret?: string;
+  /** Options of the embedded mock, when no target is given (profile, faults, clients…). */
+  mock?: MockOptions;
+  /** The scopes the partner console says the client has; compared with what is granted. */
+  expectScopes?: readonly string[];
+  /** Let the positive controls call the create endpoints with a valid token (they write). Default false. */
+  allowWrites?: boolean;
+  /** Longest real wait for a token to expire, in seconds. Default 20. */
+  maxExpiryWaitSeconds?: number;
+  /** Run only these check ids. */
+  only?: readonly string[];
+  /** Skip these check ids (reported as skipped). */
+  skip?: readonly string[];
+  /** Checks run at once. Default 8. */
+  concurrency?: number;
+  /** Time limit of each request in ms. Default 10000. */
+  requestTimeoutMs?: number;
+  /** Another partner's id for partner-isolation. Default: the embedded mock's second partner, else a made-up id. */
+  foreignPartnerId?: string;
+  /** The auth server's JWKS URL. Default: discovered (metadata, then /.well-known/jwks.json). */
+  jwksUrl?: string;
+  fetch?: typeof globalThis.fetch;
+  /** Wall clock (epoch ms) and sleep, for the expiry check. */
+  clock?: { now(): number };
+  sleep?: (ms: number) => Promise<void>;
+  /** Called once the target is known (after the embedded mock started and the preflight passed). */
+  onTarget?: (target: TargetInfo) => void;
+  onCheckStart?: (check: Pick<Check, 'id' | 'title' | 'category' | 'severity'>) => void;
+  onCheckResult?: (result: CheckResult) => void;
+}
+
+/** What the reports say about the target besides the JSON contract. */
+export interface TargetInfo {
+  authUrl: string;
+  baseUrl: string;
+  audience: string;
+  /** `embedded mock (deployed)` or `remote`. */
+  kind: string;
+  /** The token profile observed: deployed-like (arrays, lowercase bearer) or RFC 9068. */
+  profile: string;
+  checks: ReadonlyArray<Pick<Check, 'id' | 'category'>>;
+}
+
+export interface ConformanceRun {
+  report: Report;
+  target: TargetInfo;
+}
+
+const usage = (message: string) => new ConformanceError('ERR_USAGE', message);
+
+function checkUrl(name: string, value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw usage(`${name} is not a URL: ${JSON.stringify(value)}. Expected e.g. https://auth.example.com.`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw usage(`${name} must be an http(s) URL, got ${url.protocol}`);
+  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  if (url.protocol === 'http:' && !loopback)
+    throw usage(
+      `${name} uses plain http to ${url.hostname}: the client secret would travel unencrypted. Use https (http is allowed for loopback only).`,
+    );
+  return value;
+}
+
+function selectChecks(options: ConformanceOptions): { run: Check[]; skipped: Check[] } {
+  for (const [name, ids] of [
+    ['only', options.only],
+    ['skip', options.skip],
+  ] as const) {
+    const unknown = (ids ?? []).filter((id) => !checkIds.includes(id));
+    if (unknown.length > 0)
+      throw usage(`--${name}: unknown check id ${unknown.join(', ')}. Known ids: ${checkIds.join(', ')}.`);
+  }
+  const only = options.only && options.only.length > 0 ? new Set(options.only) : undefined;
+  const skip = new Set(options.skip ?? []);
+  const selected = catalogue.filter((check) => !only || only.has(check.id));
+  return {
+    run: selected.filter((check) => !skip.has(check.id)),
+    skipped: selected.filter((check) => skip.has(check.id)),
+  };
+}
+
+function observedProfile(context: CheckContext): string {
+  const { jwt, body } = context.main;
+  if (!jwt) return 'opaque token';
+  const aud = Array.isArray(jwt.payload.aud) ? 'aud array' : 'aud string';
+  const scope = Array.isArray(jwt.payload.scope) ? 'scope array' : 'scope string';
+  const typ = typeof jwt.header.typ === 'string' ? `typ ${jwt.header.typ}` : 'no typ';
+  const tokenType = `token_type ${String(body?.token_type)}`;
+  return `${typ}, ${aud}, ${scope}, ${tokenType}`;
+}
+
+/**
+ * Runs the suite and returns the report and what was learned about the target. Throws ConformanceError:
+ * ERR_USAGE for bad options, ERR_UNREACHABLE / ERR_CREDENTIALS / ERR_PREFLIGHT when the preflight fails.
+ */
+export async function runConformanceDetailed(options: ConformanceOptions = {}): Promise<ConformanceRun> {
+  const startedAt = new Date(options.clock?.now() ?? Date.now());
+  const started = performance.now();
+  const maxExpiryWaitSeconds = options.maxExpiryWaitSeconds ?? 20;
+  if (!Number.isFinite(maxExpiryWaitSeconds) || maxExpiryWaitSeconds < 0)
+    throw usage(`--max-expiry-wait must be a number of seconds ≥ 0, got ${maxExpiryWaitSeconds}`);
+  const unknownScopes = (options.expectScopes ?? []).filter((scope) => !isScope(scope));
+  if (unknownScopes.length > 0)
+    throw usage(
+      `--expect-scopes: unknown scope ${unknownScopes.join(', ')}. Known: read:loans, create:loan_draft, create:journal_update, create:repayment.`,
+    );
+  const { run, skipped } = selectChecks(options);
+  const remote = options.authUrl !== undefined || options.baseUrl !== undefined;
+  if (remote && (options.authUrl === undefined || options.baseUrl === undefined))
+    throw usage(
+      '--auth-url and --base-url go together: give both to test a target, or neither to test the embedded mock.',
+    );
+  if (remote && (!options.clientId || !options.clientSecret))
+    throw usage(
+      'PARTNER_CLIENT_ID and PARTNER_CLIENT_SECRET must be set to test a target (secrets are never flags).',
+    );
+
+  let mock: RunningMock | undefined;
+  let target: Target;
+  let expectScopes = options.expectScopes;
+  let foreignPartnerId = options.foreignPartnerId;
+  let jwksUrl = options.jwksUrl;
+  let kind: string;
+  if (remote) {
+    const authUrl = checkUrl('--auth-url', options.authUrl!);
+    const baseUrl = checkUrl('--base-url', options.baseUrl!);
+    target = {
+      authUrl,
+      baseUrl,
+      audience: options.audience ?? baseUrl,
+      tokenUrl: new URL('oauth/token', authUrl.endsWith('/') ? authUrl : `${authUrl}/`).toString(),
+      clientId: new Secret(options.clientId!),
+      clientSecret: new Secret(options.clientSecret!),
+    };
+    kind = 'remote';
+  } else {
+    const { startMock } = await import('@partner-lending/mock');
+    mock = await startMock(options.mock);
+    const client = mock.clients[0]!;
+    target = {
+      authUrl: mock.authUrl,
+      baseUrl: mock.baseUrl,
+      audience: options.audience ?? mock.audience,
+      tokenUrl: mock.tokenUrl,
+      clientId: new Secret(client.clientId),
+      clientSecret: new Secret(client.clientSecret),
+    };
+    expectScopes ??= client.authorizedScopes;
+    foreignPartnerId ??= mock.clients.find((other) => other.partnerId !== client.partnerId)?.partnerId;
+    jwksUrl ??= mock.jwksUrl;
+    kind = `embedded mock (${mock.profile}${mock.faults.length > 0 ? `; faults: ${mock.faults.join(', ')}` : ''})`;
+  }
+  try {
+    const redactor = new Redactor();
+    redactor.addSecret(target.clientSecret.reveal(), '$PARTNER_CLIENT_SECRET');
+    redactor.addSecret(target.clientId.reveal(), '$PARTNER_CLIENT_ID');
+    const exchanges: Exchange[] = [];
+    const probe = new HttpProbe({
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
+      onExchange: (exchange) => exchanges.push(exchange),
+    });
+    const context = new CheckContext({
+      target,
+      settings: {
+        allowWrites: options.allowWrites ?? false,
+        expectScopes,
+        maxExpiryWaitSeconds,
+        foreignPartnerId,
+        jwksUrl,
+      },
+      probe,
+      redactor,
+      exchanges,
+      now: () => options.clock?.now() ?? Date.now(),
+      sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    });
+    await preflight(context);
+    const info: TargetInfo = {
+      authUrl: target.authUrl,
+      baseUrl: target.baseUrl,
+      audience: target.audience,
+      kind,
+      profile: observedProfile(context),
+      checks: [...run, ...skipped],
+    };
+    options.onTarget?.(info);
+    const skippedResults: CheckResult[] = skipped.map((check) => ({
+      id: check.id,
+      title: check.title,
+      category: check.category,
+      severity: check.severity,
+      status: 'skipped',
+      reference: check.reference,
+      details: 'skipped by --skip',
+      durationMs: 0,
+    }));
+    for (const result of skippedResults) options.onCheckResult?.(result);
+    const results = await runChecks(run, context, {
+      ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+      ...(options.onCheckStart ? { onStart: options.onCheckStart } : {}),
+      ...(options.onCheckResult ? { onResult: options.onCheckResult } : {}),
+    });
+    const order = new Map(catalogue.map((check, index) => [check.id, index]));
+    const all = [...results, ...skippedResults].sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+    const report: Report = {
+      schemaVersion: 1,
+      tool: { name: tool.name, version: tool.version },
+      target: { authUrl: target.authUrl, baseUrl: target.baseUrl, audience: target.audience },
+      startedAt: startedAt.toISOString(),
+      durationMs: Math.round(performance.now() - started),
+      summary: summarize(all),
+      checks: all,
+    };
+    return { report, target: info };
+  } finally {
+    await mock?.close();
+  }
+}
+
+/** Runs the suite against a target (or the embedded mock) and returns the JSON report of the contract. */
+export async function runConformance(options: ConformanceOptions = {}): Promise<Report> {
+  return (await runConformanceDetailed(options)).report;
+}
