@@ -125,8 +125,6 @@ function nonNegative(value: number | undefined, fallback: number, name: string):
   return value;
 }
 
-let insecureWarned = false;
-
 /** Creates a client-credentials token provider (seed §4.1 and §5). */
 export function createTokenProvider(options: TokenProviderOptions): TokenProvider {
   const clientId = requireString(options.clientId, 'clientId', 'from the partner administration console');
@@ -145,8 +143,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   const allowInsecure = options.dangerouslyAllowInsecureHttp === true;
   const tokenUrl = resolveTokenUrl(options);
   assertSecureUrl(tokenUrl, 'the token endpoint', allowInsecure);
-  if (tokenUrl.protocol === 'http:' && !isLoopbackHost(tokenUrl.hostname) && !insecureWarned) {
-    insecureWarned = true;
+  if (tokenUrl.protocol === 'http:' && !isLoopbackHost(tokenUrl.hostname)) {
     globalThis.process?.emitWarning?.(
       'dangerouslyAllowInsecureHttp is set: client credentials and access tokens are sent over plain http.',
       { code: 'PARTNER_AUTH_INSECURE_HTTP' },

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { raceSignal, realSleep } from '../src/clock.js';
+
+describe('realSleep', () => {
+  it('resolves after the delay and rejects with the abort reason', async () => {
+    await expect(realSleep(1)).resolves.toBeUndefined();
+    const controller = new AbortController();
+    const waiting = realSleep(60_000, controller.signal);
+    controller.abort(new Error('stop'));
+    await expect(waiting).rejects.toThrow('stop');
+    await expect(realSleep(1, AbortSignal.abort(new Error('already')))).rejects.toThrow('already');
+  });
+});
+
+describe('raceSignal', () => {
+  it('passes results and errors through, and rejects early on abort', async () => {
+    await expect(raceSignal(Promise.resolve(1), undefined)).resolves.toBe(1);
+    await expect(raceSignal(Promise.resolve(2), new AbortController().signal)).resolves.toBe(2);
+    await expect(raceSignal(Promise.reject(new Error('e')), new AbortController().signal)).rejects.toThrow(
+      'e',
+    );
+    const controller = new AbortController();
+    const never = new Promise<number>(() => {});
+    const raced = raceSignal(never, controller.signal);
+    controller.abort(new Error('gave up'));
+    await expect(raced).rejects.toThrow('gave up');
+  });
+});
