@@ -2,6 +2,7 @@ export type { AccessTokenClaims } from './access-token.js';
 export { type BearerChallenge, formatBearerChallenge } from './bearer-challenge.js';
 export { MockError, type MockErrorCode } from './errors.js';
 export { type FaultName, faultCatalogue, faultNames, isFaultName } from './faults.js';
+export type { RsaKeyPair } from './jwks.js';
 export { loansPaging } from './loans.js';
 export { demoClients, type MockClient, parseClients } from './mock-client.js';
 export { type Profile, profiles } from './profile.js';

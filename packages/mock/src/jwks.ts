@@ -10,8 +10,14 @@ export interface SigningKey {
   readonly spki: string;
 }
 
-async function createKey(): Promise<SigningKey> {
-  const { privateKey, publicKey } = await generateKeyPair('RS256', { modulusLength: 2048 });
+/** An RS256 key pair, as jose's generateKeyPair('RS256') gives. */
+export interface RsaKeyPair {
+  readonly privateKey: CryptoKey;
+  readonly publicKey: CryptoKey;
+}
+
+async function createKey(pair?: RsaKeyPair): Promise<SigningKey> {
+  const { privateKey, publicKey } = pair ?? (await generateKeyPair('RS256', { modulusLength: 2048 }));
   const kid = randomUUID();
   const jwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
   return { kid, privateKey, publicKey, jwk, spki: await exportSPKI(publicKey) };
@@ -28,8 +34,8 @@ export class KeySet {
     this.#keys = keys;
   }
 
-  static async create(): Promise<KeySet> {
-    return new KeySet([await createKey()]);
+  static async create(pair?: RsaKeyPair): Promise<KeySet> {
+    return new KeySet([await createKey(pair)]);
   }
 
   /** The key that signs new tokens. */

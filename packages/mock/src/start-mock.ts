@@ -4,7 +4,7 @@ import { type ApiServerContext, handleApiRequest } from './api-server.js';
 import { type AuthServerContext, handleAuthRequest, jwksPath, tokenPath } from './auth-server.js';
 import { MockError } from './errors.js';
 import { type FaultName, parseFaults } from './faults.js';
-import { KeySet } from './jwks.js';
+import { KeySet, type RsaKeyPair } from './jwks.js';
 import { PartnerStore } from './loans.js';
 import { demoClients, type MockClient, parseClients, protectClient } from './mock-client.js';
 import { closeServer, createMockServer, listen } from './mock-server.js';
@@ -36,6 +36,11 @@ export interface MockOptions {
   apiPort?: number;
   /** Longest time a request may take to arrive (headers and body), in ms. Default 30000. */
   requestTimeoutMs?: number;
+  /**
+   * The first RS256 signing key pair. Default: a fresh 2048-bit pair per start (the slowest part of
+   * start-up); pass one pair to many mocks to start them faster. Rotation always generates new keys.
+   */
+  signingKey?: RsaKeyPair;
 }
 
 export interface RunningMock {
@@ -107,7 +112,14 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     protectClient,
   );
 
-  const keys = await KeySet.create();
+  const { signingKey } = options;
+  if (
+    signingKey !== undefined &&
+    (signingKey.privateKey?.algorithm?.name !== 'RSASSA-PKCS1-v1_5' ||
+      signingKey.publicKey?.type !== 'public')
+  )
+    fail("startMock: signingKey must be an RS256 key pair from jose's generateKeyPair('RS256').");
+  const keys = await KeySet.create(signingKey);
   const log = new RequestLog();
   let tokenRequests = 0;
   const store = new PartnerStore(

@@ -104,6 +104,8 @@ export async function issueToken(
     sub: client.clientId,
     aud: rules.audClaim(audience),
     iat,
+    // nbf = iat so that the API's nbf rule is exercised by genuine tokens (move the clock back).
+    nbf: iat,
     exp: iat + lifetime,
     jti,
     client_id: client.clientId,

@@ -111,3 +111,11 @@ export function manualClock(start = Date.UTC(2026, 0, 1)) {
     },
   };
 }
+
+let sharedPair: ReturnType<typeof generateKeyPair> | undefined;
+
+/** One RS256 pair per test file, handed to startMock so that many mocks start fast. */
+export function sharedSigningKey(): ReturnType<typeof generateKeyPair> {
+  sharedPair ??= generateKeyPair('RS256');
+  return sharedPair;
+}
