@@ -29,7 +29,7 @@ export async function startApiServer() {
         body: Buffer.concat(chunks).toString('utf8'),
       };
       requests.push(request);
-      const handler = queue.shift() ?? (() => ({ status: 200, body: '{"ok":true}' }));
+      const handler: ApiHandler = queue.shift() ?? (() => ({ status: 200, body: '{"ok":true}' }));
       const reply = handler(request);
       res
         .writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers })
