@@ -1,0 +1,136 @@
+import { type FaultName, faultNames, type MockClient, type MockOptions } from '@partner-lending/mock';
+import { scopes } from '@partner-lending/spec';
+import { describe, expect, it } from 'vitest';
+import { checkIds } from '../src/checks/index.js';
+import type { CheckResult } from '../src/report.js';
+import { exitCodeFor } from '../src/report.js';
+import { type ConformanceOptions, runConformance } from '../src/run-conformance.js';
+
+/** A fault case: the mock faults (and, where needed, clients or a short TTL) that turn one check red. */
+interface FaultCase {
+  faults: FaultName[];
+  mock?: Omit<MockOptions, 'faults'>;
+  options?: ConformanceOptions;
+  /** Other checks to run beside the one under test (the fault cases run only what they need). */
+  with?: string[];
+}
+
+const limitedClients = (): MockClient[] => [
+  {
+    partnerId: 'partner-limited',
+    clientId: 'limited-client',
+    clientSecret: 'limited-secret-0123456789',
+    authorizedScopes: ['read:loans', 'create:loan_draft'],
+  },
+  {
+    partnerId: 'partner-other',
+    clientId: 'other-client',
+    clientSecret: 'other-secret-0123456789',
+    authorizedScopes: [...scopes],
+  },
+];
+
+const one = (...faults: FaultName[]): FaultCase[] => [{ faults }];
+
+/**
+ * check id → the fault cases that must turn it red. Every registered check has an entry (tested below):
+ * a check that no fault can turn red is not done.
+ */
+const redFor: Record<string, FaultCase[]> = {
+  'token-success-response': one('token-type-not-bearer'),
+  'token-missing-credentials': one('token-accept-missing-credentials'),
+  'token-wrong-secret': one('token-accept-wrong-secret'),
+  'token-unsupported-grant-type': one('token-accept-any-grant-type'),
+  'token-no-store': one('token-omit-no-store'),
+  'token-expires-in': one('token-expires-in-mismatch'),
+  'token-jti-unique': one('token-reuse-jti'),
+  'token-partner-id': one('token-partner-id-mismatch'),
+  'token-issuer': one('token-iss-mismatch'),
+  // Over-grant of unauthorised scopes is only visible against what the console says (--expect-scopes,
+  // which the embedded mock fills in from its first client): a client without every scope.
+  'scope-authorised-set': [
+    { faults: ['token-grant-unauthorized-scopes'], mock: { clients: limitedClients() } },
+  ],
+  'scope-intersection': one('token-ignore-requested-scope'),
+  'scope-claim': one('token-scope-claim-mismatch'),
+  'scope-order': one('token-scope-order-sensitive'),
+  'audience-claim': one('token-wrong-audience-claim'),
+  // Issuing a foreign-audience token is fine when the API refuses it; only the pair is a hole.
+  'audience-foreign': one('token-accept-foreign-audience', 'api-skip-audience-check'),
+  'bearer-valid-token': one('api-reject-valid-tokens'),
+  'bearer-missing-header': one('api-omit-challenge'),
+  'bearer-scheme-case': one('api-bearer-case-sensitive'),
+  'bearer-other-scheme': one('api-accept-any-scheme'),
+  'bearer-query-token': one('api-accept-query-token'),
+  'bearer-body-token': one('api-accept-body-token'),
+  'bearer-malformed-header': one('api-crash-on-malformed-header'),
+  'bearer-invalid-token-error': one('api-challenge-without-error'),
+  'integrity-alg-none': one('api-accept-alg-none'),
+  'integrity-hs256-public-key': one('api-accept-hs256-public-key'),
+  'integrity-tampered-payload': one('api-skip-signature-check'),
+  'integrity-unknown-key': one('api-skip-signature-check'),
+  'integrity-embedded-jwk': one('api-trust-embedded-jwk'),
+  'integrity-jku': one('api-trust-jku'),
+  // The only case with a short-lived token: the check waits the real lifetime out.
+  'integrity-expired': [{ faults: ['api-ignore-expiry'], mock: { tokenTtlSeconds: 1 } }],
+  'scope-granted': one('api-reject-valid-tokens'),
+  'scope-enforced': one('api-ignore-scope'),
+  'scope-insufficient-403': one('api-insufficient-scope-401'),
+  'partner-isolation': one('api-skip-partner-isolation'),
+  'spec-documented-responses': one('api-undocumented-response'),
+  // Judges the traffic of the others: needs the malformed-header requests that crash this mock.
+  'spec-no-server-errors': [{ faults: ['api-crash-on-malformed-header'], with: ['bearer-malformed-header'] }],
+};
+
+/** Faults no black-box check can observe, and why. */
+const unobservable: Partial<Record<FaultName, string>> = {
+  'api-ignore-nbf': 'a token with a future nbf needs the server key to sign it',
+  'api-skip-issuer-check': 'a token with another iss needs the server key to sign it',
+  'api-skip-typ-check': 'a token with another typ header needs the server key to sign it',
+  'api-no-body-limit': 'the source states no body limit: accepting 2 MiB breaks no rule a check may enforce',
+};
+
+const byId = (checks: readonly CheckResult[], id: string) => checks.find((check) => check.id === id);
+
+describe('self-proof: the catalogue against the mock', () => {
+  it('has a fault case for every registered check, and every fault is used or explained', () => {
+    expect(checkIds.filter((id) => !redFor[id]?.length)).toEqual([]);
+    expect(Object.keys(redFor).filter((id) => !checkIds.includes(id))).toEqual([]);
+    const used = new Set(Object.values(redFor).flatMap((cases) => cases.flatMap((c) => c.faults)));
+    expect(faultNames.filter((fault) => !used.has(fault) && !unobservable[fault])).toEqual([]);
+  });
+
+  const correct: Array<[string, ConformanceOptions]> = [
+    ['deployed profile', { mock: { profile: 'deployed' } }],
+    ['rfc9068 profile', { mock: { profile: 'rfc9068' } }],
+    ['empty scope intersections as empty-scope tokens', { mock: { emptyIntersection: 'empty-token' } }],
+    ['a client authorised for two scopes', { mock: { clients: limitedClients() } }],
+  ];
+  it.concurrent.each(correct)('passes every check of a correct mock: %s', async (_name, options) => {
+    const report = await runConformance(options);
+    const bad = report.checks.filter((check) => check.status === 'failed' || check.status === 'errored');
+    expect(bad.map((check) => `${check.id}: ${check.details}`)).toEqual([]);
+    expect(exitCodeFor(report.checks)).toBe(0);
+    // Only the expiry check may skip (12 h tokens, 20 s wait budget).
+    expect(report.checks.filter((c) => c.status === 'skipped').map((c) => c.id)).toEqual([
+      'integrity-expired',
+    ]);
+  });
+
+  it('passes the expiry check when the token lives less than the wait budget', async () => {
+    const report = await runConformance({ mock: { tokenTtlSeconds: 1 }, only: ['integrity-expired'] });
+    expect(byId(report.checks, 'integrity-expired')).toMatchObject({ status: 'passed' });
+  });
+
+  const cases = Object.entries(redFor).flatMap(([id, list]) => list.map((fault) => [id, fault] as const));
+  it.concurrent.each(cases)('%s turns red under %j', async (id, fault) => {
+    const report = await runConformance({
+      ...fault.options,
+      only: [id, ...(fault.with ?? [])],
+      mock: { ...fault.mock, faults: fault.faults },
+    });
+    const result = byId(report.checks, id);
+    expect(result?.status, result?.details).toBe('failed');
+    if (result?.severity === 'must') expect(exitCodeFor(report.checks)).toBe(1);
+  });
+});
