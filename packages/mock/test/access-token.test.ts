@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type MockClient, type Profile, type RunningMock, startMock } from '../src/index.js';
-import { decodeJwt, forge, getLoans, manualClock, signWithForeignKey, tokenFor } from './helpers.js';
+import {
+  decodeJwt,
+  forge,
+  getLoans,
+  manualClock,
+  sharedSigningKey,
+  signWithForeignKey,
+  tokenFor,
+} from './helpers.js';
 
 const clients: MockClient[] = [
   {
@@ -18,7 +26,13 @@ describe.each<Profile>(['deployed', 'rfc9068'])(
     let mock: RunningMock;
     let token: string;
     beforeAll(async () => {
-      mock = await startMock({ profile, clients, clock: clock.now, tokenTtlSeconds: 60 });
+      mock = await startMock({
+        signingKey: await sharedSigningKey(),
+        profile,
+        clients,
+        clock: clock.now,
+        tokenTtlSeconds: 60,
+      });
       token = await tokenFor(mock);
     });
     afterAll(() => mock.close());
@@ -162,7 +176,13 @@ describe.each<Profile>(['deployed', 'rfc9068'])(
 describe('access-token: leeway and nbf', () => {
   it('accepts an expired token within leewaySeconds', async () => {
     const clock = manualClock();
-    const mock = await startMock({ clients, clock: clock.now, tokenTtlSeconds: 10, leewaySeconds: 5 });
+    const mock = await startMock({
+      signingKey: await sharedSigningKey(),
+      clients,
+      clock: clock.now,
+      tokenTtlSeconds: 10,
+      leewaySeconds: 5,
+    });
     try {
       const token = await tokenFor(mock);
       clock.advance(14);
@@ -176,7 +196,12 @@ describe('access-token: leeway and nbf', () => {
 
   it('refuses a token used before its nbf', async () => {
     const clock = manualClock();
-    const mock = await startMock({ clients, clock: clock.now, faults: ['api-skip-signature-check'] });
+    const mock = await startMock({
+      signingKey: await sharedSigningKey(),
+      clients,
+      clock: clock.now,
+      faults: ['api-skip-signature-check'],
+    });
     try {
       const { header, payload } = decodeJwt(await tokenFor(mock));
       const future = forge(header, { ...payload, nbf: payload.iat + 30 }, 'c2ln');
@@ -193,7 +218,11 @@ describe('access-token: leeway and nbf', () => {
   });
 
   it('checks iss and aud (shown with the signature check off, so claims can be edited)', async () => {
-    const mock = await startMock({ clients, faults: ['api-skip-signature-check'] });
+    const mock = await startMock({
+      signingKey: await sharedSigningKey(),
+      clients,
+      faults: ['api-skip-signature-check'],
+    });
     try {
       const { header, payload } = decodeJwt(await tokenFor(mock));
       const edit = (changes: Record<string, unknown>) =>

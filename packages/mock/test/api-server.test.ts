@@ -1,7 +1,7 @@
 import { apiOperationIds, expandPath, operations } from '@partner-lending/spec';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loansPaging, type MockClient, type RunningMock, startMock } from '../src/index.js';
-import { getLoans, pathUrl, tokenFor } from './helpers.js';
+import { getLoans, pathUrl, sharedSigningKey, tokenFor } from './helpers.js';
 
 const clients: MockClient[] = [
   {
@@ -22,7 +22,7 @@ let mock: RunningMock;
 let tokenA: string;
 let tokenB: string;
 beforeAll(async () => {
-  mock = await startMock({ clients });
+  mock = await startMock({ signingKey: await sharedSigningKey(), clients });
   tokenA = await tokenFor(mock, clients[0]);
   tokenB = await tokenFor(mock, clients[1]);
 });

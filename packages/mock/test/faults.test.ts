@@ -94,7 +94,11 @@ const cases: Record<FaultName, Case> = {
     },
   },
   'token-reuse-jti': {
-    holds: async (c) => (await ask(c)).body.jti !== (await ask(c)).body.jti,
+    holds: async (c) => {
+      const first = await ask(c);
+      const second = await ask(c);
+      return first.body.jti !== second.body.jti;
+    },
   },
   'token-partner-id-mismatch': {
     holds: async (c) => {

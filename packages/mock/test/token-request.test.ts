@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningMock, startMock } from '../src/index.js';
-import { credentials, form, tokenRequest } from './helpers.js';
+import { credentials, form, sharedSigningKey, tokenRequest } from './helpers.js';
 
 let mock: RunningMock;
 beforeAll(async () => {
-  mock = await startMock();
+  mock = await startMock({ signingKey: await sharedSigningKey() });
 });
 afterAll(() => mock.close());
 

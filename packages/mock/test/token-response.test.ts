@@ -1,7 +1,7 @@
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type MockClient, type Profile, type RunningMock, startMock } from '../src/index.js';
-import { credentials, decodeJwt, manualClock, tokenRequest } from './helpers.js';
+import { credentials, decodeJwt, manualClock, sharedSigningKey, tokenRequest } from './helpers.js';
 
 const clock = manualClock();
 const clients: MockClient[] = [
@@ -23,7 +23,13 @@ const clients: MockClient[] = [
 describe.each<Profile>(['deployed', 'rfc9068'])('token-response, profile %s', (profile) => {
   let mock: RunningMock;
   beforeAll(async () => {
-    mock = await startMock({ profile, clients, clock: clock.now, tokenTtlSeconds: 600 });
+    mock = await startMock({
+      signingKey: await sharedSigningKey(),
+      profile,
+      clients,
+      clock: clock.now,
+      tokenTtlSeconds: 600,
+    });
   });
   afterAll(() => mock.close());
   const ask = (client: MockClient, scope?: string) =>
@@ -136,7 +142,11 @@ describe.each<Profile>(['deployed', 'rfc9068'])('token-response, profile %s', (p
 
 describe('token-response: options', () => {
   it("issues a token with an empty scope under emptyIntersection: 'empty-token'", async () => {
-    const mock = await startMock({ clients, emptyIntersection: 'empty-token' });
+    const mock = await startMock({
+      signingKey: await sharedSigningKey(),
+      clients,
+      emptyIntersection: 'empty-token',
+    });
     try {
       const answer = await tokenRequest(mock, credentials(mock, clients[1]!, { scope: 'create:repayment' }));
       expect(answer.status).toBe(200);
@@ -148,7 +158,7 @@ describe('token-response: options', () => {
   });
 
   it('answers expires_in 43199 for the default 12-hour lifetime (deployed)', async () => {
-    const mock = await startMock({ clients });
+    const mock = await startMock({ signingKey: await sharedSigningKey(), clients });
     try {
       const answer = await tokenRequest(mock, credentials(mock, clients[0]!));
       expect(answer.body.expires_in).toBe(43_199);

@@ -1,0 +1,156 @@
+import { inspect } from 'node:util';
+import { scopes } from '@partner-lending/spec';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MockError, type MockOptions, type RunningMock, startMock } from '../src/index.js';
+import { credentials, getLoans, sharedSigningKey, tokenFor, tokenRequest } from './helpers.js';
+
+let mock: RunningMock;
+beforeAll(async () => {
+  mock = await startMock({ signingKey: await sharedSigningKey() });
+});
+afterAll(() => mock.close());
+
+describe('startMock', () => {
+  it('listens on two loopback origins and describes them', () => {
+    expect(mock.authUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(mock.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(mock.authUrl).not.toBe(mock.baseUrl);
+    expect(mock.audience).toBe(mock.baseUrl);
+    expect(mock.issuer).toBe(`${mock.authUrl}/`);
+    expect(mock.tokenUrl).toBe(`${mock.authUrl}/oauth/token`);
+    expect(mock.jwksUrl).toBe(`${mock.authUrl}/.well-known/jwks.json`);
+    expect(mock.profile).toBe('deployed');
+    expect(mock.faults).toEqual([]);
+  });
+
+  it('generates three demo clients: all scopes, read + loan_draft, read only', () => {
+    expect(mock.clients.map((client) => client.authorizedScopes)).toEqual([
+      [...scopes],
+      ['read:loans', 'create:loan_draft'],
+      ['read:loans'],
+    ]);
+    expect(new Set(mock.clients.map((client) => client.partnerId)).size).toBe(3);
+    for (const client of mock.clients) expect(client.clientSecret.length).toBeGreaterThanOrEqual(32);
+  });
+
+  it('keeps client secrets out of JSON.stringify and util.inspect, but usable and spreadable', () => {
+    const [client] = mock.clients;
+    const secret = client!.clientSecret;
+    expect(JSON.stringify(mock.clients)).not.toContain(secret);
+    expect(JSON.stringify(mock)).not.toContain(secret);
+    expect(inspect(mock.clients, { depth: 5 })).not.toContain(secret);
+    expect(inspect(mock, { depth: 5 })).not.toContain(secret);
+    expect(JSON.stringify(mock.clients[0])).toContain('"clientSecret":"[redacted]"');
+    expect({ ...client }.clientSecret).toBe(secret);
+  });
+
+  it('counts token requests, successful or not', async () => {
+    const counted = await startMock({ signingKey: await sharedSigningKey() });
+    try {
+      expect(counted.tokenRequestCount()).toBe(0);
+      await tokenFor(counted);
+      await tokenRequest(counted, { grant_type: 'client_credentials' });
+      await fetch(counted.tokenUrl); // a GET is not a token request
+      expect(counted.tokenRequestCount()).toBe(2);
+    } finally {
+      await counted.close();
+    }
+  });
+
+  it('logs requests of both servers with secrets and tokens redacted', async () => {
+    const logged = await startMock({ signingKey: await sharedSigningKey() });
+    try {
+      const client = logged.clients[0]!;
+      const token = await tokenFor(logged);
+      await getLoans(logged, `Bearer ${token}`, undefined, `?limit=5&access_token=${token}`);
+      await getLoans(logged, `Bearer ${token}`, 'other');
+      await tokenRequest(logged, credentials(logged, client, { client_secret: 'wrong-secret' }));
+      const entries = logged.requestLog();
+      const text = JSON.stringify(entries);
+      expect(text).not.toContain(token);
+      expect(text).not.toContain(client.clientSecret);
+      expect(text).not.toContain('wrong-secret');
+      expect(entries.map((entry) => [entry.server, entry.method, entry.status, entry.error])).toEqual([
+        ['auth', 'POST', 200, undefined],
+        ['api', 'GET', 400, 'invalid_request'],
+        ['api', 'GET', 403, 'access_denied'],
+        ['auth', 'POST', 401, 'invalid_client'],
+      ]);
+      expect(entries[1]).toMatchObject({
+        target: `/v3/partner/${client.partnerId}/loans?limit=5&access_token=[redacted]`,
+        authorization: `Bearer …${token.slice(-6)}`,
+      });
+      expect(entries[2]!.partnerId).toBe(client.partnerId);
+      expect(entries[0]!.partnerId).toBe(client.partnerId);
+    } finally {
+      await logged.close();
+    }
+  });
+
+  it('closes both servers, and close() can be called twice', async () => {
+    const closing = await startMock({ signingKey: await sharedSigningKey() });
+    await closing.close();
+    await closing.close();
+    await expect(fetch(closing.tokenUrl, { method: 'POST' })).rejects.toThrow();
+    await expect(fetch(closing.baseUrl)).rejects.toThrow();
+  });
+
+  it('listens on the given ports', async () => {
+    const first = await startMock({ signingKey: await sharedSigningKey() });
+    const authPort = Number(new URL(first.authUrl).port);
+    const apiPort = Number(new URL(first.baseUrl).port);
+    await first.close();
+    const second = await startMock({ authPort, apiPort, signingKey: await sharedSigningKey() });
+    try {
+      expect(second.authUrl).toBe(first.authUrl);
+      expect(second.baseUrl).toBe(first.baseUrl);
+      await expect(startMock({ apiPort, signingKey: await sharedSigningKey() })).rejects.toMatchObject({
+        code: 'ERR_MOCK_LISTEN',
+      });
+    } finally {
+      await second.close();
+    }
+  });
+
+  it.each<[MockOptions, string]>([
+    [{ profile: 'x' as never }, 'startMock: profile must be one of deployed, rfc9068, got x.'],
+    [{ tokenTtlSeconds: 0 }, 'startMock: tokenTtlSeconds must be an integer from 1 to 315360000, got 0.'],
+    [{ tokenTtlSeconds: 1.5 }, 'startMock: tokenTtlSeconds must be an integer from 1 to 315360000, got 1.5.'],
+    [{ apiPort: 70000 }, 'startMock: apiPort must be an integer from 0 to 65535, got 70000.'],
+    [{ leewaySeconds: -1 }, 'startMock: leewaySeconds must be a number ≥ 0, got -1.'],
+    [
+      { emptyIntersection: 'x' as never },
+      "startMock: emptyIntersection must be 'invalid_scope' or 'empty-token', got x.",
+    ],
+    [
+      { signingKey: {} as never },
+      "startMock: signingKey must be an RS256 key pair from jose's generateKeyPair('RS256').",
+    ],
+  ])('refuses invalid options: %j', async (options, message) => {
+    const error = await startMock(options).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(MockError);
+    expect(error).toMatchObject({ code: 'ERR_MOCK_OPTIONS', message });
+  });
+
+  it('refuses an invalid client registry', async () => {
+    await expect(startMock({ clients: [] })).rejects.toMatchObject({ code: 'ERR_MOCK_CLIENTS' });
+    await expect(
+      startMock({
+        clients: [
+          { partnerId: 'p', clientId: 'c', clientSecret: 's', authorizedScopes: [] },
+          { partnerId: 'q', clientId: 'c', clientSecret: 't', authorizedScopes: [] },
+        ],
+      }),
+    ).rejects.toThrow('clients: entry 1 repeats a clientId.');
+  });
+
+  it('seeds loansPerPartner loans', async () => {
+    const few = await startMock({ loansPerPartner: 3, signingKey: await sharedSigningKey() });
+    try {
+      const answer = await getLoans(few, `Bearer ${await tokenFor(few)}`);
+      expect(JSON.parse(answer.text)).toHaveLength(3);
+    } finally {
+      await few.close();
+    }
+  });
+});
