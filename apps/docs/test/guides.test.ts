@@ -1,0 +1,138 @@
+import { execFile } from 'node:child_process';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { startMock } from '@partner-lending/mock';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+import { loadGuides } from '../src/build/guides.js';
+import { packageRoot } from '../src/build/site.js';
+import {
+  extractSnippets,
+  noTypecheckFlag,
+  runnableSnippets,
+  type Snippet,
+  typeCheckedSnippets,
+} from '../src/build/snippets.js';
+
+// Every ```ts block of every guide is written to its own module under test-results/snippets (inside
+// apps/docs, so `@partner-lending/*` resolve to the workspace packages' built d.ts exactly as a
+// partner's project would resolve the published ones) and type-checked with the repository's strict
+// compiler options. A failure names the guide and the line.
+
+const guides = await loadGuides(join(packageRoot, 'guides'));
+const snippets = guides.flatMap((guide) => extractSnippets(guide.markdown, guide.file));
+const checked = typeCheckedSnippets(snippets);
+const snippetDir = join(packageRoot, 'test-results/snippets');
+
+function moduleName(snippet: Snippet): string {
+  return `${snippet.file.replace(/\.md$/, '')}-line-${snippet.line}.ts`;
+}
+
+async function typeCheck(): Promise<Map<Snippet, string[]>> {
+  await rm(snippetDir, { recursive: true, force: true });
+  await mkdir(snippetDir, { recursive: true });
+  const byFile = new Map<string, Snippet>();
+  for (const snippet of checked) {
+    const file = join(snippetDir, moduleName(snippet));
+    byFile.set(file, snippet);
+    await writeFile(file, snippet.code);
+  }
+  const config = ts.getParsedCommandLineOfConfigFile(
+    join(packageRoot, 'tsconfig.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+      },
+    },
+  );
+  if (!config) throw new Error('cannot read apps/docs/tsconfig.json');
+  const program = ts.createProgram([...byFile.keys()], { ...config.options, noEmit: true });
+  const errors = new Map<Snippet, string[]>();
+  for (const diagnostic of ts.getPreEmitDiagnostics(program)) {
+    const snippet = diagnostic.file ? byFile.get(diagnostic.file.fileName) : undefined;
+    const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n');
+    if (!snippet || !diagnostic.file || diagnostic.start === undefined) {
+      // A global error (options, missing types) concerns every snippet: attribute it to the first.
+      const first = checked[0];
+      if (first) errors.set(first, [...(errors.get(first) ?? []), `TS${diagnostic.code}: ${message}`]);
+      continue;
+    }
+    const { line, character } = diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start);
+    const where = `guides/${snippet.file}:${snippet.codeLine + line}:${character + 1}`;
+    errors.set(snippet, [...(errors.get(snippet) ?? []), `${where} TS${diagnostic.code}: ${message}`]);
+  }
+  return errors;
+}
+
+const errors = checked.length > 0 ? await typeCheck() : new Map<Snippet, string[]>();
+
+describe('guide snippets', () => {
+  it('every guide has at least one code block, and TypeScript blocks exist to check', () => {
+    expect(checked.length).toBeGreaterThan(0);
+    for (const guide of guides) {
+      expect(
+        snippets.some((s) => s.file === guide.file),
+        `${guide.file} has no code block`,
+      ).toBe(true);
+    }
+  });
+
+  it.each(checked.map((snippet) => [`${snippet.file}:${snippet.line}`, snippet] as const))(
+    'type-checks %s against the workspace packages',
+    (_name, snippet) => {
+      expect(errors.get(snippet) ?? [], `guides/${snippet.file}:${snippet.line}`).toEqual([]);
+    },
+  );
+
+  it(`lists the blocks opted out with "${noTypecheckFlag}" (kept rare: pseudo-code only)`, () => {
+    const skipped = snippets
+      .filter((s) => s.flags.includes(noTypecheckFlag))
+      .map((s) => `${s.file}:${s.line}`);
+    expect(skipped.length, `opted out: ${skipped.join(', ')}`).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('runnable guide snippets (flag "run")', () => {
+  const runnable = runnableSnippets(snippets);
+
+  it('the quick start has one: the first call a newcomer makes', () => {
+    expect(runnable.some((s) => s.file.endsWith('quick-start.md'))).toBe(true);
+  });
+
+  it.each(runnable.map((snippet) => [`${snippet.file}:${snippet.line}`, snippet] as const))(
+    'runs %s against the mock with the PARTNER_* variables set',
+    { timeout: 30_000 },
+    async (_name, snippet) => {
+      const dir = join(packageRoot, 'test-results/run');
+      await mkdir(dir, { recursive: true });
+      const file = join(dir, moduleName(snippet).replace(/\.ts$/, '.mjs'));
+      const { outputText } = ts.transpileModule(snippet.code, {
+        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+      });
+      await writeFile(file, outputText);
+      const mock = await startMock();
+      try {
+        const demo = mock.clients[0]!;
+        const { stdout } = await promisify(execFile)(process.execPath, [file], {
+          cwd: packageRoot,
+          timeout: 25_000,
+          env: {
+            PATH: process.env.PATH,
+            PARTNER_AUTH_URL: mock.authUrl,
+            PARTNER_BASE_URL: mock.baseUrl,
+            PARTNER_CLIENT_ID: demo.clientId,
+            PARTNER_CLIENT_SECRET: demo.clientSecret,
+          },
+        });
+        expect(stdout.length, `guides/${snippet.file}:${snippet.line} printed nothing`).toBeGreaterThan(0);
+        expect(stdout).not.toContain(demo.clientSecret);
+        expect(mock.tokenRequestCount()).toBeGreaterThan(0);
+      } finally {
+        await mock.close();
+      }
+    },
+  );
+});
