@@ -143,7 +143,8 @@ export async function sendTokenRequest(
   deps: SendTokenRequestDeps,
 ): Promise<{ response: Response; requestedAt: number }> {
   const { retry, clock, emit, background } = deps;
-  const secrets = [params.clientSecret];
+  // The client id is a credential too (seed §2.1): scrub both from server-provided text.
+  const secrets = [params.clientSecret, params.clientId];
   const maxAttempts = Math.max(1, Math.floor(retry.maxAttempts));
   const where = `${params.tokenUrl.origin}${params.tokenUrl.pathname}`;
   for (let attempt = 1; ; attempt++) {

@@ -28,6 +28,7 @@ describe('secrets never leak (every error path, every output)', () => {
   let server: TokenServer;
   let api: Awaited<ReturnType<typeof startApiServer>>;
   const outputs: string[] = [];
+  const messages: string[] = [];
   const events: TokenEvent[] = [];
 
   const record = (value: unknown) => {
@@ -38,6 +39,7 @@ describe('secrets never leak (every error path, every output)', () => {
       // circular: inspect above covers it
     }
     if (value instanceof Error) {
+      messages.push(value.message);
       outputs.push(value.message, String(value.stack));
       let cause: unknown = value.cause;
       while (cause instanceof Error) {
@@ -175,7 +177,10 @@ describe('secrets never leak (every error path, every output)', () => {
         record(error);
       }
     }
-    for (const event of events) record(event);
+    for (const event of events) {
+      record(event);
+      messages.push(JSON.stringify(event));
+    }
 
     // Every path above ran and produced output.
     expect(events.map((e) => e.type)).toEqual(
@@ -201,6 +206,8 @@ describe('secrets never leak (every error path, every output)', () => {
       ...server.issued,
     ];
     const all = outputs.join('\n');
+    // The client id is a credential as well: no message or event names it.
+    expect(messages.join('\n')).not.toContain(CLIENT_ID);
     expect(all).toContain('…'); // shortened tokens do appear
     for (const secret of forbidden) {
       expect(all.includes(secret), `leaked ${shortenToken(secret)}`).toBe(false);

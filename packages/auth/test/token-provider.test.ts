@@ -423,3 +423,58 @@ describe('throttling', () => {
     }
   });
 });
+
+describe('onEvent', () => {
+  it('reports requests, receipts, cache hits, retries and invalidations with tokens shortened', async () => {
+    const events: TokenEvent[] = [];
+    const provider = providerFor(server, { onEvent: (e) => events.push(e) });
+    server.next(() => ({ status: 503 }));
+    const token = await provider.getToken({ scopes: ['read:loans'] });
+    await provider.getToken({ scopes: ['read:loans'] });
+    await provider.invalidate(token);
+    const short = `…${token.accessToken.slice(-6)}`;
+    expect(events).toEqual([
+      {
+        type: 'token-requested',
+        tokenUrl: server.tokenUrl,
+        scopes: ['read:loans'],
+        attempt: 1,
+        background: false,
+      },
+      {
+        type: 'retry-scheduled',
+        scopes: ['read:loans'],
+        attempt: 1,
+        delayMs: 0,
+        reason: 'status',
+        status: 503,
+      },
+      {
+        type: 'token-requested',
+        tokenUrl: server.tokenUrl,
+        scopes: ['read:loans'],
+        attempt: 2,
+        background: false,
+      },
+      {
+        type: 'token-received',
+        scopes: ['read:loans'],
+        grantedScopes: ['read:loans'],
+        token: short,
+        expiresAt: token.expiresAt,
+        background: false,
+      },
+      { type: 'cache-hit', scopes: ['read:loans'], token: short, expiresAt: token.expiresAt },
+      { type: 'invalidated', scopes: ['read:loans'], token: short },
+    ]);
+  });
+
+  it('ignores a listener that throws', async () => {
+    const provider = providerFor(server, {
+      onEvent: () => {
+        throw new Error('listener bug');
+      },
+    });
+    await expect(provider.getToken()).resolves.toMatchObject({ tokenType: 'Bearer' });
+  });
+});
