@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { curlLine, shellQuote } from '../src/curl-line.js';
+import { Redactor } from '../src/redact.js';
+
+describe('curlLine', () => {
+  const redactor = new Redactor();
+  redactor.addSecret('the-client-secret', '$PARTNER_CLIENT_SECRET');
+  redactor.addSecret('the-client-id', '$PARTNER_CLIENT_ID');
+
+  it('repeats a token request with the credentials as environment variables', () => {
+    const line = curlLine(
+      {
+        method: 'POST',
+        url: 'http://127.0.0.1:1/oauth/token',
+        headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
+        form: [
+          ['grant_type', 'client_credentials'],
+          ['client_id', 'the-client-id'],
+          ['client_secret', 'the-client-secret'],
+        ],
+      },
+      redactor,
+    );
+    expect(line).toBe(
+      `curl -i -X POST 'http://127.0.0.1:1/oauth/token' -H 'accept: application/json' --data-urlencode 'grant_type=client_credentials' --data-urlencode 'client_id='"$PARTNER_CLIENT_ID" --data-urlencode 'client_secret='"$PARTNER_CLIENT_SECRET"`,
+    );
+  });
+
+  it('shortens a token in a header and in the query string', () => {
+    const token = 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.';
+    const line = curlLine(
+      {
+        method: 'GET',
+        url: `http://h/v3?access_token=${token}`,
+        headers: { authorization: `Bearer ${token}` },
+      },
+      redactor,
+    );
+    expect(line).not.toContain(token);
+    expect(line).toContain(`-H 'authorization: Bearer …${token.slice(-6)}'`);
+  });
+
+  it('quotes single quotes for a POSIX shell', () => {
+    expect(shellQuote("it's")).toBe(`'it'\\''s'`);
+  });
+});

@@ -1,0 +1,57 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface TestServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** A real HTTP server on 127.0.0.1, random port; it closes itself after 30 s if a test forgets. */
+export async function startServer(
+  handler: (req: IncomingMessage, res: ServerResponse, body: string) => void,
+): Promise<TestServer> {
+  const server = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => {
+      body += chunk;
+    });
+    req.on('end', () => handler(req, res, body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const timer = setTimeout(() => server.close(), 30_000);
+  timer.unref();
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise((resolve) => {
+        clearTimeout(timer);
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A port on 127.0.0.1 that nothing listens on (bound, then released). */
+export async function closedPortUrl(): Promise<string> {
+  const server = await startServer((_req, res) => res.end());
+  await server.close();
+  return server.url;
+}
+
+export function json(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+/** Collects what a reporter writes. */
+export function sink(isTTY = false) {
+  const chunks: string[] = [];
+  return { isTTY, write: (text: string) => chunks.push(text), text: () => chunks.join('') };
+}

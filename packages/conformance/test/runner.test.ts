@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { type Check, defineCheck, passed } from '../src/check.js';
+import { CheckContext } from '../src/context.js';
+import { HttpProbe } from '../src/http-probe.js';
+import { Redactor, Secret } from '../src/redact.js';
+import { runChecks } from '../src/runner.js';
+
+function context(): CheckContext {
+  const redactor = new Redactor();
+  redactor.addSecret('super-secret-value', '$PARTNER_CLIENT_SECRET');
+  return new CheckContext({
+    target: {
+      authUrl: 'http://127.0.0.1:1',
+      tokenUrl: 'http://127.0.0.1:1/oauth/token',
+      baseUrl: 'http://127.0.0.1:2',
+      audience: 'http://127.0.0.1:2',
+      clientId: new Secret('client-id'),
+      clientSecret: new Secret('super-secret-value'),
+    },
+    settings: {
+      allowWrites: false,
+      expectScopes: undefined,
+      maxExpiryWaitSeconds: 20,
+      foreignPartnerId: undefined,
+      jwksUrl: undefined,
+    },
+    probe: new HttpProbe(),
+    redactor,
+    exchanges: [],
+    now: Date.now,
+    sleep: async () => {},
+  });
+}
+
+const base = {
+  title: 't',
+  category: 'token-endpoint',
+  severity: 'must',
+  reference: 'RFC 6749 §5.1',
+} as const;
+
+describe('runChecks', () => {
+  it('runs at most `concurrency` checks at once, final ones after the rest, results in catalogue order', async () => {
+    let running = 0;
+    let peak = 0;
+    const order: string[] = [];
+    const slow = (id: string, final = false): Check =>
+      defineCheck({
+        ...base,
+        id,
+        final,
+        async run() {
+          running += 1;
+          peak = Math.max(peak, running);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          running -= 1;
+          order.push(id);
+          return passed(id);
+        },
+      });
+    const checks = [slow('z-final', true), slow('a'), slow('b'), slow('c'), slow('d')];
+    const results = await runChecks(checks, context(), { concurrency: 2 });
+    expect(peak).toBe(2);
+    expect(order.at(-1)).toBe('z-final');
+    expect(results.map((r) => r.id)).toEqual(['z-final', 'a', 'b', 'c', 'd']);
+    expect(results.every((r) => r.status === 'passed' && r.durationMs >= 0)).toBe(true);
+  });
+
+  it('turns a throwing check into "errored" with one redacted line', async () => {
+    const boom = defineCheck({
+      ...base,
+      id: 'boom',
+      async run() {
+        throw new Error('leaked super-secret-value and eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.');
+      },
+    });
+    const [result] = await runChecks([boom], context());
+    expect(result).toMatchObject({
+      id: 'boom',
+      status: 'errored',
+      details: 'the check could not complete: leaked $PARTNER_CLIENT_SECRET and …J4In0.',
+    });
+  });
+});
