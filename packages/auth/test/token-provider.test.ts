@@ -138,12 +138,13 @@ describe('refresh ahead', () => {
   };
 
   it('serves the cached token until the soft window (max(60 s, 10 % of lifetime)) begins', async () => {
-    const { clock, local, provider, first } = await setup();
+    const { clock, local, provider, first, events } = await setup();
     try {
-      // lifetime 3600 s → soft window 360 s.
+      // lifetime 3600 s → soft window 360 s. A refresh would have been started (and reported) by now.
       clock.set(first.expiresAt - 361_000);
       expect((await provider.getToken()).accessToken).toBe(first.accessToken);
-      await new Promise((r) => setTimeout(r, 20));
+      expect(events.filter((e) => e.type === 'token-requested')).toHaveLength(1);
+      expect(events.filter((e) => e.type === 'background-refresh')).toHaveLength(0);
       expect(local.tokenRequests()).toBe(1);
     } finally {
       await local.close();
@@ -160,8 +161,9 @@ describe('refresh ahead', () => {
         first.accessToken,
         first.accessToken,
       ]);
-      await vi.waitFor(() =>
-        expect(events.some((e) => e.type === 'token-received' && e.background)).toBe(true),
+      await vi.waitFor(
+        () => expect(events.some((e) => e.type === 'token-received' && e.background)).toBe(true),
+        { timeout: 5000 },
       );
       expect(local.tokenRequests()).toBe(2);
       expect(events.filter((e) => e.type === 'background-refresh')).toHaveLength(1);
@@ -179,7 +181,7 @@ describe('refresh ahead', () => {
       // jitterRatio 0.2 and random 1 → the window grows to 432 s: 400 s before expiry is already inside.
       clock.set(first.expiresAt - 400_000);
       expect((await provider.getToken()).accessToken).toBe(first.accessToken);
-      await vi.waitFor(() => expect(local.tokenRequests()).toBe(2));
+      await vi.waitFor(() => expect(local.tokenRequests()).toBe(2), { timeout: 5000 });
     } finally {
       await local.close();
     }
@@ -191,8 +193,9 @@ describe('refresh ahead', () => {
       local.next(() => ({ status: 400, body: { error: 'invalid_request' } }));
       clock.set(first.expiresAt - 100_000);
       expect((await provider.getToken()).accessToken).toBe(first.accessToken);
-      await vi.waitFor(() =>
-        expect(events.some((e) => e.type === 'token-request-failed' && e.background)).toBe(true),
+      await vi.waitFor(
+        () => expect(events.some((e) => e.type === 'token-request-failed' && e.background)).toBe(true),
+        { timeout: 5000 },
       );
       expect((await provider.getToken()).accessToken).toBe(first.accessToken);
     } finally {
@@ -216,18 +219,39 @@ describe('refresh ahead', () => {
     const clock = fakeClock();
     const local = await startTokenServer({ now: clock.now, ttlSeconds: 3601 });
     try {
+      const events: TokenEvent[] = [];
       const provider = providerFor(local, {
         clock,
+        random: () => 1,
         refresh: { softWindowMs: 10_000, softWindowRatio: 0, hardWindowMs: 1_000, jitterRatio: 0 },
+        onEvent: (e) => events.push(e),
       });
       const first = await provider.getToken();
       clock.set(first.expiresAt - 11_000);
       await provider.getToken();
-      await new Promise((r) => setTimeout(r, 20));
-      expect(local.tokenRequests()).toBe(1);
+      expect(events.filter((e) => e.type === 'token-requested')).toHaveLength(1);
       clock.set(first.expiresAt - 1_500);
       expect((await provider.getToken()).accessToken).toBe(first.accessToken);
-      await vi.waitFor(() => expect(local.tokenRequests()).toBe(2));
+      await vi.waitFor(() => expect(local.tokenRequests()).toBe(2), { timeout: 5000 });
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('caps the soft window at half the lifetime, so short-lived tokens are not refreshed on every call', async () => {
+    const clock = fakeClock();
+    const local = await startTokenServer({ now: clock.now, ttlSeconds: 61 });
+    try {
+      const events: TokenEvent[] = [];
+      const provider = providerFor(local, { clock, onEvent: (e) => events.push(e) });
+      const first = await provider.getToken(); // lifetime 60 s: soft window max(60 s, 6 s) → capped to 30 s
+      clock.advance(25_000);
+      await provider.getToken();
+      expect(events.filter((e) => e.type === 'background-refresh')).toHaveLength(0);
+      clock.advance(10_000);
+      expect((await provider.getToken()).accessToken).toBe(first.accessToken);
+      expect(events.filter((e) => e.type === 'background-refresh')).toHaveLength(1);
+      await vi.waitFor(() => expect(local.tokenRequests()).toBe(2), { timeout: 5000 });
     } finally {
       await local.close();
     }
