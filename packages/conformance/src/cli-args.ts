@@ -55,6 +55,9 @@ function parse(argv: readonly string[]) {
       throw usage(
         `unexpected argument ${JSON.stringify(positional[1])}; run partner-conformance --help for the flags`,
       );
+    const option = /Option '(--[\w-]+)/.exec(message);
+    if (option && /argument (missing|is ambiguous)/.test(message))
+      throw usage(`${option[1]} needs a value (for a value starting with "-", write ${option[1]}=VALUE)`);
     throw usage(message.split('\n')[0]!.replace(/\.$/, ''));
   }
 }

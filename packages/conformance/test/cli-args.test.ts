@@ -1,0 +1,113 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseCliArgs } from '../src/cli-args.js';
+import { ConformanceError } from '../src/errors.js';
+
+const env = { PARTNER_CLIENT_ID: 'id-123', PARTNER_CLIENT_SECRET: 'secret-456' };
+const remote = ['--auth-url', 'https://auth.example', '--base-url', 'https://api.example'];
+
+function usageError(argv: string[], environment: Record<string, string | undefined> = env): string {
+  try {
+    parseCliArgs(argv, environment);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConformanceError);
+    expect((error as ConformanceError).code).toBe('ERR_USAGE');
+    return (error as ConformanceError).message;
+  }
+  throw new Error('expected a usage error');
+}
+
+describe('parseCliArgs', () => {
+  it('defaults to the embedded mock', () => {
+    expect(parseCliArgs([], {})).toEqual({ options: {}, reports: {}, help: false, version: false });
+    expect(
+      parseCliArgs(['--target', 'mock'], { PARTNER_AUTH_URL: 'https://x', PARTNER_BASE_URL: 'https://y' })
+        .options,
+    ).toEqual({});
+  });
+
+  it('reads a target from flags, credentials from the environment', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'conformance-'));
+    const { options, reports } = parseCliArgs(
+      [
+        ...remote,
+        '--audience',
+        'https://aud',
+        '--expect-scopes',
+        'read:loans,create:repayment',
+        '--allow-writes',
+        '--max-expiry-wait',
+        '0',
+        '--only',
+        'token-no-store, scope-order',
+        '--skip',
+        'scope-claim',
+        '--report-json',
+        join(dir, 'r.json'),
+      ],
+      env,
+    );
+    expect(options).toEqual({
+      authUrl: 'https://auth.example',
+      baseUrl: 'https://api.example',
+      audience: 'https://aud',
+      clientId: 'id-123',
+      clientSecret: 'secret-456',
+      expectScopes: ['read:loans', 'create:repayment'],
+      allowWrites: true,
+      maxExpiryWaitSeconds: 0,
+      only: ['token-no-store', 'scope-order'],
+      skip: ['scope-claim'],
+    });
+    expect(reports.json).toBe(join(dir, 'r.json'));
+  });
+
+  it('takes the target from PARTNER_* variables when no flag names one', () => {
+    const { options } = parseCliArgs([], {
+      ...env,
+      PARTNER_AUTH_URL: 'https://a',
+      PARTNER_BASE_URL: 'https://b',
+      PARTNER_AUDIENCE: 'https://c',
+    });
+    expect(options).toMatchObject({ authUrl: 'https://a', baseUrl: 'https://b', audience: 'https://c' });
+  });
+
+  it('refuses bad usage with one clear line', () => {
+    expect(usageError(['--client-secret', 'x'])).toBe(
+      'unknown option --client-secret; run partner-conformance --help for the flags',
+    );
+    expect(usageError(['extra'])).toBe(
+      'unexpected argument "extra"; run partner-conformance --help for the flags',
+    );
+    expect(usageError(['--target', 'prod'])).toBe(
+      '--target accepts only "mock" (the embedded mock); to test a service give --auth-url and --base-url',
+    );
+    expect(usageError(['--target', 'mock', '--auth-url', 'https://a'])).toBe(
+      '--target mock cannot be combined with --auth-url or --base-url',
+    );
+    expect(usageError(['--auth-url', 'https://a'])).toBe(
+      '--auth-url needs --base-url (or PARTNER_BASE_URL) too',
+    );
+    expect(usageError(remote, { PARTNER_CLIENT_ID: 'x' })).toBe(
+      'PARTNER_CLIENT_SECRET must be set to test https://api.example (credentials come from the environment, never from flags)',
+    );
+    expect(usageError(['--max-expiry-wait', '-1'])).toBe(
+      '--max-expiry-wait needs a value (for a value starting with "-", write --max-expiry-wait=VALUE)',
+    );
+    expect(usageError(['--max-expiry-wait=-1'])).toMatch(/^--max-expiry-wait must be a whole number/);
+    expect(usageError(['--audience'])).toBe(
+      '--audience needs a value (for a value starting with "-", write --audience=VALUE)',
+    );
+    expect(usageError(['--max-expiry-wait', 'soon'])).toBe(
+      '--max-expiry-wait must be a whole number of seconds from 0 to 86400, got "soon"',
+    );
+    expect(usageError(['--expect-scopes', ' , '])).toBe(
+      '--expect-scopes needs at least one scope, e.g. "read:loans create:loan_draft"',
+    );
+    expect(usageError(['--report-html', '/nonexistent-dir/r.html'])).toBe(
+      '--report-html: the directory /nonexistent-dir does not exist; create it or choose another path',
+    );
+  });
+});

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { ConsoleReporter } from '../../src/reporters/console.js';
+import { sink } from '../helpers.js';
+import { report, target } from './fixture.js';
+
+const tool = { name: 'partner-conformance', version: '0.1.0' };
+
+function render(isTTY: boolean, env: Record<string, string | undefined>) {
+  const out = sink(isTTY);
+  const reporter = new ConsoleReporter({ stream: out, env });
+  reporter.start(target, tool);
+  for (const result of report.checks) reporter.result(result);
+  reporter.finish(report);
+  return out.text();
+}
+
+describe('ConsoleReporter', () => {
+  it('prints plain text on a non-TTY: categories, failures with curl lines, summary', () => {
+    const text = render(false, {});
+    expect(text).not.toContain('\x1b[');
+    expect(text).toContain(
+      'token-endpoint 0/1 passed\n  ✗ token-no-store  Token answers carry Cache-Control: no-store\n',
+    );
+    expect(text).toContain(
+      '  - integrity-expired  An expired token is refused — the token lives 43200 s more\n',
+    );
+    expect(text).toContain(
+      '\nFailures\n\n✗ token-no-store [must, RFC 6749 §5.1] Token answers carry Cache-Control: no-store\n    expected no-store, got <none> & "x"\n    reproduce: curl -i -X POST \'http://127.0.0.1:1/oauth/token\'\n',
+    );
+    expect(text).toContain(
+      '\n4 checks: 1 passed, 1 failed, 1 skipped, 1 errored in 1.23 s\nFAIL: a must check failed or errored (exit 1)\n',
+    );
+  });
+
+  it('colours and shows live progress on a TTY, without colour under NO_COLOR', () => {
+    const tty = render(true, {});
+    expect(tty).toContain('\x1b[31m✗\x1b[0m');
+    expect(tty).toContain('running: ');
+    const noColor = render(true, { NO_COLOR: '1' });
+    expect(noColor).not.toMatch(/\x1b\[\d+m/);
+    expect(noColor).toContain('running: ');
+  });
+});

@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { formatJsonReport } from '../../src/reporters/json.js';
+import { report } from './fixture.js';
+
+describe('formatJsonReport', () => {
+  it('writes the contract fields, round-tripping', () => {
+    const parsed = JSON.parse(formatJsonReport(report));
+    expect(Object.keys(parsed)).toEqual([
+      'schemaVersion',
+      'tool',
+      'target',
+      'startedAt',
+      'durationMs',
+      'summary',
+      'checks',
+    ]);
+    expect(Object.keys(parsed.checks[0])).toEqual([
+      'id',
+      'title',
+      'category',
+      'severity',
+      'status',
+      'reference',
+      'details',
+      'durationMs',
+    ]);
+    expect(parsed).toEqual(report);
+  });
+});

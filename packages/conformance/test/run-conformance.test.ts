@@ -1,0 +1,78 @@
+import { inspect } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { ConformanceError } from '../src/errors.js';
+import { runConformance, runConformanceDetailed } from '../src/run-conformance.js';
+
+async function usage(options: Parameters<typeof runConformance>[0]): Promise<string> {
+  const error = await runConformance(options).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(ConformanceError);
+  expect((error as ConformanceError).code).toBe('ERR_USAGE');
+  return (error as ConformanceError).message;
+}
+
+describe('runConformance', () => {
+  it('validates its options before touching the network', async () => {
+    expect(await usage({ only: ['nope'] })).toMatch(
+      /^--only: unknown check id nope\. Known ids: token-success-response, /,
+    );
+    expect(await usage({ authUrl: 'https://a' })).toBe(
+      '--auth-url and --base-url go together: give both to test a target, or neither to test the embedded mock.',
+    );
+    expect(await usage({ authUrl: 'https://a', baseUrl: 'https://b' })).toBe(
+      'PARTNER_CLIENT_ID and PARTNER_CLIENT_SECRET must be set to test a target (secrets are never flags).',
+    );
+    expect(
+      await usage({ authUrl: 'http://auth.example', baseUrl: 'https://b', clientId: 'x', clientSecret: 'y' }),
+    ).toBe(
+      '--auth-url uses plain http to auth.example: the client secret would travel unencrypted. Use https (http is allowed for loopback only).',
+    );
+    expect(await usage({ expectScopes: ['read:everything'] })).toMatch(
+      /^--expect-scopes: unknown scope read:everything\./,
+    );
+  });
+
+  it('reports --skip as skipped, runs only --only, and keeps secrets and tokens out of the report', async () => {
+    const clients = [
+      {
+        partnerId: 'p-one',
+        clientId: 'client-one-id',
+        clientSecret: 'client-one-secret-xyz',
+        authorizedScopes: ['read:loans'],
+      },
+      {
+        partnerId: 'p-two',
+        clientId: 'client-two-id',
+        clientSecret: 'client-two-secret-xyz',
+        authorizedScopes: ['read:loans'],
+      },
+    ];
+    const seen: string[] = [];
+    const { report, target } = await runConformanceDetailed({
+      // Faults that put the token in failing curl lines (query string) and the secret in a form.
+      mock: { clients, faults: ['api-accept-query-token', 'token-accept-wrong-secret'] },
+      only: ['bearer-query-token', 'token-wrong-secret', 'token-no-store'],
+      skip: ['token-no-store'],
+      onCheckResult: (result) => seen.push(result.id),
+    });
+    expect(report.checks.map((c) => [c.id, c.status])).toEqual([
+      ['token-wrong-secret', 'failed'],
+      ['token-no-store', 'skipped'],
+      ['bearer-query-token', 'failed'],
+    ]);
+    expect(seen.sort()).toEqual(['bearer-query-token', 'token-no-store', 'token-wrong-secret']);
+    expect(report).toMatchObject({
+      schemaVersion: 1,
+      tool: { name: '@partner-lending/conformance' },
+      summary: { failed: 2, skipped: 1 },
+    });
+    expect(target.kind).toBe(
+      'embedded mock (deployed; faults: api-accept-query-token, token-accept-wrong-secret)',
+    );
+    const text = `${JSON.stringify(report)}${inspect(report, { depth: 9 })}`;
+    expect(text).not.toContain('client-one-secret-xyz');
+    expect(text).not.toContain('client-one-id');
+    expect(text).not.toMatch(/eyJ[\w-]+\.eyJ[\w-]+\.[\w-]{10,}/);
+    expect(report.checks[2]!.details).toContain("reproduce: curl -i -X GET 'http://127.0.0.1:");
+    expect(report.checks[2]!.details).toMatch(/access_token=…[\w-]{6}'/);
+  });
+});
