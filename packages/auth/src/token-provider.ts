@@ -349,11 +349,15 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     now: number,
   ): Promise<{ key: string; entry: StoredToken; scopes: ScopeSet } | undefined> => {
     const entry = await store.get(key);
+    let exact: { key: string; entry: StoredToken; scopes: ScopeSet } | undefined;
     if (entry !== undefined) {
       if (!known.has(key)) known.set(key, wanted);
-      if (usable(entry, now)) return { key, entry, scopes: wanted };
+      if (usable(entry, now)) {
+        exact = { key, entry, scopes: wanted };
+        if (missingScopes(wanted, entry.grantedScopes).length === 0) return exact;
+      }
     }
-    if (wanted.length === 0) return undefined;
+    if (wanted.length === 0) return exact;
     // A token granted a superset of the wanted scopes serves this narrower request as well.
     for (const [otherKey, otherScopes] of known) {
       if (otherKey === key) continue;
@@ -363,7 +367,8 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
         return { key: otherKey, entry: other, scopes: otherScopes };
       }
     }
-    return undefined;
+    // The exact entry lacks a wanted scope: the caller gets ScopeNotGrantedError without a new request.
+    return exact;
   };
 
   return {

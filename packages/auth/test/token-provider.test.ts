@@ -95,6 +95,17 @@ describe('cache', () => {
     expect(count()).toBe(1);
   });
 
+  it('prefers a broader token that covers the request over an exact entry that lacks a scope', async () => {
+    const provider = providerFor(server);
+    server.next(async (_r, issue) => ({
+      body: await issue({ response: { scope: '' }, claims: { scope: [] } }),
+    }));
+    await expect(provider.getToken({ scopes: ['read:loans'] })).rejects.toBeInstanceOf(ScopeNotGrantedError);
+    const all = await provider.getToken();
+    expect((await provider.getToken({ scopes: ['read:loans'] })).accessToken).toBe(all.accessToken);
+    expect(count()).toBe(2);
+  });
+
   it('keys on token URL, client id and audience: a shared store does not mix them up', async () => {
     const store = createMemoryTokenStore();
     const other = await startTokenServer({ audience: 'https://other-api.example' });
