@@ -9,7 +9,8 @@ import {
   TokenRequestError,
 } from '@partner-lending/auth';
 import { type ApiOperationId, matchPath, operations } from '@partner-lending/spec';
-import createClient, { type Client, type HeadersOptions } from 'openapi-fetch';
+import type { Client, HeadersOptions } from 'openapi-fetch';
+import * as openapiFetch from 'openapi-fetch';
 import { ConfigurationError, errorFromResponse, ResponseShapeError } from './errors.js';
 import type { components, paths } from './generated/openapi.js';
 import { type ConnectionOptions, resolveConnection } from './options.js';
@@ -127,6 +128,12 @@ export interface PartnerClientOptions extends ConnectionOptions {
   /** Source of the retry jitter, in [0, 1). Default `Math.random`. */
   random?: (() => number) | undefined;
 }
+
+// openapi-fetch's CJS build sets `exports.default` without `__esModule`, so from our CJS build the
+// function sits one level deeper; from ESM it is the default export itself.
+const createClient: typeof openapiFetch.default =
+  (openapiFetch.default as unknown as { default?: typeof openapiFetch.default }).default ??
+  openapiFetch.default;
 
 const DEFAULT_PAGE_SIZE = 25;
 type ApiOperation = (typeof operations)[ApiOperationId];

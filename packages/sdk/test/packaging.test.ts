@@ -1,0 +1,128 @@
+// The package boundary as a partner meets it: pack spec, auth, sdk and mock with `pnpm pack`, install
+// the tarballs with npm into a fresh project outside the workspace (no workspace links; third-party
+// dependencies from the npm registry), run an ESM and a CJS consumer against the installed mock, and
+// lint the published shape of every package with publint and @arethetypeswrong/cli.
+// Needs the packages built (`pnpm build`; turbo's test task depends on build).
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const installed = ['spec', 'packages/auth', 'packages/sdk', 'packages/mock'];
+const linted = ['packages/sdk', 'packages/auth', 'packages/mock', 'spec', 'packages/conformance'];
+const env = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', npm_config_update_notifier: 'false' };
+
+let project = '';
+
+const consumerEsm = `
+import { startMock } from '@partner-lending/mock';
+import { createPartnerClient, ScopeNotGrantedError } from '@partner-lending/sdk';
+const mock = await startMock();
+try {
+  const [full, , readOnly] = mock.clients;
+  const client = createPartnerClient({ authUrl: mock.authUrl, baseUrl: mock.baseUrl, clientId: full.clientId, clientSecret: full.clientSecret });
+  let count = 0;
+  for await (const _ of client.loans.iterate({ pageSize: 10 })) count++;
+  const draft = await client.loanDrafts.create({ amount: 1 });
+  const limited = createPartnerClient({ authUrl: mock.authUrl, baseUrl: mock.baseUrl, clientId: readOnly.clientId, clientSecret: readOnly.clientSecret });
+  const refused = await limited.repayments.create({ amount: 1 }).catch((e) => e instanceof ScopeNotGrantedError);
+  console.log(JSON.stringify({ format: 'esm', count, draft: typeof draft.id, refused }));
+} finally {
+  await mock.close();
+}
+`;
+
+const consumerCjs = `
+const { startMock } = require('@partner-lending/mock');
+const { createPartnerClient, PermissionDeniedError } = require('@partner-lending/sdk');
+(async () => {
+  const mock = await startMock();
+  try {
+    const [full, other] = mock.clients;
+    const client = createPartnerClient({ authUrl: mock.authUrl, baseUrl: mock.baseUrl, clientId: full.clientId, clientSecret: full.clientSecret });
+    const page = await client.loans.list({ limit: 3 });
+    const denied = await client.loans.list({ partnerId: other.partnerId }).catch((e) => e instanceof PermissionDeniedError);
+    console.log(JSON.stringify({ format: 'cjs', count: page.length, denied }));
+  } finally {
+    await mock.close();
+  }
+})().catch((error) => { console.error(error); process.exitCode = 1; });
+`;
+
+beforeAll(async () => {
+  for (const dir of [...installed, ...linted]) {
+    if (!existsSync(join(root, dir, 'dist/index.js'))) {
+      throw new Error(`${dir}/dist is missing: run \`pnpm build\` at the repository root before this test.`);
+    }
+  }
+  project = await mkdtemp(join(tmpdir(), 'partner-sdk-consumer-'));
+  await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
+  for (const dir of installed) {
+    await run('pnpm', ['pack', '--pack-destination', project], { cwd: join(root, dir), env });
+  }
+  const tarballs = (await readdir(project))
+    .filter((name) => name.endsWith('.tgz'))
+    .map((name) => `./${name}`);
+  await run('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock', ...tarballs], {
+    cwd: project,
+    env,
+  });
+  await writeFile(join(project, 'consumer.mjs'), consumerEsm);
+  await writeFile(join(project, 'consumer.cjs'), consumerCjs);
+}, 300_000);
+
+afterAll(async () => {
+  if (project) await rm(project, { recursive: true, force: true });
+});
+
+describe('installed from the tarballs', { timeout: 120_000 }, () => {
+  it('packs the four packages and installs them without workspace links', async () => {
+    const tarballs = (await readdir(project)).filter((name) => name.endsWith('.tgz')).sort();
+    expect(tarballs).toEqual([
+      'partner-lending-auth-0.1.0.tgz',
+      'partner-lending-mock-0.1.0.tgz',
+      'partner-lending-sdk-0.1.0.tgz',
+      'partner-lending-spec-0.1.0.tgz',
+    ]);
+    const { stdout } = await run('npm', ['ls', '--all', '--json'], { cwd: project, env });
+    const tree = JSON.parse(stdout) as { dependencies: Record<string, { resolved?: string }> };
+    expect(tree.dependencies['@partner-lending/sdk']?.resolved).toMatch(
+      /^file:.*partner-lending-sdk-0\.1\.0\.tgz$/,
+    );
+    expect(stdout).not.toContain('workspace:');
+  });
+
+  it('runs an ESM consumer against the installed mock', async () => {
+    const { stdout } = await run('node', ['consumer.mjs'], { cwd: project, env, timeout: 60_000 });
+    expect(JSON.parse(stdout)).toEqual({ format: 'esm', count: 25, draft: 'string', refused: true });
+  });
+
+  it('runs a CJS consumer against the installed mock', async () => {
+    const { stdout } = await run('node', ['consumer.cjs'], { cwd: project, env, timeout: 60_000 });
+    expect(JSON.parse(stdout)).toEqual({ format: 'cjs', count: 3, denied: true });
+  });
+});
+
+describe('published shape', { timeout: 120_000 }, () => {
+  it.each(linted)('publint finds nothing in %s', async (dir) => {
+    const { stdout } = await run('pnpm', ['exec', 'publint', dir], { cwd: root, env });
+    expect(stdout).toContain('All good!');
+  });
+
+  it.each(linted)('@arethetypeswrong/cli finds no problem in %s', async (dir) => {
+    // The spec's data subpaths (openapi.yaml/json, operations.json) are files, not typed modules.
+    const data =
+      dir === 'spec' ? ['--exclude-entrypoints', 'openapi.yaml', 'openapi.json', 'operations.json'] : [];
+    const { stdout } = await run('pnpm', ['exec', 'attw', '--pack', dir, '--format', 'ascii', ...data], {
+      cwd: root,
+      env,
+    });
+    expect(stdout).toContain('No problems found');
+  });
+});
