@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { checks as conformanceChecks } from '@partner-lending/conformance';
 import { startMock } from '@partner-lending/mock';
 import { apiOperationIds, operations } from '@partner-lending/spec';
 import ts from 'typescript';
@@ -130,8 +131,11 @@ describe('runnable guide snippets (flag "run")', () => {
         });
         expect(stdout.length, `guides/${snippet.file}:${snippet.line} printed nothing`).toBeGreaterThan(0);
         expect(stdout).not.toContain(demo.clientSecret);
-        // A block that starts its own mock talks to that one; the others must have used the variables.
-        if (!snippet.code.includes('startMock(')) expect(mock.tokenRequestCount()).toBeGreaterThan(0);
+        // A block that starts its own mock (directly, or as the conformance suite's embedded target)
+        // talks to that one; the others must have used the PARTNER_* variables, so this mock.
+        if (!/\b(startMock|runConformance)\(/.test(snippet.code)) {
+          expect(mock.tokenRequestCount()).toBeGreaterThan(0);
+        }
       } finally {
         await mock.close();
       }
@@ -152,6 +156,21 @@ describe('facts the guides restate from the spec', () => {
         path: operations[id].path,
         scope: operations[id].scope,
       })),
+    );
+  });
+
+  it("the certification guide's check tables are the conformance suite's catalogue", () => {
+    const guide = guides.find((g) => g.slug === 'certification');
+    const rows = [
+      ...(guide?.markdown ?? '').matchAll(/^\| `([a-z0-9-]+)` \| (must|should) \| (.+) \| (.+) \|$/gm),
+    ].map(([, id, severity, title, reference]) => ({
+      id,
+      severity,
+      title: title?.replaceAll('\\|', '|'),
+      reference,
+    }));
+    expect(rows).toEqual(
+      conformanceChecks.map(({ id, severity, title, reference }) => ({ id, severity, title, reference })),
     );
   });
 });
