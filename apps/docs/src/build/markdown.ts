@@ -113,6 +113,10 @@ export function createMarkdownRenderer(): (markdown: string) => RenderedMarkdown
       : open;
   };
 
+  // Wide tables scroll inside their own box instead of pushing the page sideways.
+  md.renderer.rules.table_open = () => '<div class="table-wrap"><table>\n';
+  md.renderer.rules.table_close = () => '</table></div>\n';
+
   return (markdown) => {
     const env: RenderEnv = { headings: [], links: [], ids: new Map() };
     const html = md.render(markdown, env);

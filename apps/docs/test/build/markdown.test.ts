@@ -52,3 +52,11 @@ describe('slugify', () => {
     expect(slugify('read:loans scope')).toBe('readloans-scope');
   });
 });
+
+describe('tables', () => {
+  it('are wrapped in a box that scrolls on its own when too wide', () => {
+    const { html } = render('| a | b |\n|---|---|\n| 1 | 2 |\n');
+    expect(html).toMatch(/^<div class="table-wrap"><table>\n<thead>/);
+    expect(html.trimEnd()).toMatch(/<\/table><\/div>$/);
+  });
+});
