@@ -1,3 +1,4 @@
+import type { Category } from '../../src/check.js';
 import type { Report } from '../../src/report.js';
 import type { TargetInfo } from '../../src/run-conformance.js';
 
@@ -59,5 +60,5 @@ export const target: TargetInfo = {
   audience: report.target.audience,
   kind: 'embedded mock (deployed)',
   profile: 'typ JWT, aud array, scope array, token_type bearer',
-  checks: report.checks.map(({ id, category }) => ({ id, category })),
+  checks: report.checks.map(({ id, category }) => ({ id, category: category as Category })),
 };

@@ -8,7 +8,7 @@ export default defineCheck({
   title: 'A token verified by a key embedded in its jwk header is refused',
   category: 'token-integrity',
   severity: 'must',
-  reference: 'RFC 7515 §4.1.3, §10.3; RFC 8725 §3.10; RFC 9068 §4',
+  reference: 'RFC 7515 §4.1.3; RFC 8725 §3.10; RFC 9068 §4',
   async run(context) {
     return expectAllRefused(context, [
       ['jwk header with the attacker key', await embeddedJwkToken(context.main.accessToken!)],

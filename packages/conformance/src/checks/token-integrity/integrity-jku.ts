@@ -8,7 +8,7 @@ export default defineCheck({
   title: 'A token naming its own key set in a jku header is refused',
   category: 'token-integrity',
   severity: 'must',
-  reference: 'RFC 7515 §4.1.2, §10.3; RFC 8725 §3.10; RFC 9068 §4',
+  reference: 'RFC 7515 §4.1.2; RFC 8725 §3.10; RFC 9068 §4',
   async run(context) {
     return expectAllRefused(context, [[`jku ${attackerJku}`, await jkuToken(context.main.accessToken!)]]);
   },
