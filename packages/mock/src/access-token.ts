@@ -1,3 +1,4 @@
+import { verify } from 'node:crypto';
 import { compactVerify, importJWK, type JWK } from 'jose';
 import type { FaultSet } from './faults.js';
 import type { KeySet } from './jwks.js';
@@ -88,7 +89,18 @@ async function checkSignature(
   }
   const key = keys.find(kid);
   if (!key) return 'the token kid is not a key of the JWKS';
-  return (await verifies(token, key.publicKey, alg)) ? undefined : 'the token signature is invalid';
+  // RFC 7515 §4.1.11: no extension is understood, so a crit header makes the token invalid.
+  if (header.crit !== undefined) return 'the token has a crit header this server does not understand';
+  // RS256 = RSASSA-PKCS1-v1_5 with SHA-256 over "header.payload" (RFC 7518 §3.3); node:crypto
+  // verifies synchronously, several times faster than the WebCrypto path.
+  const dot = token.lastIndexOf('.');
+  try {
+    const signature = Buffer.from(token.slice(dot + 1), 'base64url');
+    if (verify('sha256', Buffer.from(token.slice(0, dot)), key.verifyKey, signature)) return undefined;
+  } catch {
+    // a signature node:crypto cannot even parse is simply invalid
+  }
+  return 'the token signature is invalid';
 }
 
 /**

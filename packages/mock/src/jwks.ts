@@ -1,10 +1,12 @@
-import { randomUUID } from 'node:crypto';
+import { KeyObject, randomUUID } from 'node:crypto';
 import { exportJWK, exportSPKI, generateKeyPair, type JWK } from 'jose';
 
 export interface SigningKey {
   readonly kid: string;
   readonly privateKey: CryptoKey;
   readonly publicKey: CryptoKey;
+  /** The public key as a node:crypto KeyObject, for fast synchronous verification. */
+  readonly verifyKey: KeyObject;
   readonly jwk: JWK;
   /** SPKI PEM text of the public key (only used by the api-accept-hs256-public-key fault). */
   readonly spki: string;
@@ -20,7 +22,8 @@ async function createKey(pair?: RsaKeyPair): Promise<SigningKey> {
   const { privateKey, publicKey } = pair ?? (await generateKeyPair('RS256', { modulusLength: 2048 }));
   const kid = randomUUID();
   const jwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
-  return { kid, privateKey, publicKey, jwk, spki: await exportSPKI(publicKey) };
+  const verifyKey = KeyObject.from(publicKey);
+  return { kid, privateKey, publicKey, verifyKey, jwk, spki: await exportSPKI(publicKey) };
 }
 
 /**

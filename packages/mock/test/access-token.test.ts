@@ -122,6 +122,14 @@ describe.each<Profile>(['deployed', 'rfc9068'])(
       );
     });
 
+    it('refuses a token with a crit header (RFC 7515 §4.1.11)', async () => {
+      const { header, payload } = claims();
+      await expectInvalid(
+        `Bearer ${forge({ ...header, crit: ['exp'] }, payload, token.split('.')[2])}`,
+        'the token has a crit header this server does not understand',
+      );
+    });
+
     it('refuses a token signed by a foreign key, even with an embedded jwk or a jku', async () => {
       const { payload, header } = claims();
       const foreign = await signWithForeignKey(payload, { kid: header.kid, typ: header.typ });
