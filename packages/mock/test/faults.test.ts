@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { exportSPKI, importJWK, SignJWT } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -315,6 +316,12 @@ describe('faults', () => {
     expect(faultNames.every((name) => typeof faultCatalogue[name] === 'string')).toBe(true);
     expect(isFaultName('api-ignore-scope')).toBe(true);
     expect(isFaultName('nope')).toBe(false);
+  });
+
+  it('documents every fault in the README table', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    for (const name of faultNames)
+      expect(readme, name).toContain(`| \`${name}\` | ${faultCatalogue[name]} |`);
   });
 
   it('refuses an unknown fault name with the list of valid ones', async () => {
