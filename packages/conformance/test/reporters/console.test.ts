@@ -32,6 +32,23 @@ describe('ConsoleReporter', () => {
     );
   });
 
+  it('prints a category in catalogue order, whatever order its checks finish in', () => {
+    const out = sink(false);
+    const reporter = new ConsoleReporter({ stream: out, env: {} });
+    const checks = [
+      { ...report.checks[1]!, id: 'first' },
+      { ...report.checks[1]!, id: 'second' },
+    ];
+    reporter.start(
+      { ...target, checks: checks.map(({ id }) => ({ id, category: 'scope-intersection' })) },
+      tool,
+    );
+    reporter.result(checks[1]!);
+    expect(out.text()).not.toContain('scope-intersection 1/2');
+    reporter.result(checks[0]!);
+    expect(out.text()).toMatch(/scope-intersection 2\/2 passed\n {2}✓ first .*\n {2}✓ second /);
+  });
+
   it('colours and shows live progress on a TTY, without colour under NO_COLOR', () => {
     const tty = render(true, {});
     expect(tty).toContain('\x1b[31m✗\x1b[0m');
