@@ -47,7 +47,8 @@ export const faultCatalogue = {
   'api-accept-any-scheme': 'any auth scheme name (e.g. "Token <jwt>", "Basic <jwt>") is accepted',
   'api-omit-challenge': '401 answers carry no WWW-Authenticate',
   'api-challenge-without-error': '401 for a bad token carries a challenge without error="invalid_token"',
-  'api-crash-on-malformed-header': 'a malformed Authorization header gets a 500',
+  'api-crash-on-malformed-header':
+    'a malformed Authorization header (Bearer without a b64token, or a token that is not a compact JWS) gets a 500',
   'api-reject-valid-tokens': 'every token is refused with 401 invalid_token (breaks the positive controls)',
   'api-undocumented-response': 'the loans 200 answer has Content-Type: text/plain',
   'api-no-body-limit': 'bodies over 1 MiB are accepted',

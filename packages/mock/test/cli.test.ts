@@ -150,6 +150,18 @@ describe('cli: partner-mock', () => {
     expect(run.output().stdout).toBe('');
   });
 
+  it('exits 1 with one line when the port is taken', async () => {
+    const first = start(['--json']);
+    const info = JSON.parse(await first.firstLine);
+    const second = start(['--port', new URL(info.baseUrl).port]);
+    expect(await second.exited).toBe(1);
+    expect(second.output().stderr).toMatch(
+      /^partner-mock: startMock: could not listen on 127\.0\.0\.1 .*\n$/,
+    );
+    first.child.kill('SIGTERM');
+    await first.exited;
+  });
+
   it('exits 2 for a clients file that is not a valid registry', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'partner-mock-'));
     const file = join(dir, 'clients.json');
