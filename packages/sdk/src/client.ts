@@ -190,7 +190,7 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     insufficientScope: 'return',
   });
   const transport = createTransport({
-    fetch: (request) => authFetch(request),
+    fetch: (url, init) => authFetch(url, init),
     timeoutMs: connection.timeoutMs,
     maxRetries: connection.maxRetries,
     now,
@@ -204,12 +204,17 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     ...(options.headers ? { headers: options.headers } : {}),
   });
 
+  // One client, one set of credentials, one partner: the id is read from the first token and kept,
+  // so later calls skip this extra token lookup (the auth fetch still checks the scope before sending).
+  let knownPartnerId: string | undefined;
   const partnerIdFor = async (scope: string | null | undefined, signal: AbortSignal | undefined) => {
+    if (knownPartnerId !== undefined) return knownPartnerId;
     const token: AccessToken = await provider.getToken({
       ...(scope ? { scopes: [scope] } : {}),
       ...(signal ? { signal } : {}),
     });
-    return token.partnerId;
+    knownPartnerId = token.partnerId;
+    return knownPartnerId;
   };
 
   // The raw methods: fill partner_id, then send through the transport with the call's options.
@@ -219,12 +224,13 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     init: AnyInit = {},
     sent?: (request: Request) => void,
   ) => {
-    const { timeoutMs, maxRetries, ...rest } = init;
-    const call: CallOptions = { signal: rest.signal, timeoutMs, maxRetries };
+    // The signal is the transport's to apply (per attempt, with the timeout), not the Request's.
+    const { timeoutMs, maxRetries, signal, ...rest } = init;
+    const call: CallOptions = { signal, timeoutMs, maxRetries };
     let params = rest.params;
     if (path.includes('{partner_id}') && params?.path?.partner_id === undefined) {
       const operation = Object.values(operations).find((op) => op.path === path && op.method === method);
-      const partnerId = await partnerIdFor(operation?.scope, rest.signal);
+      const partnerId = await partnerIdFor(operation?.scope, signal);
       params = { ...params, path: { ...params?.path, partner_id: partnerId } };
     }
     // biome-ignore lint/suspicious/noExplicitAny: dispatching by method name on the untyped runtime.

@@ -9,7 +9,7 @@ export interface PartnerLogger {
 
 /** Per-call options of every SDK method. */
 export interface CallOptions {
-  /** Cancels the call (all attempts and waits). Raises `APIUserAbortError`. */
+  /** Cancels the call (all attempts and waits). Raises `APIUserAbortError`. The signal of the Request itself is not used. */
   signal?: AbortSignal | undefined;
   /** Per-attempt timeout in ms; default: the client's `timeoutMs`. */
   timeoutMs?: number | undefined;
@@ -23,7 +23,7 @@ export interface CallOptions {
 
 export interface TransportOptions {
   /** Sends one attempt (the auth fetch: token injection, 401 replay). */
-  fetch: (request: Request) => Promise<Response>;
+  fetch: (url: string, init: RequestInit) => Promise<Response>;
   timeoutMs: number;
   maxRetries: number;
   now: () => number;
@@ -32,7 +32,7 @@ export interface TransportOptions {
   logger?: PartnerLogger | undefined;
 }
 
-/** Sends a request with timeouts, retries and error classification; answers with a buffered Response. */
+/** Sends a request with timeouts, retries and error classification. */
 export type Transport = (request: Request, call?: CallOptions) => Promise<Response>;
 
 const attemptsMade = new WeakMap<Response, { attempts: number; retryAfterMs: number | undefined }>();
@@ -41,8 +41,6 @@ const attemptsMade = new WeakMap<Response, { attempts: number; retryAfterMs: num
 export function attemptsOf(response: Response): { attempts: number; retryAfterMs: number | undefined } {
   return attemptsMade.get(response) ?? { attempts: 1, retryAfterMs: undefined };
 }
-
-const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
 
 /** Sleeps `ms`, rejecting with the signal's reason when it aborts first. */
 export function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -60,10 +58,12 @@ export function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+const neverAborted = new AbortController().signal;
+
 export function createTransport(options: TransportOptions): Transport {
   const { logger } = options;
   return async function send(request, call = {}) {
-    const userSignal = call.signal ?? request.signal;
+    const userSignal = call.signal;
     const timeoutMs = call.timeoutMs ?? options.timeoutMs;
     const maxRetries = call.maxRetries ?? (request.method === 'GET' ? options.maxRetries : 0);
     const url = new URL(request.url);
@@ -72,54 +72,50 @@ export function createTransport(options: TransportOptions): Transport {
     const body = request.body === null ? undefined : await request.arrayBuffer();
 
     for (let attempt = 1; ; attempt++) {
-      if (userSignal.aborted) throw abortError(userSignal);
+      if (userSignal?.aborted) throw abortError(userSignal);
       const timeout = new AbortController();
       const timer = setTimeout(
         () => timeout.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')),
         timeoutMs,
       );
-      const signal = AbortSignal.any([userSignal, timeout.signal]);
-      const attemptRequest = new Request(request.url, {
-        method: request.method,
-        headers: request.headers,
-        redirect: request.redirect,
-        signal,
-        ...(body === undefined ? {} : { body }),
-      });
+      // AbortSignal.any only when the caller gave a signal: linking signals has a cost on every call.
+      const signal = userSignal ? AbortSignal.any([userSignal, timeout.signal]) : timeout.signal;
       const started = options.now();
       let failure: PartnerApiError;
       try {
-        const answer = await options.fetch(attemptRequest);
-        // The timeout covers the body too: read it whole inside the attempt.
-        const bytes = NULL_BODY_STATUS.has(answer.status) ? null : await answer.arrayBuffer();
-        clearTimeout(timer);
-        const response = new Response(bytes, {
-          status: answer.status,
-          statusText: answer.statusText,
-          headers: answer.headers,
+        // One Request is built downstream from these (each construction with a signal costs).
+        const answer = await options.fetch(request.url, {
+          method: request.method,
+          headers: request.headers,
+          redirect: request.redirect,
+          signal,
+          ...(body === undefined ? {} : { body }),
         });
+        // The timeout covers the wait for the answer's head; the body then streams under the caller's signal.
+        clearTimeout(timer);
         const waitAsked = retryAfterMs(answer.headers, options.now());
-        attemptsMade.set(response, { attempts: attempt, retryAfterMs: waitAsked });
+        attemptsMade.set(answer, { attempts: attempt, retryAfterMs: waitAsked });
         logger?.debug?.(`${label} → ${answer.status}`, {
           attempt,
           ms: options.now() - started,
           requestId: answer.headers.get('x-request-id') ?? answer.headers.get('request-id') ?? undefined,
         });
-        if (!isRetryableStatus(answer.status) || attempt > maxRetries) return response;
+        if (!isRetryableStatus(answer.status) || attempt > maxRetries) return answer;
         if (waitAsked !== undefined && waitAsked > retryPolicy.maxRetryAfterMs) {
           // Waiting longer than a minute inside a call helps nobody: report it and let the caller decide.
           logger?.warn?.(`${label} → ${answer.status}: not retried, the server asks to wait ${waitAsked} ms`);
-          return response;
+          return answer;
         }
         const delay = waitAsked ?? backoffMs(attempt - 1, options.random());
         logger?.warn?.(
           `${label} → ${answer.status}; retry ${attempt} of ${maxRetries} in ${Math.round(delay)} ms`,
         );
+        await discard(answer);
         await pause(delay, userSignal);
         continue;
       } catch (error) {
         clearTimeout(timer);
-        if (userSignal.aborted) throw abortError(userSignal);
+        if (userSignal?.aborted) throw abortError(userSignal);
         if (error instanceof PartnerApiError) throw error;
         if (timeout.signal.aborted) {
           failure = new APITimeoutError(
@@ -146,13 +142,21 @@ export function createTransport(options: TransportOptions): Transport {
     }
   };
 
-  async function pause(ms: number, signal: AbortSignal) {
+  async function pause(ms: number, signal: AbortSignal | undefined) {
     try {
-      await options.sleep(ms, signal);
+      await options.sleep(ms, signal ?? neverAborted);
     } catch (error) {
-      if (signal.aborted) throw abortError(signal);
+      if (signal?.aborted) throw abortError(signal);
       throw error;
     }
+  }
+}
+
+async function discard(response: Response): Promise<void> {
+  try {
+    await response.body?.cancel();
+  } catch {
+    // nothing left to free
   }
 }
 

@@ -37,7 +37,7 @@ afterAll(() => server.close());
 function transport(overrides: Partial<TransportOptions> = {}) {
   const { delays, sleep } = recordingSleep();
   const send = createTransport({
-    fetch: (request) => fetch(request),
+    fetch: (url, init) => fetch(url, init),
     timeoutMs: 5_000,
     maxRetries: 2,
     now: Date.now,
@@ -162,18 +162,20 @@ describe('transport failures', () => {
     expect(hits('/hang') - before).toBe(1);
   });
 
-  it('honours the signal of the Request itself, and an abort during the backoff wait', async () => {
+  it('sends nothing once the signal has fired, and stops during the backoff wait', async () => {
+    const before = hits('/flaky');
     const controller = new AbortController();
     controller.abort();
     const { send } = transport();
     await expect(
-      send(new Request(`${server.url}/flaky`, { signal: controller.signal })),
+      send(new Request(`${server.url}/flaky`), { signal: controller.signal }),
     ).rejects.toBeInstanceOf(APIUserAbortError);
+    expect(hits('/flaky')).toBe(before);
 
     const during = new AbortController();
     const aborting = createTransport({
-      fetch: async (request) => {
-        const response = await fetch(request);
+      fetch: async (url, init) => {
+        const response = await fetch(url, init);
         during.abort();
         return response;
       },
