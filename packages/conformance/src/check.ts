@@ -39,9 +39,16 @@ export const passed = (details: string): CheckOutcome => ({ status: 'passed', de
 export const failed = (details: string): CheckOutcome => ({ status: 'failed', details });
 export const skipped = (details: string): CheckOutcome => ({ status: 'skipped', details });
 
-/** Joins findings into details: failures first, then the rest. */
-export function judge(problems: readonly string[], notes: readonly string[]): CheckOutcome {
+/**
+ * Failed with the problems when there are any, else passed with `onPass` (what was seen); `always` is
+ * context shown either way (e.g. the authorised set the check compared against).
+ */
+export function judge(
+  problems: readonly string[],
+  onPass: readonly string[],
+  always: readonly string[] = [],
+): CheckOutcome {
   return problems.length > 0
-    ? failed([...problems, ...notes].join('\n'))
-    : passed(notes.join('\n') || 'as expected');
+    ? failed([...problems, ...always].join('\n'))
+    : passed([...always, ...onPass].join('\n') || 'as expected');
 }

@@ -23,7 +23,12 @@ export function curlLine(request: ProbeRequest, redactor: Redactor): string {
   const parts = ['curl', '-i', '-X', request.method, shellQuote(redactor.redact(request.url))];
   for (const [name, value] of Object.entries(request.headers ?? {})) {
     if (name === 'content-type' && request.form !== undefined) continue;
-    parts.push('-H', shellQuote(redactor.redact(`${name}: ${value}`)));
+    const header = redactor.redact(`${name}: ${value}`);
+    // A huge header (the 8 KiB malformed token) would drown the report: shown cut, with its length.
+    parts.push(
+      '-H',
+      shellQuote(header.length > 300 ? `${header.slice(0, 80)}…[${header.length} chars]` : header),
+    );
   }
   if (request.form !== undefined) {
     for (const [name, value] of request.form)

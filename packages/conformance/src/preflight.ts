@@ -22,7 +22,9 @@ export async function preflight(context: CheckContext): Promise<TokenOutcome> {
   const { tokenUrl, baseUrl } = context.target;
   let outcome: TokenOutcome;
   try {
-    outcome = await context.requestToken({ scopes });
+    // Sorted: the canonical ask, so that A is learned even from a server that minds the order (scope-order
+    // reports that separately).
+    outcome = await context.requestToken({ scopes: [...scopes].sort() });
     // An empty intersection with all four scopes cannot happen for a client with scopes; ask with none.
     if (!outcome.accessToken && errorCodeOf(outcome.exchange) === 'invalid_scope')
       outcome = await context.requestToken({});

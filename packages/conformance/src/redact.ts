@@ -5,8 +5,9 @@ export function shorten(token: string): string {
   return `…${token.slice(-6)}`;
 }
 
-// Anything shaped like a compact JWS (header.payload.signature, possibly an empty signature).
-const jwtPattern = /eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g;
+// Anything shaped like a compact JWS or a piece of one: header.payload[.signature], the signature
+// possibly empty (alg none), or cut off (a malformed value built from a token).
+const jwtPattern = /eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*){1,2}/g;
 
 /**
  * Removes secrets from text: every registered secret (raw and URL-encoded) becomes its placeholder,

@@ -40,6 +40,14 @@ describe('curlLine', () => {
     expect(line).toContain(`-H 'authorization: Bearer …${token.slice(-6)}'`);
   });
 
+  it('cuts a huge header, saying how long it was', () => {
+    const line = curlLine(
+      { method: 'GET', url: 'http://h/', headers: { authorization: `Bearer ${'A'.repeat(8192)}` } },
+      redactor,
+    );
+    expect(line).toBe(`curl -i -X GET 'http://h/' -H 'authorization: Bearer ${'A'.repeat(58)}…[8214 chars]'`);
+  });
+
   it('quotes single quotes for a POSIX shell', () => {
     expect(shellQuote("it's")).toBe(`'it'\\''s'`);
   });

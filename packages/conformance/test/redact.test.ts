@@ -18,6 +18,8 @@ describe('Redactor', () => {
       'Bearer …MzQ1Ng and …J4In0.',
     );
     expect(shorten('abcdefghij')).toBe('…efghij');
+    // A token cut to header.payload (a malformed value built from a real token) is shortened too.
+    expect(new Redactor().redact(`Bearer ${jwt.split('.').slice(0, 2).join('.')}'`)).toBe("Bearer …iJ4In0'");
   });
 
   it('shortens registered opaque tokens', () => {

@@ -25,11 +25,12 @@ export default defineCheck({
       );
     const omitted = await context.tokenFor(undefined);
     const notes = [
-      `A = ${formatScopes(granted)}${expected === undefined ? ' (not compared: no --expect-scopes)' : ''}`,
       omitted.accessToken
         ? `no scope requested: granted ${formatScopes(omitted.granted ?? [])}`
         : `no scope requested: ${context.describe(omitted.exchange)}`,
     ];
-    return judge(problems, notes);
+    return judge(problems, notes, [
+      `A = ${formatScopes(granted)}${expected === undefined ? ' (not compared: no --expect-scopes)' : ''}`,
+    ]);
   },
 });

@@ -35,6 +35,6 @@ export default defineCheck({
           `asked ${formatScopes(subset)}: expected ${formatScopes(expected)}, got ${formatScopes(outcome.granted ?? [])}`,
         );
     });
-    return judge(problems, [`${subsets.length} subsets against A = ${formatScopes(authorised)}`]);
+    return judge(problems, [`${subsets.length} subsets`], [`A = ${formatScopes(authorised)}`]);
   },
 });
