@@ -6,7 +6,7 @@ import { type GuideSource, loadGuides } from './guides.js';
 import { escapeHtml } from './html.js';
 import { type NavEntry, renderPage, renderReferencePage, siteTitle } from './layout.js';
 import { createMarkdownRenderer, type Heading, type InternalLink } from './markdown.js';
-import { referenceScript, vendorRedocBundle } from './redoc.js';
+import { referenceScript, referenceSpec, vendorRedocBundle } from './redoc.js';
 import { extractSnippets } from './snippets.js';
 
 const require = createRequire(import.meta.url);
@@ -179,7 +179,11 @@ export async function buildSite(options: BuildOptions): Promise<BuildResult> {
     vendorRedocBundle(await readFile(redocBundle, 'utf8')),
   );
   await copyFile(`${redocBundle}.LICENSE.txt`, join(outDir, 'assets/redoc.standalone.js.LICENSE.txt'));
-  await writeFile(join(outDir, 'assets/reference.js'), referenceScript('openapi.json'));
+  await writeFile(
+    join(outDir, 'assets/openapi.reference.json'),
+    JSON.stringify(referenceSpec(JSON.parse(specText))),
+  );
+  await writeFile(join(outDir, 'assets/reference.js'), referenceScript('assets/openapi.reference.json'));
   await copyFile(join(packageRoot, 'theme/site.css'), join(outDir, 'assets/site.css'));
   await copyFile(require.resolve('highlight.js/styles/github.css'), join(outDir, 'assets/highlight.css'));
 

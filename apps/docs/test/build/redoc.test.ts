@@ -1,7 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import { RedocBundleError, redocOptions, referenceScript, vendorRedocBundle } from '../../src/build/redoc.js';
+import {
+  RedocBundleError,
+  redocOptions,
+  referenceScript,
+  referenceSpec,
+  vendorRedocBundle,
+} from '../../src/build/redoc.js';
 
 const require = createRequire(import.meta.url);
 
@@ -26,9 +32,33 @@ describe('vendorRedocBundle', () => {
 
 describe('referenceScript', () => {
   it('initialises Redoc with the local spec and system fonts', () => {
-    const script = referenceScript('openapi.json');
-    expect(script).toContain('Redoc.init("openapi.json",');
+    const script = referenceScript('assets/openapi.reference.json');
+    expect(script).toContain('Redoc.init("assets/openapi.reference.json",');
+    expect(redocOptions.downloadUrls).toEqual([{ title: 'openapi.json', url: 'openapi.json' }]);
     expect(redocOptions.theme.typography.fontFamily).toMatch(/^system-ui/);
     expect(script).not.toMatch(/https?:\/\//);
+  });
+});
+
+describe('referenceSpec', () => {
+  it('replaces server URLs that are a bare variable by its default, at every level, without touching the input', () => {
+    const spec = {
+      servers: [{ url: '{base_url}', variables: { base_url: { default: 'https://api.example' } } }],
+      paths: {
+        '/oauth/token': {
+          post: {
+            servers: [{ url: '{auth_url}', variables: { auth_url: { default: 'https://auth.example' } } }],
+          },
+        },
+        '/x': {
+          get: { servers: [{ url: 'https://{host}/v1', variables: { host: { default: 'h.example' } } }] },
+        },
+      },
+    };
+    const copy = referenceSpec(spec);
+    expect(copy.servers[0]?.url).toBe('https://api.example');
+    expect(copy.paths['/oauth/token'].post.servers[0]?.url).toBe('https://auth.example');
+    expect(copy.paths['/x'].get.servers[0]?.url).toBe('https://{host}/v1'); // Redoc expands this one itself
+    expect(spec.servers[0]?.url).toBe('{base_url}');
   });
 });

@@ -47,6 +47,7 @@ describe('buildSite', () => {
     ]);
     expect((await readdir(join(outDir, 'assets'))).sort()).toEqual([
       'highlight.css',
+      'openapi.reference.json',
       'redoc.standalone.js',
       'redoc.standalone.js.LICENSE.txt',
       'reference.js',
