@@ -56,6 +56,10 @@ beforeAll(async () => {
     }));
     if (partner === 'wrapped') return json(response, 200, { total, loans: items });
     if (partner === 'ambiguous') return json(response, 200, { loans: items, links: [] });
+    if (partner === 'html') {
+      response.writeHead(200, { 'content-type': 'text/html' });
+      return response.end('<html>login page</html>');
+    }
     json(response, 200, items);
   });
 });
@@ -266,6 +270,15 @@ describe('errors and retries through the client', () => {
     const denied = await sdk.loans.list({ partnerId: 'other' }).catch((e: unknown) => e);
     expect(denied).toBeInstanceOf(PermissionDeniedError);
     expect(denied).not.toBeInstanceOf(InsufficientScopeError);
+  });
+
+  it('reports a success answer that is not JSON as ResponseShapeError', async () => {
+    const { sdk } = client({ partnerId: 'html' });
+    const error = await sdk.loans.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ResponseShapeError);
+    expect((error as Error).message).toBe(
+      'The partner API answered GET /v3/partner/html/loans with a body that is not JSON. Check baseUrl (PARTNER_BASE_URL) points at the partner API.',
+    );
   });
 
   it('maps 404', async () => {
