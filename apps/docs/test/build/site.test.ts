@@ -1,4 +1,5 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -53,6 +54,11 @@ describe('buildSite', () => {
       'reference.js',
       'site.css',
     ]);
+    const spec = await readFile(
+      createRequire(import.meta.url).resolve('@partner-lending/spec/openapi.json'),
+      'utf8',
+    );
+    await expect(readFile(join(outDir, 'openapi.json'), 'utf8')).resolves.toBe(spec); // the download: unchanged
     const more = await readFile(join(outDir, 'more.html'), 'utf8');
     expect(more).toContain('<a href="start.html#install">install</a>');
   });
