@@ -17,7 +17,7 @@ export interface TestServer {
 
 /** A real HTTP server on 127.0.0.1 with a random port. The handler sees the request with its body read. */
 export async function startServer(
-  handler: (request: SeenRequest, response: ServerResponse) => void | Promise<void>,
+  handler: (request: SeenRequest, response: ServerResponse) => unknown,
 ): Promise<TestServer> {
   const seen: SeenRequest[] = [];
   const server = createServer(async (req, res) => {
