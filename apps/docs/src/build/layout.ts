@@ -65,7 +65,8 @@ function header(nav: readonly NavEntry[], current: NavEntry): string {
     .join('');
   const guide = nav.find((entry) => entry.section === 'Guides');
   const reference = nav.find((entry) => entry.section === 'Reference');
-  return `<header class="site-header">
+  return `<a class="skip-link" href="#content">Skip to content</a>
+<header class="site-header">
 <a class="brand" href="index.html">${escapeHtml(siteTitle)}</a>
 <nav class="header-links" aria-label="Sections">
 ${guide ? `<a href="${guide.href}">Guides</a>` : ''}
@@ -134,8 +135,9 @@ export function renderReferencePage(options: { nav: readonly NavEntry[]; current
   return `${head('API reference', 'The Partner Lending API v3 reference, rendered from the OpenAPI document.', ['assets/site.css'])}
 <body class="reference">
 ${header(options.nav, options.current)}
+<span id="content"></span>
 <noscript><p class="noscript">The API reference needs JavaScript. The OpenAPI document itself is <a href="openapi.json">openapi.json</a>.</p></noscript>
-<div id="redoc"></div>
+<div id="redoc" tabindex="-1"></div>
 <script src="assets/redoc.standalone.js"></script>
 <script src="assets/reference.js"></script>
 </body>
