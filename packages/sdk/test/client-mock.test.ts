@@ -2,6 +2,7 @@
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  AuthenticationError,
   createPartnerClient,
   PartnerApiError,
   type PartnerClientOptions,
@@ -94,6 +95,31 @@ describe('against the mock', () => {
     await client.tokenProvider.invalidate();
     await client.loans.list({ limit: 1 });
     expect(mock.tokenRequestCount() - tokensBefore).toBe(1);
+  });
+
+  it('replays a refused token only once, then reports AuthenticationError', async () => {
+    const refusing = await startMock({ faults: ['api-reject-valid-tokens'] });
+    try {
+      const [partner] = refusing.clients;
+      const client = createPartnerClient({
+        authUrl: refusing.authUrl,
+        baseUrl: refusing.baseUrl,
+        clientId: partner!.clientId,
+        clientSecret: partner!.clientSecret,
+        env: {},
+      });
+      const error = await client.loans.list().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(AuthenticationError);
+      expect(error).toMatchObject({
+        status: 401,
+        errorCode: 'invalid_token',
+        challenge: { scheme: 'Bearer' },
+      });
+      expect(refusing.tokenRequestCount()).toBe(2);
+      expect(refusing.requestLog().filter((entry) => entry.server === 'api')).toHaveLength(2);
+    } finally {
+      await refusing.close();
+    }
   });
 
   it('says what to do when asked for another partner’s loans', async () => {

@@ -1,6 +1,8 @@
 import { ScopeNotGrantedError } from '@partner-lending/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  APITimeoutError,
+  APIUserAbortError,
   ConfigurationError,
   createPartnerClient,
   InsufficientScopeError,
@@ -56,6 +58,7 @@ beforeAll(async () => {
     }));
     if (partner === 'wrapped') return json(response, 200, { total, loans: items });
     if (partner === 'ambiguous') return json(response, 200, { loans: items, links: [] });
+    if (partner === 'hang') return; // never answers
     if (partner === 'html') {
       response.writeHead(200, { 'content-type': 'text/html' });
       return response.end('<html>login page</html>');
@@ -279,6 +282,22 @@ describe('errors and retries through the client', () => {
     expect((error as Error).message).toBe(
       'The partner API answered GET /v3/partner/html/loans with a body that is not JSON. Check baseUrl (PARTNER_BASE_URL) points at the partner API.',
     );
+  });
+
+  it('stops on the caller’s signal and applies a per-call timeout', async () => {
+    const { sdk } = client();
+    const controller = new AbortController();
+    controller.abort();
+    const start = server.seen.length;
+    await expect(sdk.loans.list({ signal: controller.signal })).rejects.toBeInstanceOf(APIUserAbortError);
+    await expect(
+      sdk.GET('/v3/partner/{partner_id}/loans', { signal: controller.signal }),
+    ).rejects.toBeInstanceOf(APIUserAbortError);
+    expect(since(start)).toEqual([]);
+    const slow = await sdk.loans
+      .list({ partnerId: 'hang', timeoutMs: 50, maxRetries: 0 })
+      .catch((e: unknown) => e);
+    expect(slow).toBeInstanceOf(APITimeoutError);
   });
 
   it('maps 404', async () => {
