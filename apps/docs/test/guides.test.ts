@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { checks as conformanceChecks } from '@partner-lending/conformance';
 import { startMock } from '@partner-lending/mock';
@@ -26,6 +27,11 @@ const guides = await loadGuides(join(packageRoot, 'guides'));
 const snippets = guides.flatMap((guide) => extractSnippets(guide.markdown, guide.file));
 const checked = typeCheckedSnippets(snippets);
 const snippetDir = join(packageRoot, 'test-results/snippets');
+
+/** A block that imports vitest is a test file: it runs under vitest instead of plain Node. */
+function isVitestModule(snippet: Snippet): boolean {
+  return /from 'vitest'/.test(snippet.code);
+}
 
 function moduleName(snippet: Snippet): string {
   return `${snippet.file.replace(/\.md$/, '')}-line-${snippet.line}.ts`;
@@ -104,8 +110,11 @@ describe('runnable guide snippets (flag "run")', () => {
     expect(runnable.some((s) => s.file.endsWith('quick-start.md'))).toBe(true);
   });
 
-  it.each(runnable.map((snippet) => [`${snippet.file}:${snippet.line}`, snippet] as const))(
-    'runs %s against the mock with the PARTNER_* variables set',
+  const nodeSnippets = runnable.filter((snippet) => !isVitestModule(snippet));
+  const vitestSnippets = runnable.filter(isVitestModule);
+
+  it.each(nodeSnippets.map((snippet) => [`${snippet.file}:${snippet.line}`, snippet] as const))(
+    'runs %s with Node against the mock, with the PARTNER_* variables set',
     { timeout: 30_000 },
     async (_name, snippet) => {
       const dir = join(packageRoot, 'test-results/run');
@@ -139,6 +148,42 @@ describe('runnable guide snippets (flag "run")', () => {
       } finally {
         await mock.close();
       }
+    },
+  );
+
+  // A block that is a vitest test file (the mock guide's example of a partner's own test suite) runs
+  // in its own vitest process, with no configuration and no PARTNER_* variable.
+  it.each(vitestSnippets.map((snippet) => [`${snippet.file}:${snippet.line}`, snippet] as const))(
+    'runs %s as a vitest test file',
+    { timeout: 60_000 },
+    async (_name, snippet) => {
+      const dir = join(packageRoot, 'test-results/vitest', moduleName(snippet).replace(/\.ts$/, ''));
+      await rm(dir, { recursive: true, force: true });
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, 'example.test.ts'), snippet.code);
+      // Its own config, so that vitest does not pick up apps/docs/vitest.config.ts from a parent folder.
+      await writeFile(
+        join(dir, 'vitest.config.mjs'),
+        "export default { test: { include: ['example.test.ts'] } };\n",
+      );
+      const vitest = join(
+        dirname(createRequire(import.meta.url).resolve('vitest/package.json')),
+        'vitest.mjs',
+      );
+      const run = promisify(execFile)(
+        process.execPath,
+        [vitest, 'run', '--root', dir, '--reporter', 'verbose', '--no-color'],
+        { cwd: dir, timeout: 55_000, env: { PATH: process.env.PATH, CI: '1' } },
+      );
+      const { stdout } = await run.catch((error: { stdout?: string; stderr?: string }) => {
+        throw new Error(
+          `guides/${snippet.file}:${snippet.line} failed under vitest:\n${error.stdout}${error.stderr}`,
+        );
+      });
+      const names = [...snippet.code.matchAll(/^it\('([^']+)'/gm)].map((match) => match[1]);
+      expect(names.length, `guides/${snippet.file}:${snippet.line} has no it('…')`).toBeGreaterThan(0);
+      for (const name of names)
+        expect(stdout, `guides/${snippet.file}:${snippet.line}`).toMatch(`✓ example.test.ts > ${name}`);
     },
   );
 });
