@@ -3,7 +3,7 @@ import { type ApiOperationId, matchPath, operations, scopeFor } from '@partner-l
 import { type AccessTokenClaims, type ValidatorContext, validateAccessToken } from './access-token.js';
 import { formatBearerChallenge } from './bearer-challenge.js';
 import { type BodyResult, bodyLimitBytes, mediaType, readBody, sendJson, splitTarget } from './http-io.js';
-import { loansPaging, type PartnerStore, parsePaging } from './loans.js';
+import { type PartnerStore, parsePaging } from './loans.js';
 import type { Exchange } from './mock-server.js';
 
 export const realm = 'partner-api';
@@ -283,5 +283,3 @@ export async function handleApiRequest(
   if (operationId === 'listLoans') return sendLoans(res, query, partnerId, context, exchange);
   return sendCreated(req, res, operationId, partnerId, body, context, exchange);
 }
-
-export { loansPaging };
