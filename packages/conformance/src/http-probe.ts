@@ -32,6 +32,9 @@ export interface HttpProbeOptions {
   onExchange?: (exchange: Exchange) => void;
   /** Monotonic clock in ms for timings, default performance.now. */
   now?: () => number;
+  /** Answers 429 are retried this many times after `Retry-After` (capped at 10 s). Default 3. */
+  maxRetriesOn429?: number;
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** Headers a probe always sends unless the request names them. */
@@ -66,16 +69,37 @@ export class HttpProbe {
   readonly #timeoutMs: number;
   readonly #onExchange: ((exchange: Exchange) => void) | undefined;
   readonly #now: () => number;
+  readonly #maxRetries: number;
+  readonly #sleep: (ms: number) => Promise<void>;
 
   constructor(options: HttpProbeOptions = {}) {
+    this.#maxRetries = options.maxRetriesOn429 ?? 3;
+    this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#timeoutMs = options.requestTimeoutMs ?? 10_000;
     this.#onExchange = options.onExchange;
     this.#now = options.now ?? (() => performance.now());
   }
 
-  /** Sends `request`; throws ConformanceError ERR_NETWORK when no HTTP answer came back. */
+  /**
+   * Sends `request`; throws ConformanceError ERR_NETWORK when no HTTP answer came back. A 429 (a real
+   * target rate-limiting the suite's bursts) is retried after its Retry-After; only the last answer counts.
+   */
   async send(request: ProbeRequest): Promise<Exchange> {
+    for (let attempt = 0; ; attempt += 1) {
+      const exchange = await this.#sendOnce(request);
+      if (exchange.status !== 429 || attempt >= this.#maxRetries) {
+        this.#onExchange?.(exchange);
+        return exchange;
+      }
+      const seconds = Number(exchange.headers.get('retry-after'));
+      await this.#sleep(
+        Math.min(10_000, Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 1000 * 2 ** attempt),
+      );
+    }
+  }
+
+  async #sendOnce(request: ProbeRequest): Promise<Exchange> {
     const headers: Record<string, string> = { ...defaultHeaders };
     for (const [name, value] of Object.entries(request.headers ?? {})) headers[name.toLowerCase()] = value;
     let body: string | undefined;
@@ -121,7 +145,6 @@ export class HttpProbe {
       json,
       durationMs: this.#now() - started,
     };
-    this.#onExchange?.(exchange);
     return exchange;
   }
 }

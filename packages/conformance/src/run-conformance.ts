@@ -181,8 +181,10 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
     redactor.addSecret(target.clientSecret.reveal(), '$PARTNER_CLIENT_SECRET');
     redactor.addSecret(target.clientId.reveal(), '$PARTNER_CLIENT_ID');
     const exchanges: Exchange[] = [];
+    const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
     const probe = new HttpProbe({
       ...(options.fetch ? { fetch: options.fetch } : {}),
+      sleep,
       requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
       onExchange: (exchange) => exchanges.push(exchange),
     });
@@ -199,7 +201,7 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
       redactor,
       exchanges,
       now: () => options.clock?.now() ?? Date.now(),
-      sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+      sleep,
     });
     await preflight(context);
     const info: TargetInfo = {

@@ -64,6 +64,22 @@ describe('HttpProbe', () => {
     expect(calls).toEqual(['http://example.invalid/x']);
   });
 
+  it('retries a 429 after Retry-After and reports only the last answer', async () => {
+    const statuses = [429, 429, 200];
+    const slept: number[] = [];
+    const seen: number[] = [];
+    const probe = new HttpProbe({
+      fetch: async () => new Response('{}', { status: statuses.shift()!, headers: { 'retry-after': '2' } }),
+      sleep: async (ms) => {
+        slept.push(ms);
+      },
+      onExchange: (e) => seen.push(e.status),
+    });
+    expect((await probe.send({ method: 'GET', url: 'http://example.invalid/' })).status).toBe(200);
+    expect(slept).toEqual([2000, 2000]);
+    expect(seen).toEqual([200]);
+  });
+
   it('throws ERR_NETWORK with the cause code when nothing listens', async () => {
     const url = await closedPortUrl();
     const error = await new HttpProbe().send({ method: 'GET', url }).catch((e: unknown) => e);
