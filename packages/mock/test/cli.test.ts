@@ -150,6 +150,14 @@ describe('cli: partner-mock', () => {
     expect(run.output().stdout).toBe('');
   });
 
+  it('--help prints the usage and every fault name, and exits 0', async () => {
+    const run = start(['--help']);
+    expect(await run.exited).toBe(0);
+    const { stdout } = run.output();
+    expect(stdout).toMatch(/^Usage: partner-mock \[options\]/);
+    expect(stdout).toContain(`Faults: ${faultNames.join(', ')}`);
+  });
+
   it('exits 1 with one line when the port is taken', async () => {
     const first = start(['--json']);
     const info = JSON.parse(await first.firstLine);
