@@ -218,4 +218,31 @@ describe('facts the guides restate from the spec', () => {
       conformanceChecks.map(({ id, severity, title, reference }) => ({ id, severity, title, reference })),
     );
   });
+
+  it.each([
+    ['certification', 'partner-conformance', '@partner-lending/conformance'],
+    ['mock', 'partner-mock', '@partner-lending/mock'],
+  ])('the %s guide documents exactly the flags of `%s --help`', async (slug, bin, pkg) => {
+    const require = createRequire(import.meta.url);
+    const manifest = require(`${pkg}/package.json`) as { bin: Record<string, string> };
+    const launcher = join(dirname(require.resolve(`${pkg}/package.json`)), manifest.bin[bin] ?? '');
+    const { stdout } = await promisify(execFile)(process.execPath, [launcher, '--help'], { timeout: 20_000 });
+    const flagsOf = (text: string) =>
+      new Set(
+        [...text.matchAll(/(?<![\w-])--[a-z][a-z-]+/g)].map(([flag]) => flag).filter((f) => f !== '--help'),
+      );
+    const guide = guides.find((g) => g.slug === slug)?.markdown ?? '';
+    // npm's own flags (npm install --save-dev) and Node's are not the tool's.
+    const documented = flagsOf(
+      guide
+        .split('\n')
+        .filter((line) => !/\bnpm (install|ci)\b|--env-file/.test(line))
+        .join('\n'),
+    );
+    const offered = flagsOf(stdout);
+    offered.delete('--version');
+    expect([...documented].sort(), `flags in guides/${guides.find((g) => g.slug === slug)?.file}`).toEqual(
+      [...offered].sort(),
+    );
+  });
 });
