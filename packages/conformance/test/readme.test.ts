@@ -1,0 +1,17 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { checks } from '../src/checks/index.js';
+
+const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+
+describe('README', () => {
+  it('lists every check with its category, severity, rule and title, in catalogue order', () => {
+    const rows = readme
+      .split('\n')
+      .filter((line) => /^\| `[a-z][a-z0-9-]*` \|/.test(line))
+      .map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
+    expect(rows).toEqual(
+      checks.map((check) => [`\`${check.id}\``, check.category, check.severity, check.reference, check.title]),
+    );
+  });
+});
