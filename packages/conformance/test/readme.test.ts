@@ -9,9 +9,20 @@ describe('README', () => {
     const rows = readme
       .split('\n')
       .filter((line) => /^\| `[a-z][a-z0-9-]*` \|/.test(line))
-      .map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
+      .map((line) =>
+        line
+          .split('|')
+          .slice(1, -1)
+          .map((cell) => cell.trim()),
+      );
     expect(rows).toEqual(
-      checks.map((check) => [`\`${check.id}\``, check.category, check.severity, check.reference, check.title]),
+      checks.map((check) => [
+        `\`${check.id}\``,
+        check.category,
+        check.severity,
+        check.reference,
+        check.title,
+      ]),
     );
   });
 });

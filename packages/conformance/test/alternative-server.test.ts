@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { exportJWK, generateKeyPair, type JWK, jwtVerify, SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exitCodeFor } from '../src/report.js';
+import { runConformance } from '../src/run-conformance.js';
+import { json, startServer, type TestServer } from './helpers.js';
+
+/**
+ * A second correct implementation, written independently of the mock, that takes the *other* answers the
+ * RFCs allow: ES256 tokens with typ at+jwt, string aud and scope claims, an iss without a trailing slash,
+ * `Bearer` token_type, 400 invalid_request for missing credentials, 400 invalid_target (RFC 8707) for a
+ * foreign audience, an empty-scope token for an empty intersection, 400 for malformed Authorization
+ * values, 404 for another partner's path. The suite must pass it.
+ */
+const client = { id: 'alt-client', secret: 'alt-secret-0123456789', partnerId: 'alt-partner' };
+const authorised = ['read:loans', 'create:loan_draft', 'create:journal_update', 'create:repayment'];
+const routes: Record<string, { method: string; scope: string }> = {
+  loans: { method: 'GET', scope: 'read:loans' },
+  loan_draft: { method: 'POST', scope: 'create:loan_draft' },
+  journals: { method: 'POST', scope: 'create:journal_update' },
+  repayments: { method: 'POST', scope: 'create:repayment' },
+};
+
+let auth: TestServer;
+let api: TestServer;
+let jwk: JWK;
+let privateKey: CryptoKey;
+
+function tokenEndpoint(res: ServerResponse, body: string) {
+  const form = new URLSearchParams(body);
+  const noStore = { 'cache-control': 'no-store', pragma: 'no-cache' };
+  const error = (status: number, code: string) => json(res, status, { error: code }, noStore);
+  if (!form.has('client_id') && !form.has('client_secret')) return error(400, 'invalid_request');
+  if (form.get('client_id') !== client.id || form.get('client_secret') !== client.secret)
+    return error(401, 'invalid_client');
+  if (form.get('grant_type') !== 'client_credentials') return error(400, 'unsupported_grant_type');
+  if ((form.get('audience') ?? api.url) !== api.url) return error(400, 'invalid_target');
+  const asked = form.has('scope') ? form.get('scope')!.split(' ').filter(Boolean) : authorised;
+  const granted = authorised.filter((scope) => asked.includes(scope));
+  const jti = randomUUID();
+  const iat = Math.floor(Date.now() / 1000);
+  void new SignJWT({ scope: granted.join(' '), partnerId: client.partnerId, client_id: client.id, jti })
+    .setProtectedHeader({ alg: 'ES256', kid: 'alt-key', typ: 'at+jwt' })
+    .setIssuer(auth.url)
+    .setAudience(api.url)
+    .setSubject(client.id)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + 600)
+    .sign(privateKey)
+    .then((accessToken) =>
+      json(
+        res,
+        200,
+        {
+          access_token: accessToken,
+          token_type: 'Bearer',
+          expires_in: 600,
+          scope: granted.join(' '),
+          iss: auth.url,
+          partnerId: client.partnerId,
+          jti,
+        },
+        noStore,
+      ),
+    );
+}
+
+async function apiEndpoint(req: IncomingMessage, res: ServerResponse) {
+  const url = new URL(req.url ?? '/', api.url);
+  const match = /^\/v3\/partner\/([^/]+)\/(loans|loan_draft|journals|repayments)$/.exec(url.pathname);
+  const route = match ? routes[match[2]!] : undefined;
+  if (!match || !route || route.method !== req.method) return json(res, 404, { error: 'not_found' });
+  const header = req.headers.authorization;
+  const challenge = (params: string) => ({ 'www-authenticate': `Bearer realm="alt"${params}` });
+  if (!header || !/^bearer(\s|$)/i.test(header))
+    return json(res, 401, { error: 'unauthorized' }, challenge(''));
+  const token = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i.exec(header)?.[1];
+  if (!token) return json(res, 400, { error: 'invalid_request' }, challenge(', error="invalid_request"'));
+  let claims: Record<string, unknown>;
+  try {
+    const { payload } = await jwtVerify(
+      token,
+      async (header) => {
+        if (header.kid !== 'alt-key') throw new Error('unknown key');
+        return jwk;
+      },
+      { algorithms: ['ES256'], issuer: auth.url, audience: api.url, typ: 'at+jwt' },
+    );
+    claims = payload;
+  } catch {
+    return json(res, 401, { error: 'invalid_token' }, challenge(', error="invalid_token"'));
+  }
+  if (!String(claims.scope).split(' ').includes(route.scope))
+    return json(
+      res,
+      403,
+      { error: 'insufficient_scope' },
+      challenge(`, error="insufficient_scope", scope="${route.scope}"`),
+    );
+  if (claims.partnerId !== decodeURIComponent(match[1]!)) return json(res, 404, { error: 'not_found' });
+  if (req.method === 'GET') return json(res, 200, []);
+  json(res, 201, { id: randomUUID() });
+}
+
+beforeAll(async () => {
+  const pair = await generateKeyPair('ES256');
+  privateKey = pair.privateKey;
+  jwk = { ...(await exportJWK(pair.publicKey)), kid: 'alt-key', alg: 'ES256', use: 'sig' };
+  auth = await startServer((req, res, body) => {
+    if (req.url === '/.well-known/jwks.json') return json(res, 200, { keys: [jwk] });
+    if (req.url === '/oauth/token' && req.method === 'POST') return tokenEndpoint(res, body);
+    json(res, 404, { error: 'not_found' });
+  });
+  api = await startServer((req, res) => void apiEndpoint(req, res));
+});
+afterAll(() => Promise.all([auth.close(), api.close()]));
+
+describe('a second correct implementation, taking the other answers the RFCs allow', () => {
+  it('passes every check (the expiry check skipped: 10 min tokens)', async () => {
+    const report = await runConformance({
+      authUrl: auth.url,
+      baseUrl: api.url,
+      clientId: client.id,
+      clientSecret: client.secret,
+      expectScopes: authorised,
+      allowWrites: true,
+    });
+    const bad = report.checks.filter((check) => check.status !== 'passed');
+    expect(bad.map((check) => `${check.id} ${check.status}: ${check.details}`)).toEqual([
+      expect.stringMatching(/^integrity-expired skipped: the token lives \d+ s more/),
+    ]);
+    expect(exitCodeFor(report.checks)).toBe(0);
+  });
+});
