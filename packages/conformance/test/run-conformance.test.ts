@@ -1,4 +1,5 @@
 import { inspect } from 'node:util';
+import { startMock } from '@partner-lending/mock';
 import { describe, expect, it } from 'vitest';
 import { ConformanceError } from '../src/errors.js';
 import { runConformance, runConformanceDetailed } from '../src/run-conformance.js';
@@ -74,5 +75,43 @@ describe('runConformance', () => {
     expect(text).not.toMatch(/eyJ[\w-]+\.eyJ[\w-]+\.[\w-]{10,}/);
     expect(report.checks[2]!.details).toContain("reproduce: curl -i -X GET 'http://127.0.0.1:");
     expect(report.checks[2]!.details).toMatch(/access_token=…[\w-]{6}'/);
+  });
+});
+
+describe('writes', () => {
+  async function createsThatSucceeded(allowWrites: boolean): Promise<string[]> {
+    const mock = await startMock();
+    try {
+      const client = mock.clients[0]!;
+      await runConformance({
+        authUrl: mock.authUrl,
+        baseUrl: mock.baseUrl,
+        clientId: client.clientId,
+        clientSecret: client.clientSecret,
+        allowWrites,
+      });
+      return mock
+        .requestLog()
+        .filter((entry) => entry.server === 'api' && entry.method === 'POST' && entry.status < 300)
+        .map((entry) => `${entry.target} ${entry.status}`);
+    } finally {
+      await mock.close();
+    }
+  }
+
+  it('without allowWrites, a correct server refuses every create request the suite sends', async () => {
+    expect(await createsThatSucceeded(false)).toEqual([]);
+  });
+
+  it('with allowWrites, the positive control creates once per create endpoint', async () => {
+    const created = await createsThatSucceeded(true);
+    expect(created.map((line) => line.replace(/\/partner\/[^/]+\//, '/partner/P/'))).toEqual(
+      expect.arrayContaining([
+        '/v3/partner/P/loan_draft 201',
+        '/v3/partner/P/journals 201',
+        '/v3/partner/P/repayments 201',
+      ]),
+    );
+    expect(created).toHaveLength(3);
   });
 });
