@@ -72,9 +72,10 @@ export class ConsoleReporter {
         `target   ${info.kind}\n  auth   ${info.authUrl}\n  api    ${info.baseUrl}\n  aud    ${info.audience}\n` +
         `profile  ${info.profile}\n\n`,
     );
-    info.checks.forEach((check, index) => this.#order.set(check.id, index));
-    for (const check of info.checks)
+    for (const [index, check] of info.checks.entries()) {
+      this.#order.set(check.id, index);
       this.#pending.set(check.category, (this.#pending.get(check.category) ?? 0) + 1);
+    }
     this.#showStatus();
   }
 

@@ -54,7 +54,7 @@ describe('ConsoleReporter', () => {
     expect(tty).toContain('\x1b[31m✗\x1b[0m');
     expect(tty).toContain('running: ');
     const noColor = render(true, { NO_COLOR: '1' });
-    expect(noColor).not.toMatch(/\x1b\[\d+m/);
+    expect(noColor).not.toMatch(new RegExp(`${String.fromCharCode(27)}\\[\\d+m`));
     expect(noColor).toContain('running: ');
   });
 });
