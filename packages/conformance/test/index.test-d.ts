@@ -1,0 +1,40 @@
+import { describe, expectTypeOf, it } from 'vitest';
+import {
+  type CheckResult,
+  type ConformanceError,
+  type ConformanceErrorCode,
+  type ConformanceOptions,
+  type Report,
+  runConformance,
+  runConformanceDetailed,
+  type TargetInfo,
+} from '../src/index.js';
+
+describe('public types', () => {
+  it('runConformance returns the JSON report of the contract', () => {
+    expectTypeOf(runConformance).returns.resolves.toEqualTypeOf<Report>();
+    expectTypeOf(runConformanceDetailed).returns.resolves.toEqualTypeOf<{
+      report: Report;
+      target: TargetInfo;
+    }>();
+    expectTypeOf<Report['schemaVersion']>().toEqualTypeOf<1>();
+    expectTypeOf<CheckResult['status']>().toEqualTypeOf<'passed' | 'failed' | 'skipped' | 'errored'>();
+    expectTypeOf<CheckResult['severity']>().toEqualTypeOf<'must' | 'should'>();
+  });
+
+  it('takes the embedded mock options, with fault names checked at compile time', () => {
+    const ok: ConformanceOptions = { mock: { profile: 'rfc9068', faults: ['api-ignore-scope'] } };
+    expectTypeOf(ok).toEqualTypeOf<ConformanceOptions>();
+    // @ts-expect-error an unknown fault name does not compile
+    const bad: ConformanceOptions = { mock: { faults: ['api-be-nice'] } };
+    void bad;
+    // @ts-expect-error the profile is 'deployed' or 'rfc9068'
+    const badProfile: ConformanceOptions = { mock: { profile: 'staging' } };
+    void badProfile;
+  });
+
+  it('errors carry a stable code union', () => {
+    expectTypeOf<ConformanceError['code']>().toEqualTypeOf<ConformanceErrorCode>();
+    expectTypeOf<'ERR_UNREACHABLE'>().toMatchTypeOf<ConformanceErrorCode>();
+  });
+});
