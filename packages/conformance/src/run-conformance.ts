@@ -161,7 +161,13 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
     kind = 'remote';
   } else {
     const { startMock } = await import('@partner-lending/mock');
-    mock = await startMock(options.mock);
+    try {
+      mock = await startMock(options.mock);
+    } catch (cause) {
+      // A bad fault name or mock option is a usage error of the caller, not a failure of the target.
+      const message = cause instanceof Error ? cause.message : String(cause);
+      throw new ConformanceError('ERR_USAGE', `the embedded mock did not start: ${message}`, { cause });
+    }
     const client = mock.clients[0]!;
     target = {
       authUrl: mock.authUrl,

@@ -30,6 +30,9 @@ describe('runConformance', () => {
     expect(await usage({ expectScopes: ['read:everything'] })).toMatch(
       /^--expect-scopes: unknown scope read:everything\./,
     );
+    expect(await usage({ mock: { faults: ['api-be-nice' as never] } })).toMatch(
+      /^the embedded mock did not start: Unknown fault "api-be-nice"\./,
+    );
   });
 
   it('reports --skip as skipped, runs only --only, and keeps secrets and tokens out of the report', async () => {
