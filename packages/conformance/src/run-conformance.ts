@@ -11,20 +11,21 @@ import { type CheckResult, type Report, summarize } from './report.js';
 import { runChecks } from './runner.js';
 import { tool } from './version.js';
 
+/** Options of {@link runConformance}. `undefined` counts as absent, so `process.env.X` can be passed as is. */
 export interface ConformanceOptions {
   /** Address of the authentication service; with `baseUrl`, tests that target instead of the embedded mock. */
-  authUrl?: string;
+  authUrl?: string | undefined;
   /** Address of the partner API (also the default audience). */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /** The audience to ask for. Default: `baseUrl`. */
-  audience?: string;
+  audience?: string | undefined;
   /** Client credentials for a remote target (the CLI reads PARTNER_CLIENT_ID / PARTNER_CLIENT_SECRET). */
-  clientId?: string;
-  clientSecret?: string;
+  clientId?: string | undefined;
+  clientSecret?: string | undefined;
   /** Options of the embedded mock, when no target is given (profile, faults, clients…). */
   mock?: MockOptions;
   /** The scopes the partner console says the client has; compared with what is granted. */
-  expectScopes?: readonly string[];
+  expectScopes?: readonly string[] | undefined;
   /** Let the positive controls call the create endpoints with a valid token (they write). Default false. */
   allowWrites?: boolean;
   /** Longest real wait for a token to expire, in seconds. Default 20. */
@@ -38,9 +39,9 @@ export interface ConformanceOptions {
   /** Time limit of each request in ms. Default 10000. */
   requestTimeoutMs?: number;
   /** Another partner's id for partner-isolation. Default: the embedded mock's second partner, else a made-up id. */
-  foreignPartnerId?: string;
+  foreignPartnerId?: string | undefined;
   /** The auth server's JWKS URL. Default: discovered (metadata, then /.well-known/jwks.json). */
-  jwksUrl?: string;
+  jwksUrl?: string | undefined;
   fetch?: typeof globalThis.fetch;
   /** Wall clock (epoch ms) and sleep, for the expiry check. */
   clock?: { now(): number };

@@ -33,6 +33,16 @@ describe('public types', () => {
     void badProfile;
   });
 
+  it('takes environment variables as they are (string | undefined)', () => {
+    const fromEnv: ConformanceOptions = {
+      authUrl: process.env.PARTNER_AUTH_URL,
+      baseUrl: process.env.PARTNER_BASE_URL,
+      clientId: process.env.PARTNER_CLIENT_ID,
+      clientSecret: process.env.PARTNER_CLIENT_SECRET,
+    };
+    expectTypeOf(fromEnv.authUrl).toEqualTypeOf<string | undefined>();
+  });
+
   it('errors carry a stable code union', () => {
     expectTypeOf<ConformanceError['code']>().toEqualTypeOf<ConformanceErrorCode>();
     expectTypeOf<'ERR_UNREACHABLE'>().toMatchTypeOf<ConformanceErrorCode>();
