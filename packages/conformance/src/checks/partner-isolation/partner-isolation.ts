@@ -1,4 +1,4 @@
-import { apiOperationIds, operations } from '@partner-lending/spec';
+import { apiOperationIds, operations, scopeFor } from '@partner-lending/spec';
 import { defineCheck, judge } from '../../check.js';
 
 /**
@@ -18,7 +18,13 @@ export default defineCheck({
     for (const id of apiOperationIds) {
       const exchange = await context.callApi(id, { partnerId: foreign });
       const label = `${operations[id].method} ${operations[id].path} for partner ${foreign}`;
-      if (exchange.status === 403 || exchange.status === 404) notes.push(`${label}: ${exchange.status}`);
+      // Without the endpoint's scope a 403 may be about the scope, not the partner: said so.
+      const scope = scopeFor(id);
+      const caveat = context.authorised.includes(scope)
+        ? ''
+        : ` (the token lacks ${scope}: not a proof of isolation)`;
+      if (exchange.status === 403 || exchange.status === 404)
+        notes.push(`${label}: ${exchange.status}${caveat}`);
       else
         problems.push(
           `${label}: expected 403 or 404, got ${context.describe(exchange)}`,
