@@ -21,9 +21,9 @@ export function htmlEscape(text: string): string {
 const style = `
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#1b1f24}
 h1{font-size:1.5rem;margin:0 0 .25rem}h2{font-size:1.1rem;margin:2rem 0 .5rem;border-bottom:1px solid #d0d7de;padding-bottom:.25rem}
-table{border-collapse:collapse;width:100%}th,td{text-align:left;vertical-align:top;padding:.35rem .5rem;border-bottom:1px solid #eaeef2}
+table{border-collapse:collapse;width:100%;table-layout:fixed}col.check{width:28%}col.severity{width:7%}col.rule{width:19%}col.result{width:8%}th,td{text-align:left;vertical-align:top;padding:.35rem .5rem;border-bottom:1px solid #eaeef2}
 th{background:#f6f8fa;font-weight:600}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:1rem 0}dt{font-weight:600}dd{margin:0}
-code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}pre{white-space:pre-wrap;word-break:break-all;margin:0;font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
 .verdict{display:inline-block;padding:.25rem .75rem;border-radius:4px;font-weight:700;color:#fff}.pass{background:#1a7f37}.fail{background:#cf222e}
 .passed{color:#1a7f37}.failed{color:#cf222e}.skipped{color:#9a6700}.errored{color:#8250df}.status{font-weight:700;white-space:nowrap}
 `;
@@ -45,7 +45,7 @@ export function formatHtmlReport(report: Report, meta: HtmlReportMeta): string {
     .map((category) => {
       const checks = report.checks.filter((check) => check.category === category);
       if (checks.length === 0) return '';
-      return `<h2>${htmlEscape(category)}</h2>\n<table><thead><tr><th>Check</th><th>Severity</th><th>Rule</th><th>Result</th><th>Details</th></tr></thead><tbody>\n${checks.map(row).join('\n')}\n</tbody></table>`;
+      return `<h2>${htmlEscape(category)}</h2>\n<table><colgroup><col class="check"><col class="severity"><col class="rule"><col class="result"><col></colgroup><thead><tr><th>Check</th><th>Severity</th><th>Rule</th><th>Result</th><th>Details</th></tr></thead><tbody>\n${checks.map(row).join('\n')}\n</tbody></table>`;
     })
     .join('\n');
   return `<!doctype html>
