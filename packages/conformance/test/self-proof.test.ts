@@ -135,6 +135,29 @@ describe('self-proof: the catalogue against the mock', () => {
     expect(byId(report.checks, 'integrity-expired')).toMatchObject({ status: 'passed' });
   });
 
+  it('a foreign-audience token that the API refuses is no hole: audience-foreign passes', async () => {
+    const report = await runConformance({
+      only: ['audience-foreign'],
+      mock: { faults: ['token-accept-foreign-audience'] },
+    });
+    expect(byId(report.checks, 'audience-foreign')).toMatchObject({
+      status: 'passed',
+      details: expect.stringMatching(/^issued for the foreign audience, then refused by the API: 401/),
+    });
+  });
+
+  it('401 for a missing scope fails only the should check: exit 0', async () => {
+    const report = await runConformance({
+      only: ['scope-enforced', 'scope-insufficient-403'],
+      mock: { faults: ['api-insufficient-scope-401'] },
+    });
+    expect(report.checks.map((c) => [c.id, c.severity, c.status])).toEqual([
+      ['scope-enforced', 'must', 'passed'],
+      ['scope-insufficient-403', 'should', 'failed'],
+    ]);
+    expect(exitCodeFor(report.checks)).toBe(0);
+  });
+
   const cases = Object.entries(redFor).flatMap(([id, list]) => list.map((fault) => [id, fault] as const));
   it.concurrent.each(cases)('%s turns red under %j', async (id, fault) => {
     const report = await runConformance({
