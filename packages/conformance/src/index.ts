@@ -15,6 +15,7 @@ export {
   type Severity,
   summarize,
 } from './report.js';
+export { ConsoleReporter, type ConsoleReporterOptions, type ConsoleStream } from './reporters/console.js';
 export { formatHtmlReport, type HtmlReportMeta } from './reporters/html.js';
 export { formatJsonReport } from './reporters/json.js';
 export { formatJunitReport } from './reporters/junit.js';
