@@ -38,7 +38,7 @@ export interface RetryOptions {
   maxAttempts?: number;
   /** Upper bound of the first retry's random delay; doubles with each retry. Default 200. */
   baseDelayMs?: number;
-  /** Cap of the backoff bound. Default 5 000. */
+  /** Cap of the backoff bound, and the pause after a failed background refresh. Default 5 000. */
   maxDelayMs?: number;
   /** Longest Retry-After honoured (and longest fail-fast period after a 429/503). Default 60 000. */
   maxRetryAfterMs?: number;
@@ -389,8 +389,13 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
               token: shortenToken(entry.accessToken),
               expiresAt: entry.expiresAt,
             });
-            // Failures are reported through onEvent; callers keep the current token meanwhile.
-            fetchShared(hit.key, hit.scopes, true).catch(() => {});
+            // Failures are reported through onEvent; callers keep the current token meanwhile. The
+            // next background attempt waits retry.maxDelayMs, so a failing endpoint does not get one
+            // request per getToken call (the hard window still makes callers wait near expiry).
+            fetchShared(hit.key, hit.scopes, true).catch(() => {
+              const plan = refreshPlans.get(hit.key);
+              if (plan?.token === entry.accessToken) plan.refreshAt = clock.now() + retry.maxDelayMs;
+            });
           }
         }
         emit({

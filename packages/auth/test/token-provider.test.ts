@@ -214,6 +214,33 @@ describe('refresh ahead', () => {
     }
   });
 
+  it('after a failed background refresh, waits retry.maxDelayMs before the next one (no request storm)', async () => {
+    const { clock, local, provider, first, events } = await setup();
+    try {
+      const refused = () => ({ status: 400, body: { error: 'invalid_request' } });
+      local.next(refused, refused, refused, refused, refused);
+      const started = () => events.filter((e) => e.type === 'background-refresh').length;
+      const failed = () => events.filter((e) => e.type === 'token-request-failed' && e.background).length;
+      // Each call waits until every refresh it may have started has failed, then the next one comes.
+      const call = async () => {
+        expect((await provider.getToken()).accessToken).toBe(first.accessToken);
+        await vi.waitFor(() => expect(failed()).toBe(started()), { timeout: 5000 });
+      };
+      clock.set(first.expiresAt - 100_000);
+      await call();
+      expect(started()).toBe(1);
+      for (let i = 0; i < 4; i++) await call();
+      expect(started()).toBe(1);
+      expect(local.tokenRequests()).toBe(2);
+      clock.advance(5_000); // retry.maxDelayMs later
+      await call();
+      expect(started()).toBe(2);
+      expect(local.tokenRequests()).toBe(3);
+    } finally {
+      await local.close();
+    }
+  });
+
   it('blocks for a fresh token inside the hard window (5 s)', async () => {
     const { clock, local, provider, first } = await setup();
     try {
