@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { RsaKeyPair } from '@partner-lending/mock';
+import { generateKeyPair } from 'jose';
 
 export interface TestServer {
   url: string;
@@ -54,4 +56,16 @@ export function json(
 export function sink(isTTY = false) {
   const chunks: string[] = [];
   return { isTTY, write: (text: string) => chunks.push(text), text: () => chunks.join('') };
+}
+
+let signingKey: Promise<RsaKeyPair> | undefined;
+
+/**
+ * One RS256 pair for every embedded mock of a test file: a 2048-bit RSA key takes ~0.1–1 s to generate,
+ * and the self-proof starts dozens of mocks. Each mock still names it by its own random kid, and the
+ * checks' attacker keys are made apart from it, so sharing it hides nothing from a check.
+ */
+export function sharedSigningKey(): Promise<RsaKeyPair> {
+  signingKey ??= generateKeyPair('RS256', { modulusLength: 2048 });
+  return signingKey;
 }

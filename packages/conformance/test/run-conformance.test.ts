@@ -3,6 +3,7 @@ import { startMock } from '@partner-lending/mock';
 import { describe, expect, it } from 'vitest';
 import { ConformanceError } from '../src/errors.js';
 import { runConformance, runConformanceDetailed } from '../src/run-conformance.js';
+import { sharedSigningKey } from './helpers.js';
 
 async function usage(options: Parameters<typeof runConformance>[0]): Promise<string> {
   const error = await runConformance(options).catch((e: unknown) => e);
@@ -53,7 +54,11 @@ describe('runConformance', () => {
     const seen: string[] = [];
     const { report, target } = await runConformanceDetailed({
       // Faults that put the token in failing curl lines (query string) and the secret in a form.
-      mock: { clients, faults: ['api-accept-query-token', 'token-accept-wrong-secret'] },
+      mock: {
+        clients,
+        faults: ['api-accept-query-token', 'token-accept-wrong-secret'],
+        signingKey: await sharedSigningKey(),
+      },
       only: ['bearer-query-token', 'token-wrong-secret', 'token-no-store'],
       skip: ['token-no-store'],
       onCheckResult: (result) => seen.push(result.id),
@@ -83,7 +88,7 @@ describe('runConformance', () => {
 
 describe('writes', () => {
   async function createsThatSucceeded(allowWrites: boolean): Promise<string[]> {
-    const mock = await startMock();
+    const mock = await startMock({ signingKey: await sharedSigningKey() });
     try {
       const client = mock.clients[0]!;
       await runConformance({

@@ -4,7 +4,13 @@ import { describe, expect, it } from 'vitest';
 import { checkIds } from '../src/checks/index.js';
 import type { CheckResult } from '../src/report.js';
 import { exitCodeFor } from '../src/report.js';
-import { type ConformanceOptions, runConformance } from '../src/run-conformance.js';
+import { type ConformanceOptions, runConformance as runWithOwnKey } from '../src/run-conformance.js';
+import { sharedSigningKey } from './helpers.js';
+
+/** Every embedded mock here signs with one pre-generated key pair (see sharedSigningKey). */
+async function runConformance(options: ConformanceOptions) {
+  return runWithOwnKey({ ...options, mock: { ...options.mock, signingKey: await sharedSigningKey() } });
+}
 
 /** A fault case: the mock faults (and, where needed, clients or a short TTL) that turn one check red. */
 interface FaultCase {
