@@ -1,15 +1,40 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startMock } from '@partner-lending/mock';
+import { type FaultName, type MockClient, type MockOptions, startMock } from '@partner-lending/mock';
 import { describe, expect, it } from 'vitest';
 import { main } from '../src/cli-main.js';
-import { closedPortUrl, sink } from './helpers.js';
+import type { ConformanceOptions } from '../src/run-conformance.js';
+import { closedPortUrl, sharedSigningKey, sink } from './helpers.js';
 
-function io(env: Record<string, string | undefined> = {}, overrides = {}) {
-  const stdout = sink(false);
-  const stderr = sink(false);
+function io(env: Record<string, string | undefined> = {}, overrides: ConformanceOptions = {}, isTTY = false) {
+  const stdout = sink(isTTY);
+  const stderr = sink(isTTY);
   return { stdout, stderr, env, overrides };
+}
+
+const withKey = async (mock: MockOptions = {}): Promise<MockOptions> => ({
+  ...mock,
+  signingKey: await sharedSigningKey(),
+});
+
+/**
+ * A fetch that notes every token-shaped value the suite sends or receives (issued tokens, the forged
+ * single-fault tokens, tokens in query strings, bodies and headers), to look for them in the output.
+ */
+function recordingFetch(tokens: Set<string>): typeof globalThis.fetch {
+  const collect = (text: string) => {
+    for (const match of text.matchAll(/eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*)?/g))
+      if (match[0].length > 20) tokens.add(match[0]);
+  };
+  return async (input, init) => {
+    collect(decodeURIComponent(String(input instanceof Request ? input.url : input)));
+    for (const [, value] of new Headers(init?.headers)) collect(value);
+    if (init?.body !== undefined && init.body !== null) collect(decodeURIComponent(String(init.body)));
+    const response = await fetch(input, init);
+    collect(await response.clone().text());
+    return response;
+  };
 }
 
 describe('partner-conformance (main)', () => {
@@ -42,8 +67,77 @@ describe('partner-conformance (main)', () => {
     );
   });
 
+  it('keeps the client secret and every whole token out of the console (TTY and not) and the three reports', async () => {
+    const client: MockClient = {
+      partnerId: 'partner-secret-scan',
+      clientId: 'scan-client-id',
+      clientSecret: 'scan-SECRET-value-0123456789',
+      authorizedScopes: ['read:loans', 'create:loan_draft', 'create:journal_update', 'create:repayment'],
+    };
+    const other: MockClient = {
+      ...client,
+      partnerId: 'partner-other',
+      clientId: 'other-id',
+      clientSecret: 'other-secret-987654',
+    };
+    // Faults that put secrets and tokens into failing requests, hence into curl lines and details: token
+    // answers to requests holding the real secret, a wrong secret accepted, tokens in the query and the
+    // body, forged tokens (alg none, unknown key, jku, embedded jwk) accepted, foreign-audience tokens,
+    // other partners' paths, crashes on bad headers.
+    const faults: FaultName[] = [
+      'token-omit-no-store',
+      'token-ignore-requested-scope',
+      'token-accept-wrong-secret',
+      'token-accept-missing-credentials',
+      'api-accept-query-token',
+      'api-accept-body-token',
+      'api-accept-alg-none',
+      'api-skip-signature-check',
+      'api-trust-jku',
+      'api-trust-embedded-jwk',
+      'token-accept-foreign-audience',
+      'api-skip-audience-check',
+      'api-skip-partner-isolation',
+      'api-ignore-scope',
+      'api-crash-on-malformed-header',
+    ];
+    for (const isTTY of [false, true]) {
+      const dir = mkdtempSync(join(tmpdir(), 'conformance-secrets-'));
+      const tokens = new Set<string>();
+      const streams = io(
+        {},
+        { mock: await withKey({ clients: [client, other], faults }), fetch: recordingFetch(tokens) },
+        isTTY,
+      );
+      const files = ['r.json', 'r.xml', 'r.html'].map((file) => join(dir, file));
+      const code = await main(
+        ['--report-json', files[0]!, '--report-junit', files[1]!, '--report-html', files[2]!],
+        streams,
+      );
+      expect(streams.stderr.text()).toBe('');
+      expect(code).toBe(1);
+      const outputs: Record<string, string> = {
+        stdout: streams.stdout.text(),
+        json: readFileSync(files[0]!, 'utf8'),
+        junit: readFileSync(files[1]!, 'utf8'),
+        html: readFileSync(files[2]!, 'utf8'),
+      };
+      // The run failed loudly, with curl lines: there was something to leak.
+      expect(outputs.stdout).toContain('reproduce: curl');
+      expect(outputs.stdout).toContain('"$PARTNER_CLIENT_SECRET"');
+      expect(tokens.size).toBeGreaterThan(10);
+      for (const [name, text] of Object.entries(outputs)) {
+        expect(text, name).not.toContain(client.clientSecret);
+        expect(text, name).not.toContain(encodeURIComponent(client.clientSecret));
+        expect(text, name).not.toMatch(/eyJ[\w-]+\.eyJ[\w-]*\./);
+        const leaked = [...tokens].filter((token) => text.includes(token));
+        expect(leaked, name).toEqual([]);
+      }
+    }
+  });
+
   it('exit 1 when a must check fails', async () => {
-    const streams = io({}, { mock: { faults: ['token-omit-no-store'] } });
+    const streams = io({}, { mock: await withKey({ faults: ['token-omit-no-store'] }) });
     expect(await main(['--only', 'token-no-store'], streams)).toBe(1);
     expect(streams.stdout.text()).toContain('✗ token-no-store [must, RFC 6749 §5.1]');
   });
@@ -55,7 +149,7 @@ describe('partner-conformance (main)', () => {
   });
 
   it('exit 2 for refused credentials, with a clear message and no stack trace or secret', async () => {
-    const mock = await startMock();
+    const mock = await startMock(await withKey());
     try {
       const streams = io({
         PARTNER_CLIENT_ID: mock.clients[0]!.clientId,
