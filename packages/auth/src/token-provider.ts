@@ -241,6 +241,12 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   const inflight = new Map<string, Promise<StoredToken>>();
   const throttledUntil = new Map<string, number>();
   const refreshPlans = new Map<string, { token: string; refreshAt: number }>();
+  /**
+   * The last token each key's shared request brought, as a fresh object per request: a caller whose
+   * store read missed while that request completed (a remote store's read takes a round trip) takes
+   * it instead of sending another request. Plain data, dropped by invalidate.
+   */
+  const completed = new Map<string, { entry: StoredToken }>();
   const views = new WeakMap<StoredToken, AccessToken>();
 
   const usable = (entry: StoredToken, now: number): boolean => entry.expiresAt - now > hardWindowMs;
@@ -315,6 +321,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
           verifyJwt,
         });
         await store.set(key, stored, stored.expiresAt - clock.now());
+        completed.set(key, { entry: stored });
         known.set(key, scopes);
         throttledUntil.delete(key);
         emit({
@@ -377,6 +384,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       getOptions.signal?.throwIfAborted();
       const key = keyFor(wanted);
       const now = clock.now();
+      const before = completed.get(key);
       const hit = await lookup(key, wanted, now);
       if (hit !== undefined) {
         const { entry } = hit;
@@ -406,6 +414,10 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
         });
         return finish(entry, wanted);
       }
+      const latest = completed.get(key);
+      if (latest !== undefined && latest !== before && usable(latest.entry, clock.now())) {
+        return finish(latest.entry, wanted);
+      }
       const stored = await raceSignal(fetchShared(key, wanted, false), getOptions.signal);
       return finish(stored, wanted);
     },
@@ -417,6 +429,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
         if (entry === undefined || (target !== undefined && entry.accessToken !== target)) continue;
         await store.delete(key);
         refreshPlans.delete(key);
+        completed.delete(key);
         emit({ type: 'invalidated', scopes, token: shortenToken(entry.accessToken) });
       }
     },

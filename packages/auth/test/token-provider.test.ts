@@ -326,6 +326,34 @@ describe('single flight', () => {
     expect(new Set(tokens.map((t) => t.accessToken)).size).toBe(1);
   });
 
+  it('a caller whose slow store read missed while the shared request completed does not send another', async () => {
+    const inner = createMemoryTokenStore();
+    let gate: Promise<void> | undefined;
+    // A store whose reads can be held, as a remote (Redis) store's reads take a round trip.
+    const store: TokenStore = {
+      get: async (key) => {
+        const held = gate;
+        const value = await inner.get(key);
+        if (held) await held;
+        return value;
+      },
+      set: (key, value, ttlMs) => inner.set(key, value, ttlMs),
+      delete: (key) => inner.delete(key),
+    };
+    const provider = providerFor(server, { store });
+    let release = () => {};
+    gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const late = provider.getToken(); // read the empty store; its answer arrives after the request below
+    gate = undefined;
+    const first = await provider.getToken();
+    expect(count()).toBe(1);
+    release();
+    expect((await late).accessToken).toBe(first.accessToken);
+    expect(count()).toBe(1);
+  });
+
   it('shares one failure among concurrent callers, then tries again on the next call', async () => {
     const provider = providerFor(server, { retry: { maxAttempts: 1 } });
     server.next(() => ({ status: 401, body: { error: 'invalid_client' } }));
