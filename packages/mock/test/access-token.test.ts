@@ -52,6 +52,8 @@ describe.each<Profile>(['deployed', 'rfc9068'])(
       for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
         expect((await getLoans(mock, `${scheme} ${token}`)).status).toBe(200);
       }
+      // RFC 9110 §11.4: the scheme and the token may be separated by several spaces or tabs.
+      expect((await getLoans(mock, `Bearer\t${token}`)).status).toBe(200);
     });
 
     it('answers 401 with a challenge without error when no credentials were sent (RFC 6750 §3.1)', async () => {
@@ -197,6 +199,46 @@ describe('access-token: leeway and nbf', () => {
       expect((await getLoans(mock, `Bearer ${token}`)).status).toBe(200);
       clock.advance(1);
       expect((await getLoans(mock, `Bearer ${token}`)).status).toBe(401);
+    } finally {
+      await mock.close();
+    }
+  });
+
+  it('accepts a token before its nbf within leewaySeconds, and not a second earlier', async () => {
+    const clock = manualClock();
+    const mock = await startMock({
+      signingKey: await sharedSigningKey(),
+      clients,
+      clock: clock.now,
+      leewaySeconds: 5,
+    });
+    try {
+      const token = await tokenFor(mock); // nbf = iat = now
+      clock.advance(-5);
+      expect((await getLoans(mock, `Bearer ${token}`)).status).toBe(200);
+      clock.advance(-1);
+      const early = await getLoans(mock, `Bearer ${token}`);
+      expect(early.status).toBe(401);
+      expect(early.headers.get('www-authenticate')).toContain('the access token is not valid yet (nbf)');
+    } finally {
+      await mock.close();
+    }
+  });
+
+  it('rfc9068: accepts typ at+jwt and application/at+jwt in any case, nothing else', async () => {
+    const mock = await startMock({
+      signingKey: await sharedSigningKey(),
+      clients,
+      profile: 'rfc9068',
+      faults: ['api-skip-signature-check'],
+    });
+    try {
+      const { header, payload } = decodeJwt(await tokenFor(mock));
+      const withTyp = (typ: unknown) => `Bearer ${forge({ ...header, typ }, payload, 'c2ln')}`;
+      for (const typ of ['at+jwt', 'AT+JWT', 'application/at+jwt', 'Application/AT+JWT'])
+        expect([typ, (await getLoans(mock, withTyp(typ))).status]).toEqual([typ, 200]);
+      for (const typ of ['JWT', 'at+jwt2', 'application/jwt', undefined, 7])
+        expect([typ, (await getLoans(mock, withTyp(typ))).status]).toEqual([typ, 401]);
     } finally {
       await mock.close();
     }

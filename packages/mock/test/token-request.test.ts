@@ -28,6 +28,36 @@ describe('token-request: client authentication (RFC 6749 §2.3)', () => {
     expect(answer.body.partnerId).toBe(client.partnerId);
   });
 
+  it('reads the Basic scheme in any case and form-decodes id and secret (RFC 6749 §2.3.1)', async () => {
+    const special = await startMock({
+      signingKey: await sharedSigningKey(),
+      clients: [
+        {
+          partnerId: 'p-special',
+          clientId: 'client one:x',
+          clientSecret: 'se cret+/%é',
+          authorizedScopes: ['read:loans'],
+        },
+      ],
+    });
+    try {
+      // application/x-www-form-urlencoded: spaces become '+', '+' becomes %2B, ':' becomes %3A.
+      const encoded = (value: string) => new URLSearchParams({ v: value }).toString().slice(2);
+      const pair = Buffer.from(`${encoded('client one:x')}:${encoded('se cret+/%é')}`).toString('base64');
+      for (const scheme of ['Basic', 'basic', 'BASIC']) {
+        const answer = await tokenRequest(
+          special,
+          { grant_type: 'client_credentials', audience: special.audience },
+          { headers: { authorization: `${scheme} ${pair}` } },
+        );
+        expect([scheme, answer.status]).toEqual([scheme, 200]);
+        expect(answer.body.partnerId).toBe('p-special');
+      }
+    } finally {
+      await special.close();
+    }
+  });
+
   it('answers 401 invalid_client with a Basic challenge for a wrong Basic secret', async () => {
     const client = mock.clients[0]!;
     const answer = await tokenRequest(
@@ -119,8 +149,26 @@ describe('token-request: malformed requests (RFC 6749 §5.2 invalid_request)', (
   it('refuses a missing grant_type with invalid_request and another one with unsupported_grant_type', async () => {
     const missing = await tokenRequest(mock, credentials(mock, mock.clients[0]!, { grant_type: undefined }));
     expect([missing.status, missing.body.error]).toEqual([400, 'invalid_request']);
+    const empty = await tokenRequest(mock, credentials(mock, mock.clients[0]!, { grant_type: '' }));
+    expect([empty.status, empty.body.error]).toEqual([400, 'invalid_request']);
     const other = await tokenRequest(mock, credentials(mock, mock.clients[0]!, { grant_type: 'password' }));
     expect([other.status, other.body.error]).toEqual([400, 'unsupported_grant_type']);
+  });
+
+  it('refuses a body that is not valid UTF-8 with invalid_request', async () => {
+    const response = await fetch(mock.tokenUrl, {
+      method: 'POST',
+      headers: { 'content-type': form },
+      body: Buffer.concat([
+        Buffer.from(`${new URLSearchParams(credentials(mock, mock.clients[0]!))}&x=`),
+        Buffer.from([0xff, 0xfe]),
+      ]),
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({
+      error: 'invalid_request',
+      error_description: 'the body is not valid UTF-8',
+    });
   });
 
   it('refuses a body over 1 MiB with 400', async () => {
