@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type FaultName, type MockClient, type MockOptions, startMock } from '@partner-lending/mock';
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
 import { main } from '../src/cli-main.js';
 import type { ConformanceOptions } from '../src/run-conformance.js';
@@ -62,9 +63,19 @@ describe('partner-conformance (main)', () => {
       ['r.json', 'r.xml', 'r.html'].map((file) => readFileSync(join(dir, file), 'utf8')).join('') +
       streams.stdout.text();
     expect(all).not.toMatch(/eyJ[\w-]+\.eyJ[\w-]+\.[\w-]{10,}/);
-    expect((readFileSync(join(dir, 'r.xml'), 'utf8').match(/<testcase /g) ?? []).length).toBe(
-      json.checks.length,
-    );
+    // JUnit: well-formed XML, one testcase per check of the JSON report, each named by its id.
+    const xml = readFileSync(join(dir, 'r.xml'), 'utf8');
+    expect(XMLValidator.validate(xml)).toBe(true);
+    const parsed = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '' }).parse(xml);
+    const cases = [parsed.testsuites.testsuite]
+      .flat()
+      .flatMap((suite: { testcase: unknown }) => [suite.testcase].flat()) as Array<{ name: string }>;
+    expect(cases.map((c) => c.name).sort()).toEqual(json.checks.map((c: { id: string }) => c.id).sort());
+    // HTML: self-contained, nothing fetched from anywhere.
+    const html = readFileSync(join(dir, 'r.html'), 'utf8');
+    expect(html).not.toMatch(/<(script|link|img|iframe|object|embed|video|audio|source|base)\b/i);
+    expect(html).not.toMatch(/\b(src|href|srcset|action|poster|data)\s*=/i);
+    expect(html).not.toMatch(/url\s*\(|@import/i);
   });
 
   it('keeps the client secret and every whole token out of the console (TTY and not) and the three reports', async () => {

@@ -1,4 +1,4 @@
-import { XMLParser } from 'fast-xml-parser';
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
 import { formatJunitReport } from '../../src/reporters/junit.js';
 import { report } from './fixture.js';
@@ -6,6 +6,7 @@ import { report } from './fixture.js';
 describe('formatJunitReport', () => {
   it('writes one testcase per check, grouped by category, with failures, errors and skips', () => {
     const xml = formatJunitReport(report);
+    expect(XMLValidator.validate(xml)).toBe(true);
     const parsed = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '' }).parse(xml);
     const root = parsed.testsuites;
     expect(root).toMatchObject({ tests: '4', failures: '1', errors: '1', skipped: '1', time: '1.234' });
