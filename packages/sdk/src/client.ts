@@ -11,7 +11,13 @@ import {
 import { type ApiOperationId, matchPath, operations } from '@partner-lending/spec';
 import type { Client, HeadersOptions } from 'openapi-fetch';
 import * as openapiFetch from 'openapi-fetch';
-import { ConfigurationError, errorFromResponse, ResponseShapeError } from './errors.js';
+import {
+  APIUserAbortError,
+  ConfigurationError,
+  errorFromResponse,
+  PartnerApiError,
+  ResponseShapeError,
+} from './errors.js';
 import type { components, paths } from './generated/openapi.js';
 import { type ConnectionOptions, resolveConnection } from './options.js';
 import { type ItemsSelector, type Page, paginate } from './pagination.js';
@@ -227,21 +233,30 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     // The signal is the transport's to apply (per attempt, with the timeout), not the Request's.
     const { timeoutMs, maxRetries, signal, ...rest } = init;
     const call: CallOptions = { signal, timeoutMs, maxRetries };
-    let params = rest.params;
-    if (path.includes('{partner_id}') && params?.path?.partner_id === undefined) {
-      const operation = Object.values(operations).find((op) => op.path === path && op.method === method);
-      const partnerId = await partnerIdFor(operation?.scope, signal);
-      params = { ...params, path: { ...params?.path, partner_id: partnerId } };
+    try {
+      let params = rest.params;
+      if (path.includes('{partner_id}') && params?.path?.partner_id === undefined) {
+        const operation = Object.values(operations).find((op) => op.path === path && op.method === method);
+        const partnerId = await partnerIdFor(operation?.scope, signal);
+        params = { ...params, path: { ...params?.path, partner_id: partnerId } };
+      }
+      // biome-ignore lint/suspicious/noExplicitAny: dispatching by method name on the untyped runtime.
+      return await (core as any)[method](path, {
+        ...rest,
+        params,
+        fetch: (request: Request) => {
+          sent?.(request);
+          return transport(request, call);
+        },
+      });
+    } catch (error) {
+      // The caller's signal also covers the first token lookup and the reading of the body, which
+      // reject with the signal's bare reason: report them as the transport reports an abort.
+      if (signal?.aborted && !(error instanceof PartnerApiError)) {
+        throw new APIUserAbortError(undefined, { cause: signal.reason });
+      }
+      throw error;
     }
-    // biome-ignore lint/suspicious/noExplicitAny: dispatching by method name on the untyped runtime.
-    return (core as any)[method](path, {
-      ...rest,
-      params,
-      fetch: (request: Request) => {
-        sent?.(request);
-        return transport(request, call);
-      },
-    });
   };
   const raw = { ...core } as unknown as Record<string, unknown>;
   for (const method of METHODS) raw[method] = (path: string, init?: AnyInit) => send(method, path, init);

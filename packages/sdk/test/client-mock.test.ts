@@ -2,6 +2,7 @@
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  APIUserAbortError,
   AuthenticationError,
   createPartnerClient,
   PartnerApiError,
@@ -120,6 +121,32 @@ describe('against the mock', () => {
     } finally {
       await refusing.close();
     }
+  });
+
+  it('reports an already aborted signal as APIUserAbortError, also before the first token', async () => {
+    const client = clientFor(0);
+    const aborted = AbortSignal.abort(new Error('user gave up'));
+    const before = apiRequests().length;
+    const error = await client.loans.list({ signal: aborted }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(APIUserAbortError);
+    expect((error as Error).cause).toEqual(new Error('user gave up'));
+    await expect(client.GET('/v3/partner/{partner_id}/loans', { signal: aborted })).rejects.toBeInstanceOf(
+      APIUserAbortError,
+    );
+    expect(apiRequests().length).toBe(before);
+  });
+
+  it('sends the token and API requests through the fetch option', async () => {
+    const sent: string[] = [];
+    const client = clientFor(0, {
+      fetch: (input, init) => {
+        const request = new Request(input, init);
+        sent.push(`${request.method} ${new URL(request.url).pathname}`);
+        return fetch(request);
+      },
+    });
+    await client.loans.list({ limit: 1 });
+    expect(sent).toEqual(['POST /oauth/token', `GET /v3/partner/${mock.clients[0]!.partnerId}/loans`]);
   });
 
   it('says what to do when asked for another partner’s loans', async () => {

@@ -59,6 +59,10 @@ beforeAll(async () => {
     if (partner === 'wrapped') return json(response, 200, { total, loans: items });
     if (partner === 'ambiguous') return json(response, 200, { loans: items, links: [] });
     if (partner === 'hang') return; // never answers
+    if (partner === 'stall-body') {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      return response.write('[{"id":'); // the head, then part of the body, then nothing
+    }
     if (partner === 'html') {
       response.writeHead(200, { 'content-type': 'text/html' });
       return response.end('<html>login page</html>');
@@ -298,6 +302,45 @@ describe('errors and retries through the client', () => {
       .list({ partnerId: 'hang', timeoutMs: 50, maxRetries: 0 })
       .catch((e: unknown) => e);
     expect(slow).toBeInstanceOf(APITimeoutError);
+  });
+
+  it('reports the caller’s abort while the body streams as APIUserAbortError', async () => {
+    const { sdk } = client({ partnerId: 'stall-body' });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('user gave up')), 50);
+    const error = await sdk.loans.list({ signal: controller.signal }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(APIUserAbortError);
+    expect((error as Error).cause).toEqual(new Error('user gave up'));
+    const raw = new AbortController();
+    setTimeout(() => raw.abort(), 50);
+    await expect(sdk.GET('/v3/partner/{partner_id}/loans', { signal: raw.signal })).rejects.toBeInstanceOf(
+      APIUserAbortError,
+    );
+  });
+
+  it('applies the client’s timeoutMs to every attempt', async () => {
+    const { sdk } = client({ partnerId: 'hang', timeoutMs: 50, maxRetries: 1 });
+    const start = server.seen.length;
+    const error = await sdk.loans.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(APITimeoutError);
+    expect((error as Error).message).toBe(
+      'The partner API did not answer GET /v3/partner/hang/loans within 50 ms (per attempt, 2 attempts). Raise timeoutMs or retry later.',
+    );
+    expect(since(start)).toHaveLength(2);
+  });
+
+  it('sends through the fetch option', async () => {
+    const sent: string[] = [];
+    const { sdk } = client({
+      fetch: (input, init) => {
+        const request = new Request(input, init);
+        sent.push(`${request.method} ${new URL(request.url).pathname}`);
+        return fetch(request);
+      },
+    });
+    await sdk.loans.list({ limit: 1 });
+    await sdk.POST('/v3/partner/{partner_id}/journals', { body: { entry: 1 } });
+    expect(sent).toEqual(['GET /v3/partner/partner-1/loans', 'POST /v3/partner/partner-1/journals']);
   });
 
   it('maps 404', async () => {
