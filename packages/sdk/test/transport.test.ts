@@ -10,6 +10,7 @@ const scripts: Record<string, { status: number; headers?: Record<string, string>
   '/timeout-408': [{ status: 408 }, { status: 200 }],
   '/limited': [{ status: 429, headers: { 'retry-after-ms': '1234', 'retry-after': '9' } }, { status: 200 }],
   '/limited-seconds': [{ status: 429, headers: { 'retry-after': '2' } }, { status: 200 }],
+  '/limited-60': [{ status: 503, headers: { 'retry-after': '60' } }, { status: 200 }],
   '/limited-long': [{ status: 429, headers: { 'retry-after': '120' } }, { status: 200 }],
   '/create': [{ status: 503 }, { status: 503 }, { status: 201 }],
   '/not-found': [{ status: 404 }],
@@ -85,6 +86,12 @@ describe('transport retries', () => {
     const c = transport();
     expect((await c.send(new Request(`${server.url}/limited-seconds`))).status).toBe(200);
     expect(c.delays).toEqual([2000]);
+  });
+
+  it('waits out a Retry-After of exactly 60 s, on a 503 too', async () => {
+    const { send, delays } = transport();
+    expect((await send(new Request(`${server.url}/limited-60`))).status).toBe(200);
+    expect(delays).toEqual([60_000]);
   });
 
   it('does not wait out a Retry-After over 60 s: returns the 429 with the wait asked', async () => {
