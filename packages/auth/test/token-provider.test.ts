@@ -514,6 +514,29 @@ describe('throttling', () => {
   });
 });
 
+describe('throttling, capped', () => {
+  it('fails fast no longer than retry.maxRetryAfterMs, whatever Retry-After asks', async () => {
+    const clock = fakeClock();
+    const local = await startTokenServer({ now: clock.now });
+    try {
+      const provider = providerFor(local, { clock, retry: { maxAttempts: 1, maxRetryAfterMs: 2_000 } });
+      local.next(() => ({ status: 503, headers: { 'retry-after': '3600' } }));
+      await expect(provider.getToken()).rejects.toMatchObject({
+        code: 'ERR_TOKEN_THROTTLED',
+        retryAfterMs: 2_000,
+      });
+      clock.advance(1_000);
+      await expect(provider.getToken()).rejects.toMatchObject({ retryAfterMs: 1_000 });
+      expect(local.tokenRequests()).toBe(1);
+      clock.advance(1_001);
+      await expect(provider.getToken()).resolves.toMatchObject({ tokenType: 'Bearer' });
+      expect(local.tokenRequests()).toBe(2);
+    } finally {
+      await local.close();
+    }
+  });
+});
+
 describe('onEvent', () => {
   it('reports requests, receipts, cache hits, retries and invalidations with tokens shortened', async () => {
     const events: TokenEvent[] = [];
