@@ -22,6 +22,18 @@ function formEncode(value: string): string {
   return new URLSearchParams({ v: value }).toString().slice(2);
 }
 
+/** The credentials as sent and as a server might echo them, longest first (redacted in that order). */
+function credentialForms(params: TokenRequestParams): string[] {
+  const forms = new Set<string>();
+  for (const value of [params.clientSecret, params.clientId]) {
+    forms.add(value);
+    forms.add(formEncode(value));
+    forms.add(encodeURIComponent(value));
+  }
+  forms.add(btoa(`${formEncode(params.clientId)}:${formEncode(params.clientSecret)}`));
+  return [...forms].sort((a, b) => b.length - a.length);
+}
+
 /** Builds the token request. The scope list is sent sorted and deduplicated (the caller normalised it). */
 export function buildTokenRequest(params: TokenRequestParams, signal?: AbortSignal): Request {
   const body = new URLSearchParams();
@@ -143,8 +155,9 @@ export async function sendTokenRequest(
   deps: SendTokenRequestDeps,
 ): Promise<{ response: Response; requestedAt: number }> {
   const { retry, clock, emit, background } = deps;
-  // The client id is a credential too (seed §2.1): scrub both from server-provided text.
-  const secrets = [params.clientSecret, params.clientId];
+  // The client id is a credential too (seed §2.1): scrub both from server-provided text, in every
+  // form they were sent in (raw, form- or URI-encoded, and the Basic header value), should it echo them.
+  const secrets = credentialForms(params);
   const maxAttempts = Math.max(1, Math.floor(retry.maxAttempts));
   const where = `${params.tokenUrl.origin}${params.tokenUrl.pathname}`;
   for (let attempt = 1; ; attempt++) {

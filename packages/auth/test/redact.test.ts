@@ -81,6 +81,21 @@ describe('secrets never leak (every error path, every output)', () => {
     await run(make().getToken());
     server.next(() => ({ status: 403, body: { error: 'access_denied' } }));
     await run(make({ clientAuth: 'basic' }).getToken());
+    // A server (or proxy) echoing the request: the Basic header, the form body, an encoded secret.
+    const sentBasic = Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString('base64');
+    server.next(() => ({
+      status: 401,
+      body: { error: 'invalid_client', error_description: `got "Authorization: Basic ${sentBasic}"` },
+    }));
+    await run(make({ clientAuth: 'basic' }).getToken());
+    server.next(() => ({
+      status: 400,
+      body: {
+        error: 'invalid_request',
+        error_description: `body was client_secret=${encodeURIComponent(`${CLIENT_SECRET}/+ x`)}`,
+      },
+    }));
+    await run(make({ clientSecret: `${CLIENT_SECRET}/+ x` }).getToken());
     await run(make({ clientSecret: `${CLIENT_SECRET}-wrong` }).getToken());
     await run(make({ clientSecret: `${CLIENT_SECRET}-wrong`, clientAuth: 'basic' }).getToken());
     // Redirect whose Location carries the secret.
@@ -203,6 +218,9 @@ describe('secrets never leak (every error path, every output)', () => {
       `${CLIENT_SECRET}-wrong`,
       basic,
       encodeURIComponent(CLIENT_SECRET),
+      `${CLIENT_SECRET}/+ x`,
+      encodeURIComponent(`${CLIENT_SECRET}/+ x`),
+      new URLSearchParams({ s: `${CLIENT_SECRET}/+ x` }).toString().slice(2),
       ...server.issued,
     ];
     const all = outputs.join('\n');
