@@ -112,7 +112,11 @@ describe('self-proof: the catalogue against the mock', () => {
   const correct: Array<[string, ConformanceOptions]> = [
     ['deployed profile', { mock: { profile: 'deployed' } }],
     ['rfc9068 profile', { mock: { profile: 'rfc9068' } }],
-    ['empty scope intersections as empty-scope tokens', { mock: { emptyIntersection: 'empty-token' } }],
+    // A client with two scopes: with all four, no requested subset has an empty intersection.
+    [
+      'empty scope intersections as empty-scope tokens',
+      { mock: { emptyIntersection: 'empty-token', clients: limitedClients() } },
+    ],
     ['a client authorised for two scopes', { mock: { clients: limitedClients() } }],
     ['--allow-writes (the create endpoints called with a valid token)', { allowWrites: true }],
   ];
