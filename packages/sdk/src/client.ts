@@ -12,6 +12,7 @@ import { type ApiOperationId, matchPath, operations } from '@partner-lending/spe
 import type { Client, HeadersOptions } from 'openapi-fetch';
 import * as openapiFetch from 'openapi-fetch';
 import {
+  APIConnectionError,
   APIUserAbortError,
   ConfigurationError,
   errorFromResponse,
@@ -233,6 +234,7 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     // The signal is the transport's to apply (per attempt, with the timeout), not the Request's.
     const { timeoutMs, maxRetries, signal, ...rest } = init;
     const call: CallOptions = { signal, timeoutMs, maxRetries };
+    let answered: Request | undefined;
     try {
       let params = rest.params;
       if (path.includes('{partner_id}') && params?.path?.partner_id === undefined) {
@@ -244,9 +246,11 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
       return await (core as any)[method](path, {
         ...rest,
         params,
-        fetch: (request: Request) => {
+        fetch: async (request: Request) => {
           sent?.(request);
-          return transport(request, call);
+          const response = await transport(request, call);
+          answered = request;
+          return response;
         },
       });
     } catch (error) {
@@ -254,6 +258,14 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
       // reject with the signal's bare reason: report them as the transport reports an abort.
       if (signal?.aborted && !(error instanceof PartnerApiError)) {
         throw new APIUserAbortError(undefined, { cause: signal.reason });
+      }
+      // undici rejects the body with `TypeError: terminated` when the connection drops mid-answer.
+      if (answered && error instanceof TypeError) {
+        const reason = error.cause instanceof Error ? error.cause.message : error.message;
+        throw new APIConnectionError(
+          `The connection to the partner API dropped while reading the answer to ${answered.method} ${new URL(answered.url).pathname} (${reason}). Retry the call; check the network if it persists.`,
+          { cause: error },
+        );
       }
       throw error;
     }

@@ -1,6 +1,7 @@
 import { ScopeNotGrantedError } from '@partner-lending/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  APIConnectionError,
   APITimeoutError,
   APIUserAbortError,
   ConfigurationError,
@@ -59,6 +60,11 @@ beforeAll(async () => {
     if (partner === 'wrapped') return json(response, 200, { total, loans: items });
     if (partner === 'ambiguous') return json(response, 200, { loans: items, links: [] });
     if (partner === 'hang') return; // never answers
+    if (partner === 'cut-body') {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('[{"id":');
+      return setTimeout(() => response.socket?.destroy(), 20); // the connection drops mid-body
+    }
     if (partner === 'stall-body') {
       response.writeHead(200, { 'content-type': 'application/json' });
       return response.write('[{"id":'); // the head, then part of the body, then nothing
@@ -168,6 +174,15 @@ describe('loans', () => {
       '3',
       '6',
     ]);
+  });
+
+  it('iterate: starts at the offset given', async () => {
+    const { sdk } = client();
+    const start = server.seen.length;
+    const ids: unknown[] = [];
+    for await (const loan of sdk.loans.iterate({ pageSize: 3, offset: 5 })) ids.push(loan.id);
+    expect(ids).toEqual(['loan-5', 'loan-6']);
+    expect(since(start).map((seen) => seen.url)).toEqual(['/v3/partner/partner-1/loans?limit=3&offset=5']);
   });
 
   it('iterate: an empty result yields nothing after one request', async () => {
@@ -316,6 +331,16 @@ describe('errors and retries through the client', () => {
     await expect(sdk.GET('/v3/partner/{partner_id}/loans', { signal: raw.signal })).rejects.toBeInstanceOf(
       APIUserAbortError,
     );
+  });
+
+  it('reports a connection dropped while the body streams as APIConnectionError', async () => {
+    const { sdk } = client({ partnerId: 'cut-body' });
+    const error = await sdk.loans.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(APIConnectionError);
+    expect((error as Error).message).toMatch(
+      /^The connection to the partner API dropped while reading the answer to GET \/v3\/partner\/cut-body\/loans \(.+\)\. Retry the call; check the network if it persists\.$/,
+    );
+    expect((error as Error).cause).toBeInstanceOf(TypeError);
   });
 
   it('applies the client’s timeoutMs to every attempt', async () => {
