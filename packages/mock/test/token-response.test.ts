@@ -168,4 +168,16 @@ describe('token-response: options', () => {
       await mock.close();
     }
   });
+
+  it('never answers expires_in below 1: a 1-second lifetime gives 1 (deployed)', async () => {
+    const mock = await startMock({ signingKey: await sharedSigningKey(), clients, tokenTtlSeconds: 1 });
+    try {
+      const answer = await tokenRequest(mock, credentials(mock, clients[0]!));
+      expect(answer.body.expires_in).toBe(1);
+      const { payload } = decodeJwt(answer.body.access_token);
+      expect(payload.exp - payload.iat).toBe(1);
+    } finally {
+      await mock.close();
+    }
+  });
 });
