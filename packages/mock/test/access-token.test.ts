@@ -1,5 +1,8 @@
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type MockClient, type Profile, type RunningMock, startMock } from '../src/index.js';
+import { type ValidatorContext, validateAccessToken } from '../src/access-token.js';
+import { type FaultName, type MockClient, type Profile, type RunningMock, startMock } from '../src/index.js';
+import { KeySet } from '../src/jwks.js';
 import {
   decodeJwt,
   forge,
@@ -293,4 +296,86 @@ describe('access-token: leeway and nbf', () => {
       await mock.close();
     }
   });
+});
+
+describe('access-token: robustness (property-based, in process)', () => {
+  // The HTTP fuzz in mock-server.test.ts cannot get past the signature; here the claim checks are
+  // reached too (with api-skip-signature-check), thousands of times without a socket per token.
+  const issuer = 'http://127.0.0.1:1/';
+  const audience = 'http://127.0.0.1:2';
+  const now = Date.UTC(2026, 0, 1);
+  const claimValue = fc.oneof(
+    fc.jsonValue({ maxDepth: 2 }),
+    // Values that pass a check, so that the later checks are reached as well.
+    fc.constantFrom('RS256', 'none', 'HS256', 'at+jwt', 'read:loans', issuer, audience, [audience], 'p-1'),
+    fc.constantFrom(now / 1000 - 10, now / 1000 + 10, ['read:loans', 7], ['read:loans']),
+    fc.double(),
+  );
+  // Valid-looking header and claims with a few of their fields replaced by arbitrary values (or
+  // removed), so that every check, not only the first, meets malformed input.
+  const damaged = (valid: Record<string, unknown>, keys: string[]) =>
+    fc
+      .dictionary(fc.constantFrom(...keys), fc.option(claimValue, { nil: undefined }), { maxKeys: 3 })
+      .map((changes) => JSON.parse(JSON.stringify({ ...valid, ...changes })) as Record<string, unknown>);
+  const token = (profile: Profile) =>
+    fc.oneof(
+      fc
+        .tuple(
+          damaged({ alg: 'RS256', kid: 'k', ...(profile === 'rfc9068' && { typ: 'at+jwt' }) }, [
+            'alg',
+            'kid',
+            'typ',
+            'jwk',
+            'jku',
+            'crit',
+            'x',
+          ]),
+          damaged(
+            {
+              iss: issuer,
+              aud: profile === 'rfc9068' ? audience : [audience],
+              exp: now / 1000 + 10,
+              nbf: now / 1000 - 10,
+              scope: profile === 'rfc9068' ? 'read:loans' : ['read:loans'],
+              partnerId: 'p-1',
+            },
+            ['iss', 'aud', 'exp', 'nbf', 'iat', 'scope', 'partnerId', 'client_id', 'x'],
+          ),
+          fc.string({ maxLength: 12 }),
+        )
+        .map(([h, p, signature]) => forge(h, p, Buffer.from(signature).toString('base64url'))),
+      fc.string({ maxLength: 60 }),
+      fc.array(fc.base64String({ maxLength: 16 }), { maxLength: 5 }).map((parts) => parts.join('.')),
+    );
+
+  it.each<[Profile, FaultName[]]>([
+    ['deployed', []],
+    ['deployed', ['api-skip-signature-check']],
+    ['rfc9068', []],
+    ['rfc9068', ['api-skip-signature-check']],
+  ])(
+    'never throws on a malformed token, and accepts none without a valid signature (%s, faults %j)',
+    async (profile, faults) => {
+      const context: ValidatorContext = {
+        keys: await KeySet.create(await sharedSigningKey()),
+        issuer,
+        audience,
+        profile,
+        clock: () => now,
+        leewaySeconds: 0,
+        faults: new Set(faults),
+      };
+      await fc.assert(
+        fc.asyncProperty(token(profile), async (candidate) => {
+          const result = await validateAccessToken(candidate, context);
+          if (faults.length === 0) expect(result.valid).toBe(false);
+          if (result.valid) {
+            expect(typeof result.claims.partnerId).toBe('string');
+            expect(result.claims.scopes.every((scope) => typeof scope === 'string')).toBe(true);
+          }
+        }),
+        { numRuns: 1500 },
+      );
+    },
+  );
 });
