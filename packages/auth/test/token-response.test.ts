@@ -227,6 +227,18 @@ describe('signature verification (verify option)', () => {
     await expect(providerFor(server, { verify }).getToken()).resolves.toMatchObject({ tokenType: 'Bearer' });
   });
 
+  it('fetches the JWKS through the injected fetch', async () => {
+    const fetched: string[] = [];
+    const fetch: typeof globalThis.fetch = (input, init) => {
+      fetched.push(input instanceof Request ? input.url : String(input));
+      return globalThis.fetch(input, init);
+    };
+    await expect(
+      providerFor(server, { fetch, verify: { jwksUrl: server.jwksUrl } }).getToken(),
+    ).resolves.toMatchObject({ tokenType: 'Bearer' });
+    expect(fetched).toEqual([server.tokenUrl, server.jwksUrl]);
+  });
+
   it('accepts a JWKS given inline', async () => {
     await expect(providerFor(server, { verify: { jwks: server.jwks } }).getToken()).resolves.toMatchObject({
       tokenType: 'Bearer',
