@@ -239,7 +239,7 @@ export function errorFromResponse(response: Response, body: unknown, context: Er
   }
   if (status === 401) {
     return new AuthenticationError(
-      `The partner API refused the access token for ${what} (${facts}), also after fetching a fresh token. Check that the audience (PARTNER_AUDIENCE, default PARTNER_BASE_URL) is this API's base URL and that the client credentials belong to this environment.`,
+      `The partner API refused the access token for ${what} (${facts})${challenge ? ', also after fetching a fresh token' : '; the answer had no WWW-Authenticate: Bearer challenge, so no fresh token was tried'}. Check that the audience (PARTNER_AUDIENCE, default PARTNER_BASE_URL) is this API's base URL and that the client credentials belong to this environment.`,
       details,
     );
   }

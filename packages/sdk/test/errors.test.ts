@@ -83,6 +83,14 @@ describe('errorFromResponse', () => {
     });
   });
 
+  it('does not claim a fresh token was tried when the 401 carried no Bearer challenge', () => {
+    const error = errorFromResponse(answer(401), { error: 'unauthorized' }, context);
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(error.message).toBe(
+      "The partner API refused the access token for POST /v3/partner/p-1/repayments (401 unauthorized); the answer had no WWW-Authenticate: Bearer challenge, so no fresh token was tried. Check that the audience (PARTNER_AUDIENCE, default PARTNER_BASE_URL) is this API's base URL and that the client credentials belong to this environment.",
+    );
+  });
+
   it('maps every documented status to its class and code', () => {
     const cases: [number, new (...args: never[]) => PartnerApiError, string][] = [
       [400, BadRequestError, 'ERR_BAD_REQUEST'],
