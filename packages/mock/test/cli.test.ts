@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +18,19 @@ beforeAll(() => {
   if (!existsSync(fileURLToPath(new URL('../dist/cli.js', import.meta.url))))
     throw new Error('dist/cli.js is missing: run `pnpm --filter @partner-lending/mock build` first');
 });
+
+/** A port that was free a moment ago (the OS picks it; closed again before the CLI binds it). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
 
 function start(args: string[]) {
   const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -105,15 +119,20 @@ describe('cli: partner-mock', () => {
     expect(shown.output().stdout).toMatch(/client_secret \S{20,}/);
   });
 
-  it('uses --clients, --port and --fault', async () => {
+  it('uses --clients, --port, --auth-port and --fault', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'partner-mock-'));
     const file = join(dir, 'clients.json');
     const clients = [
       { partnerId: 'p-file', clientId: 'c-file', clientSecret: 's-file', authorizedScopes: ['read:loans'] },
     ];
     writeFileSync(file, JSON.stringify(clients));
+    const [apiPort, authPort] = [await freePort(), await freePort()];
     const run = start([
       '--json',
+      '--port',
+      String(apiPort),
+      '--auth-port',
+      String(authPort),
       '--clients',
       file,
       '--fault',
@@ -122,6 +141,8 @@ describe('cli: partner-mock', () => {
       'api-ignore-scope',
     ]);
     const info = JSON.parse(await run.firstLine);
+    expect(info.baseUrl).toBe(`http://127.0.0.1:${apiPort}`);
+    expect(info.authUrl).toBe(`http://127.0.0.1:${authPort}`);
     expect(info.clients).toEqual(clients);
     const token = await fetch(`${info.authUrl}/oauth/token`, {
       method: 'POST',
