@@ -173,4 +173,20 @@ describe('api-server: creates', () => {
   it('keeps partners apart', async () => {
     expect((await post(pathUrl(mock, 'loan_draft', 'p-a'), '{}', tokenB)).status).toBe(403);
   });
+
+  it('answers 404 for a partner it does not know (reachable with api-skip-partner-isolation)', async () => {
+    const open = await startMock({
+      signingKey: await sharedSigningKey(),
+      clients,
+      faults: ['api-skip-partner-isolation'],
+    });
+    try {
+      const token = await tokenFor(open, clients[0]);
+      const answer = await getLoans(open, `Bearer ${token}`, 'p-unknown');
+      expect([answer.status, JSON.parse(answer.text).error]).toEqual([404, 'not_found']);
+      expect((await getLoans(open, `Bearer ${token}`, 'p-b')).status).toBe(200);
+    } finally {
+      await open.close();
+    }
+  });
 });

@@ -102,6 +102,16 @@ describe('token-request: client authentication (RFC 6749 §2.3)', () => {
     });
     expect(answer.status).toBe(400);
     expect(answer.body.error).toBe('invalid_request');
+    const other = mock.clients[1]!;
+    const mixed = await tokenRequest(
+      mock,
+      { grant_type: 'client_credentials', client_id: other.clientId },
+      { headers: { authorization: basic(client.clientId, client.clientSecret) } },
+    );
+    expect([mixed.status, mixed.body.error_description]).toEqual([
+      400,
+      'client_id in the body differs from the one in the Basic credentials',
+    ]);
   });
 
   it('answers 401 for Basic credentials that are not base64 or hold no colon', async () => {
