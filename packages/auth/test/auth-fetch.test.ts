@@ -119,6 +119,20 @@ describe('createAuthFetch', () => {
     expect(api.requests).toHaveLength(1);
   });
 
+  it('turns a 403 insufficient_scope on the replay into BearerInsufficientScopeError too', async () => {
+    const authFetch = createAuthFetch(providerFor(tokens));
+    api.next(expired, () => ({
+      status: 403,
+      headers: { 'www-authenticate': 'Bearer error="insufficient_scope", scope="create:journal_update"' },
+    }));
+    const error = await authFetch(`${api.url}/journals`, { method: 'POST', body: '{}' }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(BearerInsufficientScopeError);
+    expect(error).toMatchObject({ scope: 'create:journal_update' });
+    expect(api.requests).toHaveLength(2);
+  });
+
   it("returns the 403 untouched with insufficientScope: 'return'", async () => {
     const authFetch = createAuthFetch(providerFor(tokens), { insufficientScope: 'return' });
     api.next(() => ({

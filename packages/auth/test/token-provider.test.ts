@@ -364,6 +364,16 @@ describe('single flight', () => {
     expect(count()).toBe(2);
   });
 
+  it('rejects with the reason of an already aborted signal, even on a cache hit', async () => {
+    const provider = providerFor(server);
+    const reason = new Error('caller gave up before asking');
+    await expect(provider.getToken({ signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    expect(count()).toBe(0);
+    await provider.getToken();
+    await expect(provider.getToken({ signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    expect(count()).toBe(1);
+  });
+
   it('lets one caller stop waiting without cancelling the shared request', async () => {
     const provider = providerFor(server);
     const controller = new AbortController();
