@@ -304,6 +304,10 @@ describe('refresh ahead', () => {
       await expect(providerFor(local, { clock: ahead }).getToken()).resolves.toMatchObject({
         tokenType: 'Bearer',
       });
+      // The same allowance applies when the signature is verified (jose's clockTolerance).
+      await expect(
+        providerFor(local, { clock: ahead, verify: { jwks: local.jwks } }).getToken(),
+      ).resolves.toMatchObject({ tokenType: 'Bearer' });
       await expect(
         providerFor(local, { clock: ahead, refresh: { clockSkewMs: 0 } }).getToken(),
       ).rejects.toMatchObject({
