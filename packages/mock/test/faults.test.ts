@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { exportSPKI, importJWK, SignJWT } from 'jose';
+import { exportSPKI, importJWK, type JWTHeaderParameters, SignJWT } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   type FaultName,
@@ -344,5 +344,24 @@ describe('faults', () => {
       expect(await holds(context)).toBe(false);
       expect(await positiveControl(context)).toBe(fault !== 'api-reject-valid-tokens');
     });
+  });
+});
+
+describe('faults: details the conformance suite relies on', () => {
+  it('api-accept-hs256-public-key uses the key named by kid, or any JWKS key when there is no kid', async () => {
+    const context = await launch(['api-accept-hs256-public-key']);
+    const { header, payload } = decodeJwt(await token(context));
+    const jwks = (await (await fetch(context.mock.jwksUrl)).json()) as { keys: Record<string, unknown>[] };
+    const pem = await exportSPKI((await importJWK(jwks.keys[0]!, 'RS256')) as CryptoKey);
+    const sign = (protectedHeader: Record<string, unknown>) =>
+      new SignJWT(payload)
+        .setProtectedHeader(protectedHeader as JWTHeaderParameters)
+        .sign(new TextEncoder().encode(pem));
+    const { kid: _, ...noKid } = header;
+    expect(await loansStatus(context, `Bearer ${await sign({ ...header, alg: 'HS256' })}`)).toBe(200);
+    expect(await loansStatus(context, `Bearer ${await sign({ ...noKid, alg: 'HS256' })}`)).toBe(200);
+    expect(
+      await loansStatus(context, `Bearer ${await sign({ ...header, alg: 'HS256', kid: 'other' })}`),
+    ).toBe(401);
   });
 });
