@@ -204,4 +204,41 @@ describe('cli: partner-mock', () => {
       /^partner-mock: the clients file .* entry 0 has authorizedScopes that are not an array of known scopes\./,
     );
   });
+  it('--leeway reaches the API: an expired token is still accepted within it, and refused without it', async () => {
+    // Two mocks whose tokens live 1 s, one with 30 s of exp leeway; both tokens are used after they expired.
+    const lenient = start(['--json', '--ttl', '1', '--leeway', '30']);
+    const strict = start(['--json', '--ttl', '1']);
+    const infos = [JSON.parse(await lenient.firstLine), JSON.parse(await strict.firstLine)];
+    const tokens = await Promise.all(
+      infos.map(async (info) => {
+        const [client] = info.clients;
+        const answer = await fetch(`${info.authUrl}/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({
+            grant_type: 'client_credentials',
+            scope: 'read:loans',
+            audience: info.audience,
+            client_id: client.clientId,
+            client_secret: client.clientSecret,
+          }),
+        });
+        expect(answer.status).toBe(200);
+        return ((await answer.json()) as { access_token: string }).access_token;
+      }),
+    );
+    // exp is whole seconds: past 2 s, both tokens have expired.
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    const statuses = await Promise.all(
+      infos.map(async (info, index) => {
+        const partnerId = info.clients[0].partnerId;
+        const answer = await fetch(`${info.baseUrl}/v3/partner/${encodeURIComponent(partnerId)}/loans`, {
+          headers: { authorization: `Bearer ${tokens[index]}` },
+        });
+        await answer.arrayBuffer();
+        return answer.status;
+      }),
+    );
+    expect(statuses).toEqual([200, 401]);
+  }, 30_000);
 });
