@@ -2,7 +2,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type ApiOperationId, matchPath, operations, scopeFor } from '@partner-lending/spec';
 import { type AccessTokenClaims, type ValidatorContext, validateAccessToken } from './access-token.js';
 import { formatBearerChallenge } from './bearer-challenge.js';
-import { type BodyResult, bodyLimitBytes, mediaType, readBody, sendJson, splitTarget } from './http-io.js';
+import {
+  type BodyResult,
+  bodyLimitBytes,
+  mediaType,
+  type RequestTarget,
+  readBody,
+  sendJson,
+} from './http-io.js';
 import { type PartnerStore, parsePaging } from './loans.js';
 import type { Exchange } from './mock-server.js';
 
@@ -216,15 +223,8 @@ export async function handleApiRequest(
   res: ServerResponse,
   context: ApiServerContext,
   exchange: Exchange,
+  target: RequestTarget,
 ): Promise<void> {
-  const target = splitTarget(req.url);
-  if (!target) {
-    exchange.error = 'invalid_request';
-    return sendJson(res, 400, {
-      error: 'invalid_request',
-      error_description: 'the request target is malformed',
-    });
-  }
   const match = matchPath(target.pathname);
   const methods = Object.entries(match?.methods ?? {}).filter(([, id]) => operations[id].server === 'api');
   const partnerId = match?.params.partner_id;

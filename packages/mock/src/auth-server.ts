@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FaultSet } from './faults.js';
-import { bodyLimitBytes, readBody, sendJson, splitTarget } from './http-io.js';
+import { bodyLimitBytes, type RequestTarget, readBody, sendJson } from './http-io.js';
 import type { MockClient } from './mock-client.js';
 import type { Exchange } from './mock-server.js';
 import {
@@ -72,15 +72,8 @@ export async function handleAuthRequest(
   res: ServerResponse,
   context: AuthServerContext,
   exchange: Exchange,
+  target: RequestTarget,
 ): Promise<void> {
-  const target = splitTarget(req.url);
-  if (!target) {
-    exchange.error = 'invalid_request';
-    return sendJson(res, 400, {
-      error: 'invalid_request',
-      error_description: 'the request target is malformed',
-    });
-  }
   const route = target.pathname === tokenPath ? 'POST' : target.pathname === jwksPath ? 'GET' : undefined;
   if (route === undefined) {
     exchange.error = 'not_found';

@@ -60,8 +60,13 @@ export function mediaType(header: string | undefined): string | undefined {
   return header.split(';')[0]!.trim().toLowerCase();
 }
 
+export interface RequestTarget {
+  readonly pathname: string;
+  readonly query: string;
+}
+
 /** Splits a raw request target into path and query; undefined for anything but origin-form. */
-export function splitTarget(raw: string | undefined): { pathname: string; query: string } | undefined {
+export function splitTarget(raw: string | undefined): RequestTarget | undefined {
   if (raw === undefined || !raw.startsWith('/')) return undefined;
   const index = raw.indexOf('?');
   return index === -1

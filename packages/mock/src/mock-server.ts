@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { sendJson } from './http-io.js';
+import { type RequestTarget, sendJson, splitTarget } from './http-io.js';
 import { type LoggedRequest, type RequestLog, redactAuthorization, redactTarget } from './request-log.js';
 
 /** What a handler learnt about a request, for the request log. */
@@ -9,7 +9,12 @@ export interface Exchange {
   partnerId?: string;
 }
 
-export type Handler = (req: IncomingMessage, res: ServerResponse, exchange: Exchange) => Promise<void>;
+export type Handler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  exchange: Exchange,
+  target: RequestTarget,
+) => Promise<void>;
 
 export interface ServerOptions {
   readonly name: 'auth' | 'api';
@@ -49,7 +54,15 @@ export function createMockServer(options: ServerOptions): Server {
         };
         options.log.add(entry);
       });
-      options.handler(req, res, exchange).catch(() => {
+      const target = splitTarget(req.url);
+      if (!target) {
+        exchange.error = 'invalid_request';
+        return sendJson(res, 400, {
+          error: 'invalid_request',
+          error_description: 'the request target is malformed',
+        });
+      }
+      options.handler(req, res, exchange, target).catch(() => {
         // Reached only through the api-crash-on-malformed-header fault: answer 500 like a crash would.
         exchange.error = 'server_error';
         sendJson(res, 500, { error: 'server_error', error_description: 'internal error' });

@@ -164,14 +164,14 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
   };
   const authServer = createMockServer({
     name: 'auth',
-    handler: (req, res, exchange) => handleAuthRequest(req, res, authContext, exchange),
+    handler: (req, res, exchange, target) => handleAuthRequest(req, res, authContext, exchange, target),
     log,
     clock,
     requestTimeoutMs,
   });
   const apiServer = createMockServer({
     name: 'api',
-    handler: (req, res, exchange) => handleApiRequest(req, res, apiContext, exchange),
+    handler: (req, res, exchange, target) => handleApiRequest(req, res, apiContext, exchange, target),
     log,
     clock,
     requestTimeoutMs,
