@@ -25,4 +25,9 @@ export {
   type TokenProviderOptions,
   type VerifyOptions,
 } from './token-provider.js';
-export { createMemoryTokenStore, type StoredToken, type TokenStore } from './token-store.js';
+export {
+  createMemoryTokenStore,
+  type SingleFlightOptions,
+  type StoredToken,
+  type TokenStore,
+} from './token-store.js';

@@ -25,6 +25,30 @@ export interface TokenStore {
   get(key: string): Promise<StoredToken | undefined>;
   set(key: string, value: StoredToken, ttlMs: number): Promise<void>;
   delete(key: string): Promise<void>;
+  /**
+   * Optional single flight across processes (a shared store such as Redis). When present, the
+   * provider calls it on a miss or a refresh instead of requesting a token itself: the store either
+   * runs `fetchToken` in this process (it holds the lock), saves the result and tells the waiting
+   * processes, or waits for another process's result and returns it. It must settle within
+   * `timeoutMs` (the provider's request timeout); a rejection makes the provider fall back to its
+   * own request, reported through `onEvent`.
+   */
+  singleFlight?(
+    key: string,
+    fetchToken: () => Promise<StoredToken>,
+    options: SingleFlightOptions,
+  ): Promise<StoredToken>;
+}
+
+export interface SingleFlightOptions {
+  /** How long the lock may be held and a waiter may wait, in ms. */
+  timeoutMs: number;
+  /**
+   * A token the caller already has and wants replaced (a refresh): a stored token with the same
+   * `accessToken` is not an answer, a newer one is.
+   */
+  replacing?: string;
+  signal?: AbortSignal;
 }
 
 /** The default store: a Map in this process, entries dropped once their ttl has passed. */
