@@ -5,22 +5,21 @@ import { formatBearerChallenge } from './bearer-challenge.js';
 import {
   type BodyResult,
   bodyLimitBytes,
+  exceedsJsonDepth,
+  jsonDepthLimit,
   mediaType,
   type RequestTarget,
   readBody,
   sendJson,
 } from './http-io.js';
 import { type PartnerStore, parsePaging } from './loans.js';
-import type { Exchange } from './mock-server.js';
+import { type Exchange, InjectedCrash } from './mock-server.js';
 
 export const realm = 'partner-api';
 
 export interface ApiServerContext extends ValidatorContext {
   readonly store: PartnerStore;
 }
-
-/** Thrown only under the api-crash-on-malformed-header fault, to produce the 500 it promises. */
-export class InjectedCrash extends Error {}
 
 type Credentials =
   | { kind: 'token'; token: string }
@@ -45,6 +44,7 @@ function bodyToken(body: BodyResult, contentType: string | undefined): string | 
   if (type === 'application/x-www-form-urlencoded')
     return new URLSearchParams(text).get('access_token') ?? undefined;
   if (type === 'application/json') {
+    if (exceedsJsonDepth(text, jsonDepthLimit)) return undefined;
     try {
       const value: unknown = JSON.parse(text);
       if (typeof value === 'object' && value !== null && 'access_token' in value) {
@@ -203,9 +203,12 @@ async function sendCreated(
       error_description: 'the body is larger than 1 MiB',
     });
   }
+  const text = read.body.toString('utf8');
+  if (exceedsJsonDepth(text, jsonDepthLimit))
+    return badRequest(`the JSON body nests deeper than ${jsonDepthLimit} levels; send a flatter object`);
   let value: unknown;
   try {
-    value = JSON.parse(read.body.toString('utf8'));
+    value = JSON.parse(text);
   } catch {
     return badRequest('the body is not valid JSON');
   }

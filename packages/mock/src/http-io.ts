@@ -5,6 +5,31 @@ export const bodyLimitBytes = 1024 * 1024;
 // Past this many bytes a body is no longer drained but the connection is closed.
 const drainLimitBytes = 64 * 1024 * 1024;
 
+/** Deepest JSON nesting (objects and arrays) the servers parse: 64 levels. */
+export const jsonDepthLimit = 64;
+
+/**
+ * Whether a JSON text nests objects/arrays deeper than `max`, by one pass over the text (strings
+ * skipped). Run before JSON.parse: a deep enough structure parses, but serialising it again throws.
+ */
+export function exceedsJsonDepth(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index);
+    if (inString) {
+      if (code === 0x5c)
+        index += 1; // backslash: skip the escaped character
+      else if (code === 0x22) inString = false;
+    } else if (code === 0x22) inString = true;
+    else if (code === 0x7b || code === 0x5b) {
+      depth += 1;
+      if (depth > max) return true;
+    } else if (code === 0x7d || code === 0x5d) depth -= 1;
+  }
+  return false;
+}
+
 export type BodyResult = { kind: 'ok'; body: Buffer } | { kind: 'too-large' } | { kind: 'aborted' };
 
 /**

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { type RequestTarget, sendJson, splitTarget } from './http-io.js';
-import { type LoggedRequest, type RequestLog, redactAuthorization, redactTarget } from './request-log.js';
+import { type RequestLog, redactAuthorization, redactTarget } from './request-log.js';
 
 /** What a handler learnt about a request, for the request log. */
 export interface Exchange {
@@ -16,31 +16,74 @@ export type Handler = (
   target: RequestTarget,
 ) => Promise<void>;
 
+/** Thrown only under the api-crash-on-malformed-header fault, to produce the 500 it promises. */
+export class InjectedCrash extends Error {}
+
 export interface ServerOptions {
   readonly name: 'auth' | 'api';
   readonly handler: Handler;
   readonly log: RequestLog;
   readonly clock: () => number;
   readonly requestTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  /** Called with every error a handler let escape (a bug: the answer was a 500). */
+  readonly onInternalError: (error: unknown) => void;
+}
+
+/** How long an idle keep-alive connection stays open: 5 s. */
+export const keepAliveTimeoutMs = 5000;
+
+const internalErrorWatchers = new Set<(error: unknown) => void>();
+
+/**
+ * Calls `watcher` with every internal error of any mock server in this process, until the returned
+ * function is called. The mock's test suite uses it to fail any test that reaches a 500.
+ */
+export function watchInternalErrors(watcher: (error: unknown) => void): () => void {
+  internalErrorWatchers.add(watcher);
+  return () => internalErrorWatchers.delete(watcher);
+}
+
+function internalError(res: ServerResponse, exchange: Exchange): void {
+  exchange.error = 'server_error';
+  if (res.headersSent) return void res.destroy();
+  sendJson(res, 500, { error: 'server_error', error_description: 'internal error' });
 }
 
 /** A node:http server that logs every answer (redacted) and never lets a handler error escape. */
 export function createMockServer(options: ServerOptions): Server {
-  const { requestTimeoutMs } = options;
+  const { requestTimeoutMs, headersTimeoutMs } = options;
   const server = createServer(
     {
       requestTimeout: requestTimeoutMs,
-      headersTimeout: requestTimeoutMs,
+      headersTimeout: Math.min(headersTimeoutMs, requestTimeoutMs),
       // Timeouts are enforced at this interval; keep it well under the timeout.
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(requestTimeoutMs / 4))),
-      keepAliveTimeout: 5000,
+      keepAliveTimeout: keepAliveTimeoutMs,
       maxHeaderSize: 16 * 1024,
     },
     (req, res) => {
       const exchange: Exchange = {};
-      const at = options.clock();
-      res.on('finish', () => {
-        const entry: LoggedRequest = {
+      serve(req, res, exchange).catch((error: unknown) => {
+        // The api-crash-on-malformed-header fault answers 500 on purpose; anything else is a bug.
+        if (!(error instanceof InjectedCrash)) report(error);
+        try {
+          internalError(res, exchange);
+        } catch {
+          res.destroy();
+        }
+      });
+    },
+  );
+  const report = (error: unknown) => {
+    options.onInternalError(error);
+    for (const watcher of internalErrorWatchers) watcher(error);
+  };
+  async function serve(req: IncomingMessage, res: ServerResponse, exchange: Exchange): Promise<void> {
+    const at = options.clock();
+    res.on('finish', () => {
+      try {
+        options.log.add({
           at,
           server: options.name,
           method: req.method ?? '',
@@ -51,30 +94,30 @@ export function createMockServer(options: ServerOptions): Server {
           }),
           ...(exchange.error !== undefined && { error: exchange.error }),
           ...(exchange.partnerId !== undefined && { partnerId: exchange.partnerId }),
-        };
-        options.log.add(entry);
-      });
-      const target = splitTarget(req.url);
-      if (!target) {
-        exchange.error = 'invalid_request';
-        return sendJson(res, 400, {
-          error: 'invalid_request',
-          error_description: 'the request target is malformed',
         });
+      } catch (error) {
+        report(error);
       }
-      options.handler(req, res, exchange, target).catch(() => {
-        // Reached only through the api-crash-on-malformed-header fault: answer 500 like a crash would.
-        exchange.error = 'server_error';
-        sendJson(res, 500, { error: 'server_error', error_description: 'internal error' });
+    });
+    const target = splitTarget(req.url);
+    if (!target) {
+      exchange.error = 'invalid_request';
+      return sendJson(res, 400, {
+        error: 'invalid_request',
+        error_description: 'the request target is malformed',
       });
-    },
-  );
+    }
+    await options.handler(req, res, exchange, target);
+  }
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || error.code === 'ECONNRESET') return void socket.destroy();
     const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
     const large = error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : status;
     socket.end(`HTTP/1.1 ${large}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
   });
+  // A client may half-close its side once the request is sent (socket.end()): node:http would then
+  // abort the request and close the connection before the answer; keep it open until we answer.
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   return server;
 }
 

@@ -34,8 +34,15 @@ export interface MockOptions {
   authPort?: number;
   /** Port of the API. Default 0 (random). */
   apiPort?: number;
-  /** Longest time a request may take to arrive (headers and body), in ms. Default 30000. */
+  /** Longest time a request may take to arrive (headers and body), in ms; 408 after it. Default 30000. */
   requestTimeoutMs?: number;
+  /** Longest time the request headers may take to arrive, in ms (at most requestTimeoutMs). Default 10000. */
+  headersTimeoutMs?: number;
+  /**
+   * Called with any error a handler let escape (a bug in the mock; the request got a 500).
+   * Default: one line with the stack on stderr. `RunningMock.internalErrorCount()` counts them.
+   */
+  onInternalError?: (error: unknown) => void;
   /**
    * The first RS256 signing key pair. Default: a fresh 2048-bit pair per start (the slowest part of
    * start-up); pass one pair to many mocks to start them faster. Rotation always generates new keys.
@@ -59,6 +66,8 @@ export interface RunningMock {
   readonly faults: readonly FaultName[];
   /** Requests received by the token endpoint (POST /oauth/token), successful or not. */
   tokenRequestCount(): number;
+  /** Requests answered 500 because of an error inside the mock (0 unless the mock has a bug). */
+  internalErrorCount(): number;
   /** The newest 1000 requests of both servers, secrets and tokens redacted. */
   requestLog(): readonly LoggedRequest[];
   /** Adds a new signing key; the previous one stays published until the next rotation. */
@@ -83,6 +92,11 @@ function integer(
   return value;
 }
 
+function reportInternalError(error: unknown): void {
+  const text = error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : String(error);
+  process.stderr.write(`partner-mock: internal error (the request was answered 500): ${text}\n`);
+}
+
 const origin = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
 /** Starts the auth server and the API on two ports of 127.0.0.1 (two origins, as in production). */
@@ -95,6 +109,9 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
   const authPort = integer('authPort', options.authPort, 0, 0, 65_535);
   const apiPort = integer('apiPort', options.apiPort, 0, 0, 65_535);
   const requestTimeoutMs = integer('requestTimeoutMs', options.requestTimeoutMs, 30_000, 1, 3_600_000);
+  const headersTimeoutMs = integer('headersTimeoutMs', options.headersTimeoutMs, 10_000, 1, 3_600_000);
+  const { onInternalError = reportInternalError } = options;
+  if (typeof onInternalError !== 'function') fail('startMock: onInternalError must be a function.');
   const leewaySeconds = options.leewaySeconds ?? 0;
   if (!Number.isFinite(leewaySeconds) || leewaySeconds < 0)
     fail(`startMock: leewaySeconds must be a number ≥ 0, got ${String(leewaySeconds)}.`);
@@ -122,6 +139,11 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
   const keys = await KeySet.create(signingKey);
   const log = new RequestLog();
   let tokenRequests = 0;
+  let internalErrors = 0;
+  const countInternalError = (error: unknown) => {
+    internalErrors += 1;
+    onInternalError(error);
+  };
   const store = new PartnerStore(
     clients.map((client) => client.partnerId),
     loansPerPartner,
@@ -168,6 +190,8 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     log,
     clock,
     requestTimeoutMs,
+    headersTimeoutMs,
+    onInternalError: countInternalError,
   });
   const apiServer = createMockServer({
     name: 'api',
@@ -175,6 +199,8 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     log,
     clock,
     requestTimeoutMs,
+    headersTimeoutMs,
+    onInternalError: countInternalError,
   });
   try {
     urls.authUrl = origin(host, await listen(authServer, host, authPort));
@@ -201,6 +227,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     profile,
     faults: Object.freeze([...faultList]),
     tokenRequestCount: () => tokenRequests,
+    internalErrorCount: () => internalErrors,
     requestLog: () => log.entries(),
     rotateKeys: (rotateOptions) => keys.rotate(rotateOptions),
     close: () => {

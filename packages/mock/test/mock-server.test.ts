@@ -2,7 +2,10 @@ import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningMock, startMock } from '../src/index.js';
+import { closeServer, createMockServer, listen } from '../src/mock-server.js';
+import { RequestLog } from '../src/request-log.js';
 import { forge, sharedSigningKey, tokenFor } from './helpers.js';
+import { takeInternalErrors } from './setup.js';
 
 let mock: RunningMock;
 let token: string;
@@ -230,5 +233,63 @@ describe('mock-server: timeouts and protocol errors', () => {
     expect(
       await raw(port(mock.baseUrl), `GET http://x${partnerPath()}/loans HTTP/1.1\r\nHost: x\r\n\r\n`),
     ).toMatch(/^HTTP\/1\.1 400 /);
+  });
+});
+
+describe('mock-server: the last-resort 500', () => {
+  it('answers 500 to a handler error, reports it, logs it and tells the test hook', async () => {
+    const reported: unknown[] = [];
+    const log = new RequestLog();
+    const server = createMockServer({
+      name: 'api',
+      handler: async (req) => {
+        if (req.url === '/bug') throw new Error('a handler bug');
+        throw new Error('unreachable in this test');
+      },
+      log,
+      clock: () => 0,
+      requestTimeoutMs: 1000,
+      headersTimeoutMs: 1000,
+      onInternalError: (error) => reported.push(error),
+    });
+    const port = await listen(server, '127.0.0.1', 0);
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/bug`);
+      expect(response.status).toBe(500);
+      expect(await response.json()).toEqual({ error: 'server_error', error_description: 'internal error' });
+      expect(reported.map((error) => (error as Error).message)).toEqual(['a handler bug']);
+      expect(log.entries().map((entry) => [entry.status, entry.error])).toEqual([[500, 'server_error']]);
+      // The hook of test/setup.ts saw it too (and would fail this test if it were left there).
+      expect(takeInternalErrors().map((error) => (error as Error).message)).toEqual(['a handler bug']);
+    } finally {
+      await closeServer(server);
+    }
+  });
+
+  it('counts the internal errors of a running mock and hands them to onInternalError', async () => {
+    let broken = false;
+    const reported: unknown[] = [];
+    const running = await startMock({
+      signingKey: await sharedSigningKey(),
+      clock: () => {
+        if (broken) throw new Error('the clock broke');
+        return Date.now();
+      },
+      onInternalError: (error) => reported.push(error),
+    });
+    try {
+      const good = await tokenFor(running);
+      broken = true;
+      const response = await fetch(`${running.baseUrl}/v3/partner/${running.clients[0]!.partnerId}/loans`, {
+        headers: { authorization: `Bearer ${good}` },
+      });
+      expect(response.status).toBe(500);
+      expect(running.internalErrorCount()).toBe(1);
+      expect(reported.map((error) => (error as Error).message)).toEqual(['the clock broke']);
+      expect(takeInternalErrors()).toHaveLength(1);
+      expect(mock.internalErrorCount()).toBe(0);
+    } finally {
+      await running.close();
+    }
   });
 });
