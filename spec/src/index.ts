@@ -2,7 +2,7 @@ import { audienceTemplate, operations, scopes } from './generated/operations.js'
 
 export { audienceTemplate, operations, scopes };
 
-/** One of the four access scopes the oauth2 scheme declares (seed §2.1). */
+/** One of the four access scopes the oauth2 scheme declares (API documentation §2.1). */
 export type Scope = (typeof scopes)[number];
 /** The operationId of every operation in the spec, the token endpoint included. */
 export type OperationId = keyof typeof operations;

@@ -17,7 +17,7 @@ describe('bundled openapi.json', () => {
     expect(scheme['x-audience']).toBe('{base_url}');
   });
 
-  it('has every seed field in the token request and response schemas', () => {
+  it('has every documented field in the token request and response schemas', () => {
     const { TokenRequest, TokenResponse } = bundled.components.schemas;
     expect(Object.keys(TokenRequest.properties).sort()).toEqual(
       ['audience', 'client_id', 'client_secret', 'grant_type', 'scope'].sort(),

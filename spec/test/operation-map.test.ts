@@ -16,7 +16,7 @@ const specText = await readFile(new URL('../openapi.yaml', import.meta.url), 'ut
 const loadSpec = () => parse(specText);
 
 describe('operation map', () => {
-  it('has the token endpoint and the four v3 paths with the seed scopes (seed §4.2)', () => {
+  it('has the token endpoint and the four v3 paths with the documented scopes (API documentation §4.2)', () => {
     expect(operations).toEqual({
       requestToken: { method: 'POST', path: '/oauth/token', server: 'auth', scope: null },
       listLoans: {
