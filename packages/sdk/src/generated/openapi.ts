@@ -12,19 +12,20 @@ export interface paths {
         put?: never;
         /**
          * Exchange client credentials for an access token
-         * @description Seed §4.1 and §5. The client credentials grant of RFC 6749 §4.4. The partner sends its
+         * @description Partner Lending API — Authentication and Access §4.1 and §5. The client credentials grant of RFC 6749 §4.4. The partner sends its
          *     `client_id` and `client_secret` (from the partner administration console) and receives a
          *     time-limited bearer token (a JWT) for the audience `{base_url}`.
          *
-         *     Rules (seed §4.1):
+         *     Rules (API documentation §4.1):
          *     1. With valid client credentials the answer holds a token whose scope is the **intersection**
          *        of the requested scopes and the scopes the partner is authorised for.
          *     2. A requested scope that is not authorised for the partner is absent from the returned
          *        `scope` field.
          *
-         *     Refreshing a token means requesting a new one the same way (seed §5.4). Errors are not shown
-         *     by the source; this document gives the error object of RFC 6749 §5.2, which an OAuth 2.0
-         *     authorisation server returns.
+         *     Refreshing a token means requesting a new one the same way (API documentation §5.4). Errors are
+         *     not specified by the API documentation (§7); this description gives the error object of RFC 6749
+         *     §5.2, which an OAuth 2.0 authorisation server returns, and `invalid_target` (RFC 8707 §2), which
+         *     authorisation servers return for an audience or resource they do not issue tokens for.
          */
         post: operations["requestToken"];
         delete?: never;
@@ -39,9 +40,9 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The partner identifier: the `partnerId` of the token response (seed §4.2), shown in the partner
+                 * @description The partner identifier: the `partnerId` of the token response (API documentation §4.2), shown in the partner
                  *     administration console under Account > Profile. A token may only be used on its own partner's
-                 *     paths.
+                 *     paths (partner isolation).
                  * @example partner-7f3a
                  */
                 partner_id: components["parameters"]["PartnerId"];
@@ -50,13 +51,14 @@ export interface paths {
         };
         /**
          * List the partner's loans
-         * @description Seed §4.2. Requires the `read:loans` scope. Accepts `limit` and `offset` for paging.
+         * @description Partner Lending API — Authentication and Access §4.2. Requires the `read:loans` scope. Accepts
+         *     `limit` and `offset` for paging.
          *
-         *     The source does not show the fields of a loan, the response shape, nor the type, default or
+         *     The API documentation does not specify the fields of a loan, the response shape, nor the type, default or
          *     bounds of `limit` and `offset`. This document models them openly: the body is a JSON array of
          *     loan objects or a JSON object (for example a page with an array of items), every object open to
          *     any property. `limit` and `offset` are modelled as integers (`limit` ≥ 1, `offset` ≥ 0); their
-         *     defaults and upper bounds are not stated by the source.
+         *     defaults and upper bounds are not specified by the API documentation.
          */
         get: operations["listLoans"];
         put?: never;
@@ -73,9 +75,9 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The partner identifier: the `partnerId` of the token response (seed §4.2), shown in the partner
+                 * @description The partner identifier: the `partnerId` of the token response (API documentation §4.2), shown in the partner
                  *     administration console under Account > Profile. A token may only be used on its own partner's
-                 *     paths.
+                 *     paths (partner isolation).
                  * @example partner-7f3a
                  */
                 partner_id: components["parameters"]["PartnerId"];
@@ -86,9 +88,10 @@ export interface paths {
         put?: never;
         /**
          * Create a loan draft
-         * @description Seed §4.2. Requires the `create:loan_draft` scope. The seed does not show the method; POST is
-         *     the method the public documentation of the deployed service uses. The request and response
-         *     bodies are not specified by the source: any JSON object is accepted and returned.
+         * @description Partner Lending API — Authentication and Access §4.2. Requires the `create:loan_draft` scope. The
+         *     method is not specified by the API documentation; POST is the method the public documentation
+         *     of the deployed service uses. The request and response bodies are not specified by the API
+         *     documentation: any JSON object is accepted and returned.
          */
         post: operations["createLoanDraft"];
         delete?: never;
@@ -103,9 +106,9 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The partner identifier: the `partnerId` of the token response (seed §4.2), shown in the partner
+                 * @description The partner identifier: the `partnerId` of the token response (API documentation §4.2), shown in the partner
                  *     administration console under Account > Profile. A token may only be used on its own partner's
-                 *     paths.
+                 *     paths (partner isolation).
                  * @example partner-7f3a
                  */
                 partner_id: components["parameters"]["PartnerId"];
@@ -116,9 +119,10 @@ export interface paths {
         put?: never;
         /**
          * Create a journal update
-         * @description Seed §4.2. Requires the `create:journal_update` scope. The seed does not show the method; POST
-         *     is the method the public documentation of the deployed service uses. The request and response
-         *     bodies are not specified by the source: any JSON object is accepted and returned.
+         * @description Partner Lending API — Authentication and Access §4.2. Requires the `create:journal_update` scope. The
+         *     method is not specified by the API documentation; POST is the method the public documentation
+         *     of the deployed service uses. The request and response bodies are not specified by the API
+         *     documentation: any JSON object is accepted and returned.
          */
         post: operations["createJournalUpdate"];
         delete?: never;
@@ -133,9 +137,9 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The partner identifier: the `partnerId` of the token response (seed §4.2), shown in the partner
+                 * @description The partner identifier: the `partnerId` of the token response (API documentation §4.2), shown in the partner
                  *     administration console under Account > Profile. A token may only be used on its own partner's
-                 *     paths.
+                 *     paths (partner isolation).
                  * @example partner-7f3a
                  */
                 partner_id: components["parameters"]["PartnerId"];
@@ -146,9 +150,10 @@ export interface paths {
         put?: never;
         /**
          * Create a repayment
-         * @description Seed §4.2. Requires the `create:repayment` scope. The seed does not show the method; POST is
-         *     the method the public documentation of the deployed service uses. The request and response
-         *     bodies are not specified by the source: any JSON object is accepted and returned.
+         * @description Partner Lending API — Authentication and Access §4.2. Requires the `create:repayment` scope. The
+         *     method is not specified by the API documentation; POST is the method the public documentation
+         *     of the deployed service uses. The request and response bodies are not specified by the API
+         *     documentation: any JSON object is accepted and returned.
          */
         post: operations["createRepayment"];
         delete?: never;
@@ -161,7 +166,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description Form fields of the token request (seed §2.1), sent as `application/x-www-form-urlencoded`. */
+        /** @description Form fields of the token request (API documentation §2.1), sent as `application/x-www-form-urlencoded`. */
         TokenRequest: {
             /**
              * @description Always `client_credentials`.
@@ -171,31 +176,31 @@ export interface components {
             /**
              * @description Space-separated list of requested scopes; allowed values are `read:loans`,
              *     `create:loan_draft`, `create:journal_update`, `create:repayment`. Not stated as required by
-             *     the source. The granted scope is the intersection of these and the scopes the partner is
-             *     authorised for (seed §4.1).
+             *     the API documentation. The granted scope is the intersection of these and the scopes the
+             *     partner is authorised for (API documentation §4.1).
              * @example read:loans create:loan_draft
              */
             scope?: string;
             /**
              * Format: uri
              * @description The API the token will be used with: the base address of the partner API of the
-             *     environment, `{base_url}` (seed §2.1, §5.3). Whether it is required is not stated by the
-             *     source.
+             *     environment, `{base_url}` (API documentation §2.1, §5.3). Whether it is required is not
+             *     specified by the API documentation.
              * @example https://partner-api.staging.invalid
              */
             audience?: string;
             /**
-             * @description First half of the client credentials; identifies the partner. Secret. The source marks it
-             *     required in the form; RFC 6749 §2.3.1 also allows HTTP Basic client authentication.
+             * @description First half of the client credentials; identifies the partner. Secret. The API documentation
+             *     marks it required in the form; RFC 6749 §2.3.1 also allows HTTP Basic client authentication.
              */
             client_id: string;
             /**
              * Format: password
-             * @description Second half of the client credentials. Secret (seed §5.6).
+             * @description Second half of the client credentials. Secret (API documentation §5.6).
              */
             client_secret: string;
         };
-        /** @description The token response (seed §2.2). */
+        /** @description The token response (API documentation §2.2). */
         TokenResponse: {
             /** @description The bearer token (a JWT) to send as `Authorization: Bearer <ACCESS_TOKEN>`. */
             access_token: string;
@@ -214,7 +219,7 @@ export interface components {
             expires_in: number;
             /**
              * @description Space-separated granted scopes: the intersection of the requested scopes and the scopes the
-             *     partner is authorised for (seed §4.1). Inside the JWT the `scope` claim may be an array
+             *     partner is authorised for (API documentation §4.1). Inside the JWT the `scope` claim may be an array
              *     of strings (deployed service) or a space-separated string (RFC 9068).
              * @example read:loans create:loan_draft
              */
@@ -235,14 +240,14 @@ export interface components {
         /** @description Error object of RFC 6749 §5.2. */
         OAuthError: {
             /** @enum {string} */
-            error: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "access_denied";
+            error: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "access_denied" | "invalid_target";
             /** @description Human-readable text for the developer. */
             error_description?: string;
             /** Format: uri */
             error_uri?: string;
         };
         /**
-         * @description Error body of the partner API. Not specified by the source (seed §7); modelled as an object
+         * @description Error body of the partner API. Not specified by the API documentation (§7); modelled as an object
          *     with optional RFC 6750 style `error` and `error_description`, open to other properties.
          */
         ApiError: {
@@ -251,16 +256,16 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description A JSON object whose fields are not specified by the source; any property is allowed. */
+        /** @description A JSON object whose fields are not specified by the API documentation; any property is allowed. */
         OpenObject: {
             [key: string]: unknown;
         };
-        /** @description A loan. Its fields are not shown by the source (seed §2.3); any property is allowed. */
+        /** @description A loan. Its fields are not specified by the API documentation (§2.3); any property is allowed. */
         Loan: {
             [key: string]: unknown;
         };
         /**
-         * @description A page of loans. The shape is not specified by the source: either an array of loans, or an
+         * @description A page of loans. The shape is not specified by the API documentation: either an array of loans, or an
          *     object (for example one holding an array of loans) open to any property.
          */
         LoansPage: components["schemas"]["Loan"][] | {
@@ -268,7 +273,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description Accepted and stored. The response body is not specified by the source; it is a JSON object. */
+        /** @description Accepted and stored. The response body is not specified by the API documentation; it is a JSON object. */
         Created: {
             headers: {
                 [name: string]: unknown;
@@ -279,7 +284,7 @@ export interface components {
         };
         /**
          * @description The request is malformed: a bad `limit` or `offset`, a body that is not a JSON object, or
-         *     malformed JSON. Error bodies are not specified by the source (seed §7).
+         *     malformed JSON. Error bodies are not specified by the API documentation (§7).
          */
         BadRequest: {
             headers: {
@@ -292,7 +297,7 @@ export interface components {
         /**
          * @description No token, or a token that is invalid, expired, not meant for this audience or not signed by
          *     the authentication service (RFC 6750 §3.1 `invalid_token`). Without credentials the challenge
-         *     carries no `error` attribute (RFC 6750 §3.1). The seed only says an error status is returned.
+         *     carries no `error` attribute (RFC 6750 §3.1). The API documentation does not specify error statuses or bodies (§7).
          */
         Unauthorized: {
             headers: {
@@ -306,7 +311,8 @@ export interface components {
         /**
          * @description The token lacks the scope this operation requires (RFC 6750 §3.1 `insufficient_scope`, with the
          *     required scope in the challenge's `scope` attribute), or the token belongs to another partner
-         *     than the `partner_id` of the path.
+         *     than the `partner_id` of the path (partner isolation: a token is only good for its own
+         *     partner's paths).
          */
         Forbidden: {
             headers: {
@@ -329,7 +335,7 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
-        /** @description The request body is larger than the server accepts (the source states no limit). */
+        /** @description The request body is larger than the server accepts (no limit is specified by the API documentation, §8). */
         PayloadTooLarge: {
             headers: {
                 [name: string]: unknown;
@@ -339,8 +345,9 @@ export interface components {
             };
         };
         /**
-         * @description RFC 6749 §5.2: `invalid_request`, `invalid_grant`, `unsupported_grant_type`, `invalid_scope`.
-         *     Not shown by the source.
+         * @description RFC 6749 §5.2: `invalid_request`, `invalid_grant`, `unsupported_grant_type`, `invalid_scope`;
+         *     RFC 8707 §2: `invalid_target`, returned by authorisation servers for an `audience` (resource)
+         *     they do not issue tokens for. Not specified by the API documentation (§7).
          */
         TokenError400: {
             headers: {
@@ -353,7 +360,7 @@ export interface components {
         };
         /**
          * @description RFC 6749 §5.2 `invalid_client`: client authentication failed (unknown client, wrong secret).
-         *     Not shown by the source.
+         *     Not specified by the API documentation (§7).
          */
         TokenError401: {
             headers: {
@@ -368,7 +375,8 @@ export interface components {
         };
         /**
          * @description The request was understood but refused, for example a token asked for an audience other than
-         *     the partner API (`access_denied`, as the deployed service answers). Not shown by the source.
+         *     the partner API (`access_denied`, as the deployed service answers). Not specified by the API
+         *     documentation (§7).
          */
         TokenError403: {
             headers: {
@@ -382,17 +390,17 @@ export interface components {
     };
     parameters: {
         /**
-         * @description The partner identifier: the `partnerId` of the token response (seed §4.2), shown in the partner
+         * @description The partner identifier: the `partnerId` of the token response (API documentation §4.2), shown in the partner
          *     administration console under Account > Profile. A token may only be used on its own partner's
-         *     paths.
+         *     paths (partner isolation).
          * @example partner-7f3a
          */
         PartnerId: string;
     };
     requestBodies: {
         /**
-         * @description A JSON object. Its fields are not specified by the source (seed §2.3), so any property is
-         *     accepted.
+         * @description A JSON object. Its fields are not specified by the API documentation (§2.3), so any property
+         *     is accepted.
          */
         OpenObject: {
             content: {
@@ -451,13 +459,13 @@ export interface operations {
             query?: {
                 /**
                  * @description Largest number of loans to return. Modelled as an integer ≥ 1; the default and the upper
-                 *     bound are not stated by the source.
+                 *     bound are not specified by the API documentation.
                  * @example 50
                  */
                 limit?: number;
                 /**
                  * @description Number of loans to skip. Modelled as an integer ≥ 0; the default (presumably 0) is not
-                 *     stated by the source.
+                 *     specified by the API documentation.
                  * @example 0
                  */
                 offset?: number;
@@ -465,9 +473,9 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The partner identifier: the `partnerId` of the token response (seed §4.2), shown in the partner
+                 * @description The partner identifier: the `partnerId` of the token response (API documentation §4.2), shown in the partner
                  *     administration console under Account > Profile. A token may only be used on its own partner's
-                 *     paths.
+                 *     paths (partner isolation).
                  * @example partner-7f3a
                  */
                 partner_id: components["parameters"]["PartnerId"];
@@ -476,7 +484,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The loans (shape not specified by the source; see the operation description). */
+            /** @description The loans (shape not specified by the API documentation; see the operation description). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -497,9 +505,9 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The partner identifier: the `partnerId` of the token response (seed §4.2), shown in the partner
+                 * @description The partner identifier: the `partnerId` of the token response (API documentation §4.2), shown in the partner
                  *     administration console under Account > Profile. A token may only be used on its own partner's
-                 *     paths.
+                 *     paths (partner isolation).
                  * @example partner-7f3a
                  */
                 partner_id: components["parameters"]["PartnerId"];
@@ -522,9 +530,9 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The partner identifier: the `partnerId` of the token response (seed §4.2), shown in the partner
+                 * @description The partner identifier: the `partnerId` of the token response (API documentation §4.2), shown in the partner
                  *     administration console under Account > Profile. A token may only be used on its own partner's
-                 *     paths.
+                 *     paths (partner isolation).
                  * @example partner-7f3a
                  */
                 partner_id: components["parameters"]["PartnerId"];
@@ -547,9 +555,9 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The partner identifier: the `partnerId` of the token response (seed §4.2), shown in the partner
+                 * @description The partner identifier: the `partnerId` of the token response (API documentation §4.2), shown in the partner
                  *     administration console under Account > Profile. A token may only be used on its own partner's
-                 *     paths.
+                 *     paths (partner isolation).
                  * @example partner-7f3a
                  */
                 partner_id: components["parameters"]["PartnerId"];
