@@ -11,6 +11,7 @@ import {
   type RequestTarget,
   readBody,
   sendJson,
+  sendJsonText,
 } from './http-io.js';
 import { type PartnerStore, parsePaging } from './loans.js';
 import { type Exchange, InjectedCrash } from './mock-server.js';
@@ -214,7 +215,7 @@ async function sendCreated(
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     return badRequest('the body must be a JSON object');
-  sendJson(res, 201, context.store.create(partnerId, operationId, value as Record<string, unknown>));
+  sendJsonText(res, 201, context.store.create(partnerId, operationId, value as Record<string, unknown>));
 }
 
 const bodyLimit = (context: ApiServerContext) =>

@@ -70,13 +70,23 @@ export function sendJson(
   headers: Record<string, string> = {},
 ): void {
   if (res.headersSent || res.destroyed) return;
-  const text = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+/** Sends an already serialised JSON answer. */
+export function sendJsonText(
+  res: ServerResponse,
+  status: number,
+  json: Buffer | string,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent || res.destroyed) return;
   res.writeHead(status, {
     ...headers,
     'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(text),
+    'Content-Length': Buffer.byteLength(json),
   });
-  res.end(text);
+  res.end(json);
 }
 
 /** The media type of a Content-Type header, lower-cased without parameters. */

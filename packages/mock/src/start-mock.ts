@@ -5,7 +5,7 @@ import { type AuthServerContext, handleAuthRequest, jwksPath, tokenPath } from '
 import { MockError } from './errors.js';
 import { type FaultName, parseFaults } from './faults.js';
 import { KeySet, type RsaKeyPair } from './jwks.js';
-import { PartnerStore } from './loans.js';
+import { defaultStoreLimits, PartnerStore, type StoreLimits } from './loans.js';
 import { demoClients, type MockClient, parseClients, protectClient } from './mock-client.js';
 import { closeServer, createMockServer, listen } from './mock-server.js';
 import { type Profile, profileRules, profiles } from './profile.js';
@@ -26,8 +26,14 @@ export interface MockOptions {
   leewaySeconds?: number;
   /** What an empty requested ∩ authorised scope gives. Default 'invalid_scope' (400). */
   emptyIntersection?: 'invalid_scope' | 'empty-token';
-  /** Seeded loans per partner. Default 25. */
+  /** Demo loans per partner. Default 25. */
   loansPerPartner?: number;
+  /** Objects kept from creates over all partners; past it the oldest are dropped. Default 10000. */
+  maxStored?: number;
+  /** Objects kept from creates per partner; past it the partner's oldest are dropped. Default 1000. */
+  maxStoredPerPartner?: number;
+  /** UTF-8 bytes of the JSON of the objects kept, over all partners. Default 67108864 (64 MiB). */
+  maxStoredBytes?: number;
   /** Interface both servers bind. Default '127.0.0.1'. */
   host?: string;
   /** Port of the auth server. Default 0 (random). */
@@ -66,6 +72,8 @@ export interface RunningMock {
   readonly faults: readonly FaultName[];
   /** Requests received by the token endpoint (POST /oauth/token), successful or not. */
   tokenRequestCount(): number;
+  /** How many created objects are kept, and the size of their JSON in bytes. */
+  storedUsage(): { readonly items: number; readonly bytes: number };
   /** Requests answered 500 because of an error inside the mock (0 unless the mock has a bug). */
   internalErrorCount(): number;
   /** The newest 1000 requests of both servers, secrets and tokens redacted. */
@@ -106,6 +114,23 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     fail(`startMock: profile must be one of ${profiles.join(', ')}, got ${String(profile)}.`);
   const tokenTtlSeconds = integer('tokenTtlSeconds', options.tokenTtlSeconds, 43_200, 1, 10 * 365 * 86_400);
   const loansPerPartner = integer('loansPerPartner', options.loansPerPartner, 25, 0, 100_000);
+  const storeLimits: StoreLimits = {
+    maxStored: integer('maxStored', options.maxStored, defaultStoreLimits.maxStored, 0, 10_000_000),
+    maxStoredPerPartner: integer(
+      'maxStoredPerPartner',
+      options.maxStoredPerPartner,
+      defaultStoreLimits.maxStoredPerPartner,
+      0,
+      10_000_000,
+    ),
+    maxStoredBytes: integer(
+      'maxStoredBytes',
+      options.maxStoredBytes,
+      defaultStoreLimits.maxStoredBytes,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+  };
   const authPort = integer('authPort', options.authPort, 0, 0, 65_535);
   const apiPort = integer('apiPort', options.apiPort, 0, 0, 65_535);
   const requestTimeoutMs = integer('requestTimeoutMs', options.requestTimeoutMs, 30_000, 1, 3_600_000);
@@ -148,6 +173,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     clients.map((client) => client.partnerId),
     loansPerPartner,
     clock(),
+    storeLimits,
   );
   // Filled in once both ports are known; no request can arrive before the servers listen.
   const urls = { authUrl: '', baseUrl: '', issuer: '' };
@@ -228,6 +254,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     faults: Object.freeze([...faultList]),
     tokenRequestCount: () => tokenRequests,
     internalErrorCount: () => internalErrors,
+    storedUsage: () => store.usage(),
     requestLog: () => log.entries(),
     rotateKeys: (rotateOptions) => keys.rotate(rotateOptions),
     close: () => {

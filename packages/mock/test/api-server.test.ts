@@ -117,7 +117,7 @@ describe('api-server: GET loans', () => {
     expect(JSON.parse(answer.text).error_description).toBe('limit must be an integer between 1 and 100');
   });
 
-  it('seeds loans per partner', async () => {
+  it('has demo loans per partner', async () => {
     const b = JSON.parse((await getLoans(mock, `Bearer ${tokenB}`, 'p-b')).text);
     expect(b[0].partnerId).toBe('p-b');
   });

@@ -118,6 +118,17 @@ describe('startMock', () => {
     [{ tokenTtlSeconds: 1.5 }, 'startMock: tokenTtlSeconds must be an integer from 1 to 315360000, got 1.5.'],
     [{ apiPort: 70000 }, 'startMock: apiPort must be an integer from 0 to 65535, got 70000.'],
     [{ leewaySeconds: -1 }, 'startMock: leewaySeconds must be a number ≥ 0, got -1.'],
+    [{ maxStored: -1 }, 'startMock: maxStored must be an integer from 0 to 10000000, got -1.'],
+    [
+      { maxStoredPerPartner: 1.5 },
+      'startMock: maxStoredPerPartner must be an integer from 0 to 10000000, got 1.5.',
+    ],
+    [
+      { maxStoredBytes: Number.NaN },
+      'startMock: maxStoredBytes must be an integer from 0 to 9007199254740991, got NaN.',
+    ],
+    [{ headersTimeoutMs: 0 }, 'startMock: headersTimeoutMs must be an integer from 1 to 3600000, got 0.'],
+    [{ onInternalError: 'log' as never }, 'startMock: onInternalError must be a function.'],
     [
       { emptyIntersection: 'x' as never },
       "startMock: emptyIntersection must be 'invalid_scope' or 'empty-token', got x.",
@@ -144,7 +155,7 @@ describe('startMock', () => {
     ).rejects.toThrow('clients: entry 1 repeats a clientId.');
   });
 
-  it('seeds loansPerPartner loans', async () => {
+  it('creates loansPerPartner demo loans', async () => {
     const few = await startMock({ loansPerPartner: 3, signingKey: await sharedSigningKey() });
     try {
       const answer = await getLoans(few, `Bearer ${await tokenFor(few)}`);
