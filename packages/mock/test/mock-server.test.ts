@@ -293,3 +293,43 @@ describe('mock-server: the last-resort 500', () => {
     }
   });
 });
+
+/** Sends a whole request, half-closes (socket.end()), and answers everything received until close. */
+function halfClosed(port: number, request: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    let data = '';
+    const timer = setTimeout(() => socket.destroy(), 5000);
+    socket.setEncoding('latin1');
+    socket.on('connect', () => socket.end(request));
+    socket.on('data', (chunk: string) => {
+      data += chunk;
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(data);
+    });
+  });
+}
+
+describe('mock-server: half-closed connections', () => {
+  it('answers 20 of 20 token requests and loans requests whose client half-closed after sending', async () => {
+    const client = mock.clients[0]!;
+    const form = new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+      audience: mock.audience,
+    }).toString();
+    const tokenRequest = `POST /oauth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\n\r\n${form}`;
+    const loansRequest = `GET ${partnerPath()}/loans HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+    const answers = await Promise.all([
+      ...Array.from({ length: 20 }, () => halfClosed(port(mock.authUrl), tokenRequest)),
+      ...Array.from({ length: 20 }, () => halfClosed(port(mock.baseUrl), loansRequest)),
+    ]);
+    const statuses = answers.map((answer) => answer.split('\r\n')[0]);
+    expect(statuses).toEqual(Array(40).fill('HTTP/1.1 200 OK'));
+    expect(answers.slice(0, 20).every((answer) => answer.includes('"access_token":"ey'))).toBe(true);
+  });
+});
