@@ -88,8 +88,3 @@ export function secretMatches(presented: string, expected: string): boolean {
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);
 }
-
-/** Shortens a secret-ish value for logs: only its last 6 characters. */
-export function shorten(value: string): string {
-  return value.length <= 6 ? '…' : `…${value.slice(-6)}`;
-}

@@ -1,5 +1,3 @@
-import { shorten } from './mock-client.js';
-
 /** One request as the mock saw it, with secrets and tokens redacted. */
 export interface LoggedRequest {
   /** Epoch ms (from the mock's clock) when the request arrived. */
@@ -9,7 +7,7 @@ export interface LoggedRequest {
   /** Path and query; values of secret-bearing parameters are replaced by `[redacted]`. */
   readonly target: string;
   readonly status: number;
-  /** The Authorization header shortened: scheme plus the last 6 characters of the credentials. */
+  /** The Authorization header redacted: a bearer token's last 6 characters, nothing of anything else. */
   readonly authorization?: string;
   /** The OAuth or RFC 6750 error code of the answer, when there was one. */
   readonly error?: string;
@@ -17,37 +15,83 @@ export interface LoggedRequest {
   readonly partnerId?: string;
 }
 
-const secretParams = new Set(['access_token', 'client_secret', 'client_id', 'token', 'code', 'assertion']);
+/**
+ * The toolkit's one rule for tokens: at most their last 6 characters (nothing of a short one), enough
+ * to tell two tokens apart in a log. Secrets and Basic credentials: nothing at all.
+ */
+export function shortenToken(token: string): string {
+  return token.length <= 12 ? '…' : `…${token.slice(-6)}`;
+}
 
-/** Replaces the values of secret-bearing query parameters. Never throws. */
+const redacted = '[redacted]';
+
+// Query parameters whose value is (or may be) a credential.
+const secretParam =
+  /token|secret|password|passwd|assertion|credential|api_?key|^(?:client_id|code|key|auth|authorization|jwt)$/;
+
+// A compact JWS anywhere in a target (a token in an unexpected parameter or in the path).
+const compactJws = /eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g;
+
+function decodeName(raw: string): string {
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' '));
+  } catch {
+    return raw;
+  }
+}
+
+/**
+ * Redacts a request target for the log: values of credential-bearing query parameters become
+ * `[redacted]`, any JWS-shaped token shows its last 6 characters, and userinfo (`user:pass@`) of a
+ * target in absolute or authority form is removed. Never throws.
+ */
 export function redactTarget(target: string): string {
-  const index = target.indexOf('?');
-  if (index === -1) return target;
-  const parts = target
+  let rest = target;
+  let authority = '';
+  if (!rest.startsWith('/')) {
+    // Absolute form (http://user:pass@host/…) or authority form (user:pass@host:443).
+    const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(rest)?.[0] ?? '';
+    const end = rest.slice(scheme.length).search(/[/?#]/);
+    const hostPart = end === -1 ? rest.slice(scheme.length) : rest.slice(scheme.length, scheme.length + end);
+    const at = hostPart.lastIndexOf('@');
+    authority = `${scheme}${at === -1 ? hostPart : `${redacted}@${hostPart.slice(at + 1)}`}`;
+    rest = rest.slice(scheme.length + hostPart.length);
+  }
+  const index = rest.indexOf('?');
+  let path = index === -1 ? rest : rest.slice(0, index);
+  path = path.replace(compactJws, shortenToken);
+  if (index === -1) return `${authority}${path}`;
+  const query = rest
     .slice(index + 1)
     .split('&')
     .map((pair) => {
       const eq = pair.indexOf('=');
       const rawName = eq === -1 ? pair : pair.slice(0, eq);
-      let name = rawName;
-      try {
-        name = decodeURIComponent(rawName.replace(/\+/g, ' '));
-      } catch {
-        // keep the raw name
-      }
-      return secretParams.has(name.toLowerCase()) ? `${rawName}=[redacted]` : pair;
+      return secretParam.test(decodeName(rawName).trim().toLowerCase())
+        ? `${rawName}=${redacted}`
+        : pair.replace(compactJws, shortenToken);
     });
-  return `${target.slice(0, index)}?${parts.join('&')}`;
+  return `${authority}${path}?${query.join('&')}`;
 }
 
-/** Shortens an Authorization header: `Bearer …abc123`. Basic credentials are never shown. */
+// Schemes the log names; anything else might be a credential itself and is not shown.
+const knownSchemes = new Set(['bearer', 'basic', 'digest', 'token', 'dpop', 'mac', 'negotiate', 'hoba']);
+const jwsShape = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+/**
+ * Redacts an Authorization header for the log. Only a Bearer credential shaped like a compact JWS
+ * (an access token) keeps its last 6 characters (`Bearer …abc123`); Basic credentials, malformed
+ * values and other schemes show the scheme name at most (`Basic [redacted]`).
+ */
 export function redactAuthorization(header: string): string {
-  const trimmed = header.trim();
-  const space = trimmed.indexOf(' ');
-  if (space === -1) return trimmed.length > 10 ? shorten(trimmed) : '[redacted]';
-  const scheme = trimmed.slice(0, space);
-  if (scheme.toLowerCase() === 'basic') return 'Basic [redacted]';
-  return `${scheme} ${shorten(trimmed.slice(space + 1).trim())}`;
+  const match = /^(\S+)(?:\s+(.*))?$/s.exec(header.trim());
+  if (!match?.[2]) return redacted;
+  const scheme = match[1]!;
+  if (!knownSchemes.has(scheme.toLowerCase())) return redacted;
+  const credentials = match[2].trim();
+  if (scheme.toLowerCase() === 'bearer' && jwsShape.test(credentials))
+    return `${scheme} ${shortenToken(credentials)}`;
+  return `${scheme} ${redacted}`;
 }
 
 /** A bounded in-memory log (the newest `capacity` requests). */

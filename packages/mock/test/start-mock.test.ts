@@ -87,6 +87,58 @@ describe('startMock', () => {
     }
   });
 
+  it('logs no secret and no whole token, whatever form the credentials take', async () => {
+    const logged = await startMock({ signingKey: await sharedSigningKey() });
+    try {
+      const client = logged.clients[0]!;
+      const secret = client.clientSecret;
+      const token = await tokenFor(logged);
+      const basic = Buffer.from(`${client.clientId}:${secret}`).toString('base64');
+      const loans = (authorization: string | undefined, query = '') =>
+        getLoans(logged, authorization, undefined, query);
+      await tokenRequest(logged, credentials(logged, client)); // client_secret in the form body
+      await tokenRequest(
+        logged,
+        { grant_type: 'client_credentials' },
+        { headers: { authorization: `Basic ${basic}` } },
+      );
+      for (const malformed of [
+        `Basic ${basic}!`,
+        `Basic ${client.clientId}:${secret}`,
+        `Basic${basic}`,
+        basic,
+      ])
+        await tokenRequest(
+          logged,
+          { grant_type: 'client_credentials' },
+          { headers: { authorization: malformed } },
+        );
+      await tokenRequest(logged, {}, { body: `client_secret=${secret}&client_secret=${secret}` });
+      await fetch(`${logged.tokenUrl}?client_secret=${secret}&client_id=${client.clientId}`, {
+        method: 'POST',
+      });
+      for (const authorization of [
+        `Bearer ${token}`,
+        `Bearer ${token}x!`,
+        `Bearer ${secret}`,
+        `Token ${token}`,
+        `Basic ${basic}`,
+        token,
+        `${secret} ${token}`,
+      ])
+        await loans(authorization);
+      await loans(undefined, `?access_token=${token}`);
+      await loans(undefined, `?jwt=${token}&secret=${secret}`);
+      const text = JSON.stringify(logged.requestLog());
+      expect(logged.requestLog()).toHaveLength(18);
+      for (const forbidden of [secret, basic, token, token.slice(-7), secret.slice(-6), basic.slice(-6)])
+        expect(text).not.toContain(forbidden);
+      expect(text).toContain(`…${token.slice(-6)}`);
+    } finally {
+      await logged.close();
+    }
+  });
+
   it('closes both servers, and close() can be called twice', async () => {
     const closing = await startMock({ signingKey: await sharedSigningKey() });
     await closing.close();
