@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -164,6 +164,16 @@ describe('cli: partner-mock', () => {
       ['--clients', '/nonexistent/clients.json'],
       'partner-mock: cannot read the clients file /nonexistent/clients.json: ENOENT. Give a readable JSON file.',
     ],
+    [['--port', '-1'], 'partner-mock: --port must be an integer from 0 to 65535, got "-1".'],
+    [['--auth-port'], 'partner-mock: --auth-port needs a value: an integer from 0 to 65535.'],
+    [
+      ['--clients', 'https://user:hunter2@example.invalid/clients.json'],
+      'partner-mock: --clients holds a URL with credentials (user:password@), which is refused and not shown. Keep passwords out of command lines.',
+    ],
+    [
+      ['--clients', '/'],
+      'partner-mock: the clients file / is a directory, not a regular file. Give a JSON file.',
+    ],
   ])('exits 2 with one clear line for %j', async (args, message) => {
     const run = start(args);
     expect(await run.exited).toBe(2);
@@ -189,6 +199,28 @@ describe('cli: partner-mock', () => {
     );
     first.child.kill('SIGTERM');
     await first.exited;
+  });
+
+  it('exits 2 at once for a FIFO as the clients file, instead of waiting for a writer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'partner-mock-'));
+    const fifo = join(dir, 'clients.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const run = start(['--clients', fifo]);
+    expect(await run.exited).toBe(2);
+    expect(run.output().stderr).toBe(
+      `partner-mock: the clients file ${fifo} is a FIFO (named pipe), not a regular file. Give a JSON file.\n`,
+    );
+  });
+
+  it('exits 2 for a clients file larger than 1 MiB, without parsing it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'partner-mock-'));
+    const file = join(dir, 'clients.json');
+    writeFileSync(file, `[${' '.repeat(1024 * 1024)}]`);
+    const run = start(['--clients', file]);
+    expect(await run.exited).toBe(2);
+    expect(run.output().stderr).toBe(
+      `partner-mock: the clients file ${file} is larger than 1 MiB. Give a JSON array of clients.\n`,
+    );
   });
 
   it('exits 2 for a clients file that is not a valid registry', async () => {

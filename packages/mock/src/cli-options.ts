@@ -1,0 +1,222 @@
+import { readFileSync, type Stats, statSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { MockError } from './errors.js';
+import { type FaultName, parseFaults } from './faults.js';
+import { type MockClient, parseClients } from './mock-client.js';
+import { type Profile, profiles } from './profile.js';
+import type { MockOptions } from './start-mock.js';
+
+export const usage = `Usage: partner-mock [options]
+
+Starts the strict Partner Lending mock: an auth server and the partner API on two ports of 127.0.0.1.
+
+Options:
+  --port N              port of the partner API (default: random)
+  --auth-port N         port of the auth server (default: random)
+  --profile NAME        deployed | rfc9068 (default: deployed)
+  --ttl SECONDS         access-token lifetime (default: 43200)
+  --leeway SECONDS      exp/nbf leeway of the API (default: 0)
+  --clients FILE        JSON array of { partnerId, clientId, clientSecret, authorizedScopes }
+                        (default: three generated demo clients)
+  --fault NAME          break one rule on purpose; repeatable (see the README's fault table)
+  --max-stored N        objects kept from creates, all partners (default: 10000; oldest dropped first)
+  --max-stored-per-partner N
+                        objects kept from creates per partner (default: 1000)
+  --max-stored-bytes N  bytes of JSON kept from creates, all partners (default: 67108864 = 64 MiB)
+  --request-timeout MS  time a request may take to arrive, headers and body (default: 30000)
+  --headers-timeout MS  time the request headers may take to arrive (default: 10000)
+  --json                print one JSON line with the addresses and clients (secrets included), nothing else
+  --show-secrets        also print client secrets in the human-readable output
+  -h, --help            show this help
+`;
+
+function usageError(message: string): never {
+  throw new MockError('ERR_MOCK_USAGE', message);
+}
+
+const quote = (value: string) => JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+
+function integerFlag(name: string, value: string | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(number) || number < min || number > max)
+    usageError(`--${name} must be an integer from ${min} to ${max}, got ${quote(value)}.`);
+  return number;
+}
+
+/** Largest clients file read: 1 MiB. */
+const clientsFileLimit = 1024 * 1024;
+
+function fileKind(stats: Stats): string {
+  if (stats.isDirectory()) return 'a directory';
+  if (stats.isFIFO()) return 'a FIFO (named pipe)';
+  if (stats.isSocket()) return 'a socket';
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'a device';
+  return 'not a regular file';
+}
+
+function readClients(file: string): MockClient[] {
+  let text: string;
+  try {
+    // stat first: opening a FIFO would block until a writer comes, and a device may never end.
+    const stats = statSync(file);
+    if (!stats.isFile())
+      throw new MockError(
+        'ERR_MOCK_CLIENTS',
+        `the clients file ${file} is ${fileKind(stats)}, not a regular file. Give a JSON file.`,
+      );
+    if (stats.size > clientsFileLimit)
+      throw new MockError(
+        'ERR_MOCK_CLIENTS',
+        `the clients file ${file} is larger than 1 MiB. Give a JSON array of clients.`,
+      );
+    text = readFileSync(file, 'utf8');
+  } catch (cause) {
+    if (cause instanceof MockError) throw cause;
+    throw new MockError(
+      'ERR_MOCK_CLIENTS',
+      `cannot read the clients file ${file}: ${(cause as NodeJS.ErrnoException).code ?? 'error'}. Give a readable JSON file.`,
+      { cause },
+    );
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    throw new MockError(
+      'ERR_MOCK_CLIENTS',
+      `the clients file ${file} is not valid JSON. Give a JSON array of clients.`,
+      {
+        cause,
+      },
+    );
+  }
+  return parseClients(value, `the clients file ${file}`);
+}
+
+export interface CliOptions {
+  apiPort?: number;
+  authPort?: number;
+  profile: Profile;
+  tokenTtlSeconds?: number;
+  leewaySeconds?: number;
+  clients?: MockClient[];
+  maxStored?: number;
+  maxStoredPerPartner?: number;
+  maxStoredBytes?: number;
+  requestTimeoutMs?: number;
+  headersTimeoutMs?: number;
+  faults: FaultName[];
+  json: boolean;
+  showSecrets: boolean;
+  help: boolean;
+}
+
+const options = {
+  port: { type: 'string', expects: 'an integer from 0 to 65535' },
+  'auth-port': { type: 'string', expects: 'an integer from 0 to 65535' },
+  profile: { type: 'string', expects: `one of ${profiles.join(', ')}` },
+  ttl: { type: 'string', expects: 'a number of seconds' },
+  leeway: { type: 'string', expects: 'a number of seconds' },
+  clients: { type: 'string', expects: 'the path of a JSON file' },
+  fault: { type: 'string', multiple: true, expects: 'a fault name (see --help)' },
+  'max-stored': { type: 'string', expects: 'a number of objects' },
+  'max-stored-per-partner': { type: 'string', expects: 'a number of objects' },
+  'max-stored-bytes': { type: 'string', expects: 'a number of bytes' },
+  'request-timeout': { type: 'string', expects: 'a number of milliseconds' },
+  'headers-timeout': { type: 'string', expects: 'a number of milliseconds' },
+  json: { type: 'boolean' },
+  'show-secrets': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type OptionName = keyof typeof options;
+const isOption = (name: string): name is OptionName => Object.hasOwn(options, name);
+const optionOf = (arg: string) => {
+  if (arg === '-h') return 'help';
+  const name = arg.startsWith('--') ? arg.slice(2).split('=')[0]! : undefined;
+  return name !== undefined && isOption(name) ? name : undefined;
+};
+
+// A URL with userinfo (scheme://user:password@host): never echoed, since it holds a password.
+const urlWithUserinfo = /[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#\s]*@/;
+
+/**
+ * Checks what node:util's parseArgs would misreport, and rewrites `--port -1` as `--port=-1` so that
+ * a negative number gets the option's own message instead of "argument is ambiguous".
+ */
+function prepare(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let index = 0; index < argv.length; index += 1) {
+    const arg = argv[index]!;
+    const name = optionOf(arg);
+    if (urlWithUserinfo.test(arg))
+      usageError(
+        `${name ? `--${name}` : 'an argument'} holds a URL with credentials (user:password@), which is refused and not shown. Keep passwords out of command lines.`,
+      );
+    const spec = name === undefined ? undefined : options[name];
+    if (spec?.type === 'string' && !arg.includes('=')) {
+      const next = argv[index + 1];
+      if (next === undefined || optionOf(next) !== undefined)
+        usageError(`--${name} needs a value: ${spec.expects}.`);
+      if (urlWithUserinfo.test(next))
+        usageError(
+          `--${name} holds a URL with credentials (user:password@), which is refused and not shown. Keep passwords out of command lines.`,
+        );
+      out.push(`${arg}=${next}`);
+      index += 1;
+    } else out.push(arg);
+  }
+  return out;
+}
+
+export function parseCli(argv: readonly string[]): CliOptions {
+  let parsed: ReturnType<typeof parse>;
+  function parse(args: string[]) {
+    return parseArgs({ args, strict: true, allowPositionals: false, options });
+  }
+  const args = prepare(argv);
+  try {
+    parsed = parse(args);
+  } catch (cause) {
+    const message = (cause as Error).message.split(/\.\s|\n/)[0]!.replace(/\.$/, '');
+    usageError(`${message}. Run partner-mock --help for the options.`);
+  }
+  const { values } = parsed;
+  const profile = (values.profile ?? 'deployed') as Profile;
+  if (!profiles.includes(profile))
+    usageError(`--profile must be one of ${profiles.join(', ')}, got ${quote(String(values.profile))}.`);
+  const result: CliOptions = {
+    profile,
+    faults: parseFaults(values.fault ?? []),
+    json: values.json ?? false,
+    showSecrets: values['show-secrets'] ?? false,
+    help: values.help ?? false,
+  };
+  const numbers = {
+    apiPort: integerFlag('port', values.port, 0, 65_535),
+    authPort: integerFlag('auth-port', values['auth-port'], 0, 65_535),
+    tokenTtlSeconds: integerFlag('ttl', values.ttl, 1, 10 * 365 * 86_400),
+    leewaySeconds: integerFlag('leeway', values.leeway, 0, 86_400),
+    maxStored: integerFlag('max-stored', values['max-stored'], 0, 10_000_000),
+    maxStoredPerPartner: integerFlag(
+      'max-stored-per-partner',
+      values['max-stored-per-partner'],
+      0,
+      10_000_000,
+    ),
+    maxStoredBytes: integerFlag('max-stored-bytes', values['max-stored-bytes'], 0, Number.MAX_SAFE_INTEGER),
+    requestTimeoutMs: integerFlag('request-timeout', values['request-timeout'], 1, 3_600_000),
+    headersTimeoutMs: integerFlag('headers-timeout', values['headers-timeout'], 1, 3_600_000),
+  };
+  for (const [key, value] of Object.entries(numbers))
+    if (value !== undefined) result[key as keyof typeof numbers] = value;
+  if (values.clients !== undefined) result.clients = readClients(values.clients);
+  return result;
+}
+
+/** The startMock options a command line asks for. */
+export function toMockOptions(cli: CliOptions): MockOptions {
+  const { json: _json, showSecrets: _showSecrets, help: _help, ...options } = cli;
+  return options;
+}

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { parseCli, toMockOptions } from '../src/cli-options.js';
+import { MockError } from '../src/index.js';
+
+const usage = (argv: string[]) => {
+  try {
+    parseCli(argv);
+  } catch (error) {
+    expect(error).toBeInstanceOf(MockError);
+    expect((error as MockError).code).toMatch(/^ERR_MOCK_(USAGE|CLIENTS|FAULT)$/);
+    return (error as MockError).message;
+  }
+  throw new Error(`parseCli accepted ${JSON.stringify(argv)}`);
+};
+
+describe('cli-options: parseCli and toMockOptions', () => {
+  it('hands every numeric flag to startMock under its option name', () => {
+    const cli = parseCli([
+      '--port=4001',
+      '--auth-port',
+      '4002',
+      '--ttl',
+      '60',
+      '--leeway',
+      '5',
+      '--max-stored',
+      '7',
+      '--max-stored-per-partner',
+      '3',
+      '--max-stored-bytes',
+      '1000',
+      '--request-timeout',
+      '2500',
+      '--headers-timeout',
+      '1500',
+      '--profile',
+      'rfc9068',
+      '--fault',
+      'api-ignore-scope',
+      '--json',
+    ]);
+    expect(toMockOptions(cli)).toEqual({
+      profile: 'rfc9068',
+      faults: ['api-ignore-scope'],
+      apiPort: 4001,
+      authPort: 4002,
+      tokenTtlSeconds: 60,
+      leewaySeconds: 5,
+      maxStored: 7,
+      maxStoredPerPartner: 3,
+      maxStoredBytes: 1000,
+      requestTimeoutMs: 2500,
+      headersTimeoutMs: 1500,
+    });
+    expect(cli.json).toBe(true);
+    expect(toMockOptions(parseCli([]))).toEqual({ profile: 'deployed', faults: [] });
+  });
+
+  it.each([
+    [['--port', '-1'], '--port must be an integer from 0 to 65535, got "-1".'],
+    [['--port=-1'], '--port must be an integer from 0 to 65535, got "-1".'],
+    [['--port', '65536'], '--port must be an integer from 0 to 65535, got "65536".'],
+    [['--port', '1e3'], '--port must be an integer from 0 to 65535, got "1e3".'],
+    [['--port', ''], '--port must be an integer from 0 to 65535, got "".'],
+    [['--port'], '--port needs a value: an integer from 0 to 65535.'],
+    [['--port', '--json'], '--port needs a value: an integer from 0 to 65535.'],
+    [['--max-stored', '-5'], '--max-stored must be an integer from 0 to 10000000, got "-5".'],
+    [['--request-timeout', '0'], '--request-timeout must be an integer from 1 to 3600000, got "0".'],
+    [['--ttl', 'x'.repeat(100)], `--ttl must be an integer from 1 to 315360000, got "${'x'.repeat(40)}…".`],
+    [['-x'], "Unknown option '-x'. Run partner-mock --help for the options."],
+    [['stray'], "Unexpected argument 'stray'. Run partner-mock --help for the options."],
+  ])('refuses %j with a message saying what is expected', (argv, message) => {
+    expect(usage(argv)).toBe(message);
+  });
+
+  it.each([
+    [['--clients', 'https://user:hunter2@example.invalid/c.json'], '--clients'],
+    [['--clients=https://user:hunter2@example.invalid/c.json'], '--clients'],
+    [['--fault', 'http://u:hunter2@x'], '--fault'],
+    [['--unknown=https://u:hunter2@x'], 'an argument'],
+    [['ftp://u:hunter2@x/'], 'an argument'],
+  ])('refuses a URL with credentials in %j without echoing it', (argv, name) => {
+    const message = usage(argv);
+    expect(message).toBe(
+      `${name} holds a URL with credentials (user:password@), which is refused and not shown. Keep passwords out of command lines.`,
+    );
+    expect(message).not.toContain('hunter2');
+  });
+});
