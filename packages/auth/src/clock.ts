@@ -44,3 +44,22 @@ export function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefin
     );
   });
 }
+
+/**
+ * A deadline owned by our code: a plain timer (kept by the event loop, so it fires whatever the
+ * garbage collector does, unlike a signal referenced only by a collected Request) that aborts
+ * `signal` with a `TimeoutError` after `ms`. `clear()` once the work is done.
+ */
+export function startDeadline(ms: number, message: string): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException(message, 'TimeoutError')), ms);
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
+}
+
+/**
+ * Resolves like `promise` unless `signal` aborts first: then rejects with its reason, even when the
+ * work behind `promise` ignores the signal (a custom fetch, a stuck body read).
+ */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return raceSignal(promise, signal);
+}

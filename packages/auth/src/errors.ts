@@ -1,15 +1,94 @@
-/**
- * One base class for every error this package throws, with a stable string `code` that callers can
- * switch on (the message wording may improve; the codes do not change) and the original `cause` kept.
- * No error ever carries the client secret or a whole access token: tokens appear as their last 6
- * characters at most.
- */
-export class PartnerAuthError extends Error {
-  readonly code: string;
+import type { Challenge } from './bearer-challenge.js';
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+/** Codes of the auth package's errors. */
+export type PartnerAuthErrorCode =
+  | 'ERR_TOKEN_REQUEST'
+  | 'ERR_TOKEN_RESPONSE'
+  | 'ERR_TOKEN_NETWORK'
+  | 'ERR_TOKEN_THROTTLED'
+  | 'ERR_SCOPE_NOT_GRANTED'
+  | 'ERR_BEARER_INSUFFICIENT_SCOPE'
+  | 'ERR_INSECURE_TOKEN_URL';
+
+/**
+ * Every stable code of the toolkit's error family, one per class: the auth package's and the SDK's.
+ * Switch on `error.code`; the message wording may improve, the codes do not change.
+ */
+export type PartnerApiErrorCode =
+  | PartnerAuthErrorCode
+  | 'ERR_CONFIGURATION'
+  | 'ERR_RESPONSE_SHAPE'
+  | 'ERR_API_STATUS'
+  | 'ERR_BAD_REQUEST'
+  | 'ERR_AUTHENTICATION'
+  | 'ERR_PERMISSION_DENIED'
+  | 'ERR_INSUFFICIENT_SCOPE'
+  | 'ERR_NOT_FOUND'
+  | 'ERR_CONFLICT'
+  | 'ERR_UNPROCESSABLE_ENTITY'
+  | 'ERR_RATE_LIMIT'
+  | 'ERR_INTERNAL_SERVER'
+  | 'ERR_CONNECTION'
+  | 'ERR_TIMEOUT'
+  | 'ERR_USER_ABORT';
+
+export interface PartnerApiErrorDetails {
+  /** HTTP status of the answer, when there was one. */
+  status?: number | undefined;
+  /** The OAuth 2.0 / bearer error code: `error` of the challenge or of the JSON body (`invalid_token`…). */
+  errorCode?: string | undefined;
+  /** `error_description` of the challenge or of the body. */
+  errorDescription?: string | undefined;
+  /** The parsed `WWW-Authenticate: Bearer` challenge of the answer. */
+  challenge?: Challenge | undefined;
+  /** The server's request id (`x-request-id` or `request-id` header): quote it to support. */
+  requestId?: string | undefined;
+  /** The parsed error body (JSON when it was JSON, else text), tokens shortened. */
+  body?: unknown;
+  /** How many attempts were made (1 + retries). */
+  attempts?: number | undefined;
+  cause?: unknown;
+}
+
+/**
+ * The root of the toolkit's error family: every error @partner-lending/sdk throws is an instance, the
+ * auth package's errors included (through PartnerAuthError), so one `instanceof PartnerApiError`
+ * catches them all. Carries a stable `code` and keeps the original `cause`. No error ever carries the
+ * client secret or a whole access token: tokens appear as their last 6 characters at most.
+ */
+export class PartnerApiError extends Error {
+  readonly code: PartnerApiErrorCode;
+  readonly status: number | undefined;
+  readonly errorCode: string | undefined;
+  readonly errorDescription: string | undefined;
+  readonly challenge: Challenge | undefined;
+  readonly requestId: string | undefined;
+  readonly body: unknown;
+  readonly attempts: number | undefined;
+
+  constructor(message: string, code: PartnerApiErrorCode, details: PartnerApiErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = new.target.name;
+    this.code = code;
+    this.status = details.status;
+    this.errorCode = details.errorCode;
+    this.errorDescription = details.errorDescription;
+    this.challenge = details.challenge;
+    this.requestId = details.requestId;
+    this.body = details.body;
+    this.attempts = details.attempts;
+  }
+}
+
+/**
+ * Base class of the auth package's errors, for code that uses it alone; a PartnerApiError, so the
+ * SDK's catch-all catches these too.
+ */
+export class PartnerAuthError extends PartnerApiError {
+  override readonly code: PartnerAuthErrorCode;
+
+  constructor(code: PartnerAuthErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, code, options?.cause === undefined ? {} : { cause: options.cause });
     this.code = code;
   }
 }
@@ -17,11 +96,9 @@ export class PartnerAuthError extends Error {
 /** The token endpoint refused the request: 400/401/403 (not retried), or another final error status. */
 export class TokenRequestError extends PartnerAuthError {
   /** HTTP status of the token endpoint's answer. */
-  readonly status: number;
+  override readonly status: number;
   /** The OAuth `error` code (RFC 6749 §5.2), e.g. `invalid_client`, `invalid_scope`. */
   readonly error: string | undefined;
-  /** The OAuth `error_description`, when the server sent one. */
-  readonly errorDescription: string | undefined;
 
   constructor(
     message: string,
@@ -31,7 +108,8 @@ export class TokenRequestError extends PartnerAuthError {
     super('ERR_TOKEN_REQUEST', message, options);
     this.status = details.status;
     this.error = details.error;
-    this.errorDescription = details.errorDescription;
+    // The family's fields: the OAuth error and its description, as the SDK's errors carry them.
+    Object.assign(this, { errorCode: details.error, errorDescription: details.errorDescription });
   }
 }
 
@@ -65,17 +143,23 @@ export class ScopeNotGrantedError extends PartnerAuthError {
   readonly missingScopes: readonly string[];
   readonly grantedScopes: readonly string[];
 
-  constructor(missingScopes: readonly string[], grantedScopes: readonly string[]) {
+  /**
+   * @param grantedScopes What the token grants; undefined when the token endpoint refused the request
+   *   outright (400 invalid_scope) so nothing is known of what it would grant.
+   */
+  constructor(missingScopes: readonly string[], grantedScopes: readonly string[] | undefined) {
     super(
       'ERR_SCOPE_NOT_GRANTED',
-      `the token server did not grant ${missingScopes.map((s) => `"${s}"`).join(', ')} (granted: ${
-        grantedScopes.length === 0 ? 'none' : grantedScopes.join(' ')
+      `the token server did not grant ${missingScopes.map((s) => `"${s}"`).join(', ')} (${
+        grantedScopes === undefined
+          ? 'it refused the request with invalid_scope'
+          : `granted: ${grantedScopes.length === 0 ? 'none' : grantedScopes.join(' ')}`
       }); ask the partner administration console to authorise ${
         missingScopes.length === 1 ? 'this scope' : 'these scopes'
       } for the client, or do not call operations that need ${missingScopes.length === 1 ? 'it' : 'them'}.`,
     );
     this.missingScopes = missingScopes;
-    this.grantedScopes = grantedScopes;
+    this.grantedScopes = grantedScopes ?? [];
   }
 }
 
@@ -83,11 +167,11 @@ export class ScopeNotGrantedError extends PartnerAuthError {
 export class BearerInsufficientScopeError extends PartnerAuthError {
   /** The scope the challenge says the request needs (`scope` auth-param), when given. */
   readonly scope: string | undefined;
-  readonly status: 403;
+  override readonly status: 403;
 
   constructor(scope: string | undefined, errorDescription?: string | undefined) {
     super(
-      'ERR_INSUFFICIENT_SCOPE',
+      'ERR_BEARER_INSUFFICIENT_SCOPE',
       `the API refused the request with 403 insufficient_scope${scope ? ` (needs "${scope}")` : ''}${
         errorDescription ? `: ${errorDescription}` : ''
       }; the access token lacks a scope this operation requires: ask for it in getToken({ scopes }) and make sure the client is authorised for it.`,

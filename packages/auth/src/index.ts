@@ -2,17 +2,38 @@ export type { AccessToken } from './access-token.js';
 export { type AuthFetch, type AuthFetchOptions, createAuthFetch } from './auth-fetch.js';
 export { type Challenge, findBearerChallenge, parseWwwAuthenticate } from './bearer-challenge.js';
 export type { Clock, Sleep } from './clock.js';
+export { startDeadline } from './clock.js';
 export {
   BearerInsufficientScopeError,
   InsecureTokenUrlError,
+  PartnerApiError,
+  type PartnerApiErrorCode,
+  type PartnerApiErrorDetails,
   PartnerAuthError,
+  type PartnerAuthErrorCode,
   ScopeNotGrantedError,
   TokenNetworkError,
   TokenRequestError,
   TokenResponseError,
   TokenThrottledError,
 } from './errors.js';
-export { shortenToken } from './redact.js';
+export {
+  describeNetworkError,
+  redactSecrets,
+  redactTokens,
+  redactTokensDeep,
+  shortenToken,
+} from './redact.js';
+export {
+  backoffDelay,
+  defaultRetryPolicy,
+  isRetryableStatus,
+  parseRetryAfter,
+  type RetryOptions,
+  type RetryPolicy,
+  resolveRetryPolicy,
+  retryAfterFromHeaders,
+} from './retry.js';
 export { missingScopes, normalizeScopes, parseScopeString, type ScopeSet } from './scope-set.js';
 export type { TokenEvent, TokenEventListener } from './token-event.js';
 export {
@@ -20,7 +41,6 @@ export {
   createTokenProvider,
   type GetTokenOptions,
   type RefreshOptions,
-  type RetryOptions,
   type TokenProvider,
   type TokenProviderOptions,
   type VerifyOptions,

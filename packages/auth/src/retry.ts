@@ -1,27 +1,87 @@
 /**
- * Retry timing for the token endpoint: exponential backoff with full jitter (every retry waits a
- * random time between 0 and the capped exponential bound, so a fleet that failed together does not
- * retry together) and the server's `Retry-After` (RFC 9110 §10.2.3) when it gives one.
+ * Retry timing, shared by the token provider and @partner-lending/sdk: exponential backoff with full
+ * jitter (every retry waits a random time between 0 and the capped exponential bound, so a fleet that
+ * failed together does not retry together) and the server's `Retry-After` (RFC 9110 §10.2.3) when it
+ * gives one. The option names are the same in both packages.
  */
 
+/** Retry options, with the same names in the token provider (`retry`) and the SDK. */
+export interface RetryOptions {
+  /** Retries after the first attempt. */
+  maxRetries?: number;
+  /** Upper bound of the first retry's random delay; doubles with each retry. */
+  baseDelayMs?: number;
+  /** Cap of the backoff bound. */
+  maxDelayMs?: number;
+  /** Longest `Retry-After` honoured; a longer wait is not waited for. */
+  maxRetryAfterMs?: number;
+  /**
+   * Attempts in total, the first included (`maxRetries + 1`).
+   * @deprecated Use `maxRetries` (the name the SDK uses too).
+   */
+  maxAttempts?: number;
+}
+
 export interface RetryPolicy {
-  /** Attempts in total, the first included. */
-  maxAttempts: number;
+  /** Retries after the first attempt. */
+  maxRetries: number;
   baseDelayMs: number;
   maxDelayMs: number;
-  /** Longest `Retry-After` honoured; longer values are cut to this. */
+  /** Longest `Retry-After` honoured. */
   maxRetryAfterMs: number;
 }
 
-export const defaultRetryPolicy: RetryPolicy = {
-  maxAttempts: 3,
+/** The token provider's defaults. */
+export const defaultRetryPolicy: Readonly<RetryPolicy> = Object.freeze({
+  maxRetries: 2,
   baseDelayMs: 200,
   maxDelayMs: 5_000,
   maxRetryAfterMs: 60_000,
-};
+});
+
+/**
+ * A policy from options, each checked (a finite number ≥ 0; `maxRetries` a whole number), falling back
+ * to `defaults`. `owner` prefixes the error message, e.g. `createTokenProvider: retry`.
+ */
+export function resolveRetryPolicy(
+  options: RetryOptions | undefined,
+  defaults: Readonly<RetryPolicy>,
+  owner: string,
+): RetryPolicy {
+  const given = options ?? {};
+  const number = (name: keyof RetryOptions, fallback: number, whole = false): number => {
+    const value = given[name];
+    if (value === undefined) return fallback;
+    if (
+      typeof value !== 'number' ||
+      !Number.isFinite(value) ||
+      value < 0 ||
+      (whole && !Number.isInteger(value))
+    ) {
+      throw new TypeError(
+        `${owner}.${name} must be a ${whole ? 'whole' : 'finite'} number ≥ 0, got ${String(value)}.`,
+      );
+    }
+    return value;
+  };
+  let maxRetries = number('maxRetries', defaults.maxRetries, true);
+  if (given.maxRetries === undefined && given.maxAttempts !== undefined) {
+    maxRetries = Math.max(0, number('maxAttempts', 1, true) - 1);
+  }
+  return {
+    maxRetries,
+    baseDelayMs: number('baseDelayMs', defaults.baseDelayMs),
+    maxDelayMs: number('maxDelayMs', defaults.maxDelayMs),
+    maxRetryAfterMs: number('maxRetryAfterMs', defaults.maxRetryAfterMs),
+  };
+}
 
 /** Full-jitter delay before retry number `retry` (1 for the first retry). */
-export function backoffDelay(retry: number, policy: RetryPolicy, random: () => number): number {
+export function backoffDelay(
+  retry: number,
+  policy: Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs'>,
+  random: () => number,
+): number {
   const bound = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
   return Math.floor(random() * bound);
 }
@@ -44,4 +104,17 @@ export function parseRetryAfter(value: string | null | undefined, now: number): 
   const at = Date.parse(text);
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - now);
+}
+
+/**
+ * The wait an answer asks for: `retry-after-ms` (milliseconds, as the Stainless SDKs send), else
+ * `Retry-After`. Undefined when neither is there or readable.
+ */
+export function retryAfterFromHeaders(headers: Headers, now: number): number | undefined {
+  const ms = headers.get('retry-after-ms');
+  if (ms !== null) {
+    const value = Number(ms.trim());
+    if (ms.trim() !== '' && Number.isFinite(value) && value >= 0) return value;
+  }
+  return parseRetryAfter(headers.get('retry-after'), now);
 }

@@ -39,6 +39,16 @@ export type TokenEvent =
       status?: number;
     }
   | { type: 'throttled'; scopes: readonly string[]; retryAfterMs: number; status?: number }
-  | { type: 'invalidated'; scopes: readonly string[]; token?: string };
+  | { type: 'invalidated'; scopes: readonly string[]; token?: string }
+  | {
+      /**
+       * The shared token store failed (down, timed out, answered nonsense). Best-effort: the call goes
+       * on with the provider's own memory and, when needed, its own token request.
+       */
+      type: 'store-failed';
+      operation: 'get' | 'set' | 'delete' | 'singleFlight';
+      /** The store's error message, tokens shortened. */
+      message: string;
+    };
 
 export type TokenEventListener = (event: TokenEvent) => void;

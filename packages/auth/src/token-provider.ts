@@ -9,15 +9,15 @@ import {
 } from 'jose';
 import { type AccessToken, toAccessToken } from './access-token.js';
 import { type Clock, raceSignal, realSleep, type Sleep, systemClock } from './clock.js';
-import { ScopeNotGrantedError, TokenThrottledError } from './errors.js';
-import { shortenToken } from './redact.js';
-import { defaultRetryPolicy, type RetryPolicy } from './retry.js';
+import { PartnerAuthError, ScopeNotGrantedError, TokenThrottledError } from './errors.js';
+import { redactTokens, shortenToken } from './redact.js';
+import { defaultRetryPolicy, type RetryOptions, type RetryPolicy, resolveRetryPolicy } from './retry.js';
 import { missingScopes, normalizeScopes, type ScopeSet } from './scope-set.js';
 import { assertSecureUrl, isLoopbackHost, resolveTokenUrl } from './token-endpoint.js';
 import type { TokenEvent } from './token-event.js';
 import { sendTokenRequest } from './token-request.js';
 import { processTokenResponse } from './token-response.js';
-import { createMemoryTokenStore, type StoredToken, type TokenStore } from './token-store.js';
+import type { StoredToken, TokenStore } from './token-store.js';
 
 /** When to refresh. Every window is measured back from the token's expiry. */
 export interface RefreshOptions {
@@ -31,17 +31,12 @@ export interface RefreshOptions {
   jitterRatio?: number;
   /** Allowed difference between this machine's clock and the token server's when checking `exp`. Default 30 000. */
   clockSkewMs?: number;
-}
-
-export interface RetryOptions {
-  /** Attempts in total for one token request, the first included. Default 3. */
-  maxAttempts?: number;
-  /** Upper bound of the first retry's random delay; doubles with each retry. Default 200. */
-  baseDelayMs?: number;
-  /** Cap of the backoff bound, and the pause after a failed background refresh. Default 5 000. */
-  maxDelayMs?: number;
-  /** Longest Retry-After honoured (and longest fail-fast period after a 429/503). Default 60 000. */
-  maxRetryAfterMs?: number;
+  /**
+   * A cached token that lacks a scope a caller wants is asked for again (one request for all
+   * callers) at most once per this interval before ScopeNotGrantedError, so a scope granted in the
+   * partner administration console is picked up without a restart. Default 60 000.
+   */
+  scopeRecheckMs?: number;
 }
 
 export interface VerifyOptions {
@@ -76,7 +71,11 @@ export interface TokenProviderOptions {
   retry?: RetryOptions;
   /** Time limit of one token request attempt. Default 10 000. */
   requestTimeoutMs?: number;
-  /** Where tokens are cached. Default: in memory, per provider. */
+  /**
+   * A shared cache in front of the token endpoint (e.g. Redis, for a fleet). Best-effort: a store that
+   * fails is reported through `onEvent` and the provider keeps serving tokens from its own memory.
+   * Default: none (the provider's own memory only).
+   */
   store?: TokenStore;
   /** Verify the JWT signature (RS256, PS256 or ES256 only) and optionally its issuer. Default: decode only. */
   verify?: VerifyOptions;
@@ -125,7 +124,7 @@ function nonNegative(value: number | undefined, fallback: number, name: string):
   return value;
 }
 
-/** Creates a client-credentials token provider (seed §4.1 and §5). */
+/** Creates a client-credentials token provider (Partner Lending API — Authentication and Access §4.1 and §5). */
 export function createTokenProvider(options: TokenProviderOptions): TokenProvider {
   const clientId = requireString(options.clientId, 'clientId', 'from the partner administration console');
   const clientSecret = requireString(
@@ -160,22 +159,14 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   const hardWindowMs = nonNegative(refresh.hardWindowMs, 5_000, 'refresh.hardWindowMs');
   const jitterRatio = nonNegative(refresh.jitterRatio, 0.2, 'refresh.jitterRatio');
   const clockSkewMs = nonNegative(refresh.clockSkewMs, 30_000, 'refresh.clockSkewMs');
-  const retryOptions = options.retry ?? {};
-  const retry: RetryPolicy = {
-    maxAttempts: Math.max(
-      1,
-      nonNegative(retryOptions.maxAttempts, defaultRetryPolicy.maxAttempts, 'retry.maxAttempts'),
-    ),
-    baseDelayMs: nonNegative(retryOptions.baseDelayMs, defaultRetryPolicy.baseDelayMs, 'retry.baseDelayMs'),
-    maxDelayMs: nonNegative(retryOptions.maxDelayMs, defaultRetryPolicy.maxDelayMs, 'retry.maxDelayMs'),
-    maxRetryAfterMs: nonNegative(
-      retryOptions.maxRetryAfterMs,
-      defaultRetryPolicy.maxRetryAfterMs,
-      'retry.maxRetryAfterMs',
-    ),
-  };
+  const scopeRecheckMs = nonNegative(refresh.scopeRecheckMs, 60_000, 'refresh.scopeRecheckMs');
+  const retry: RetryPolicy = resolveRetryPolicy(
+    options.retry,
+    defaultRetryPolicy,
+    'createTokenProvider: retry',
+  );
   const requestTimeoutMs = nonNegative(options.requestTimeoutMs, 10_000, 'requestTimeoutMs');
-  const store = options.store ?? createMemoryTokenStore({ clock });
+  const store = options.store;
   const defaultScopes = normalizeScopes(options.scopes ?? []);
   const onEvent = options.onEvent;
   const emit = (event: TokenEvent): void => {
@@ -222,7 +213,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       ).payload;
   }
 
-  // The client id is a credential (seed §2.1): keys carry a hash of it, never the id itself.
+  // The client id is a credential (API documentation §2.1): keys carry a hash of it, never the id itself.
   const clientTag = createHash('sha256').update(clientId).digest('hex').slice(0, 16);
   const keyPrefix = `partner-lending-auth:v1|${tokenUrl.href}|${clientTag}|${audience}|`;
   const keys = new Map<string, string>();
@@ -236,55 +227,182 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     return key;
   };
 
-  /** Keys this provider has seen in the store, with the scopes they were requested for. */
-  const known = new Map<string, ScopeSet>([[keyFor(defaultScopes), defaultScopes]]);
-  const inflight = new Map<string, Promise<StoredToken>>();
-  const throttledUntil = new Map<string, number>();
-  const refreshPlans = new Map<string, { token: string; refreshAt: number }>();
-  /**
-   * The last token each key's shared request brought, as a fresh object per request: a caller whose
-   * store read missed while that request completed (a remote store's read takes a round trip) takes
-   * it instead of sending another request. Plain data, dropped by invalidate.
-   */
-  const completed = new Map<string, { entry: StoredToken }>();
-  const views = new WeakMap<StoredToken, AccessToken>();
-
-  const usable = (entry: StoredToken, now: number): boolean => entry.expiresAt - now > hardWindowMs;
-
-  /** When to start refreshing this token: drawn once per token, so the jitter is stable. */
-  const refreshAtFor = (key: string, entry: StoredToken): number => {
-    const plan = refreshPlans.get(key);
-    if (plan !== undefined && plan.token === entry.accessToken) return plan.refreshAt;
-    const lifetime = Math.max(0, entry.expiresAt - entry.obtainedAt);
-    const base = Math.max(softWindowMs, softWindowRatio * lifetime) * (1 + jitterRatio * random());
-    // A window longer than half the lifetime would refresh short-lived tokens on nearly every call.
-    const window = Math.min(base, Math.max(lifetime / 2, hardWindowMs));
-    const refreshAt = entry.expiresAt - window;
-    refreshPlans.set(key, { token: entry.accessToken, refreshAt });
-    return refreshAt;
-  };
-
-  const view = (entry: StoredToken): AccessToken => {
-    let token = views.get(entry);
-    if (token === undefined) {
-      token = toAccessToken(entry);
-      views.set(entry, token);
+  /** Keys this provider has seen, with the scopes they were requested for. */
+  const known = new Map<string, ScopeSet>();
+  /** Normalised scopes and key per scopes array the caller passes (the SDK passes the same arrays). */
+  const resolved = new WeakMap<readonly string[], { key: string; wanted: ScopeSet }>();
+  const defaultResolved = { key: keyFor(defaultScopes), wanted: defaultScopes };
+  const resolve = (scopes: readonly string[] | undefined): { key: string; wanted: ScopeSet } => {
+    if (scopes === undefined) return defaultResolved;
+    let hit = resolved.get(scopes);
+    if (hit === undefined) {
+      const wanted = normalizeScopes(scopes);
+      hit = { key: keyFor(wanted), wanted };
+      if (Object.isFrozen(scopes)) resolved.set(scopes, hit);
     }
-    return token;
+    return hit;
   };
 
-  const finish = (entry: StoredToken, wanted: ScopeSet): AccessToken => {
-    const missing = missingScopes(wanted, entry.grantedScopes);
-    if (missing.length > 0) throw new ScopeNotGrantedError(missing, entry.grantedScopes);
-    return view(entry);
+  /** A token this provider holds, with its refresh plan drawn once (so the jitter is stable). */
+  interface Held {
+    entry: StoredToken;
+    scopes: ScopeSet;
+    /** Epoch ms: from here on one background refresh runs while callers keep this token. */
+    refreshAt: number;
+    /** Epoch ms: from here on callers wait for a fresh token. */
+    hardAt: number;
+    /** The token covers every scope its key names. */
+    covers: boolean;
+    view: AccessToken;
+  }
+  /** The provider's own memory: tokens are served from here even when a shared store fails. */
+  const memory = new Map<string, Held>();
+  const inflight = new Map<string, Promise<Held>>();
+  const throttledUntil = new Map<string, number>();
+  /** After a failed request sequence, the next one for the key waits: one shared retry schedule. */
+  const paused = new Map<string, { until: number; error: unknown; failures: number }>();
+  /** When each key last got an answer from the token endpoint (for scopeRecheckMs). */
+  const askedAt = new Map<string, number>();
+
+  const hold = (key: string, entry: StoredToken, scopes: ScopeSet): Held => {
+    const current = memory.get(key);
+    if (current !== undefined && current.entry.accessToken === entry.accessToken) return current;
+    const lifetime = Math.max(0, entry.expiresAt - entry.obtainedAt);
+    // Windows scale with the lifetime: a 2-s token gets a 0.1-s hard window and is refreshed in the
+    // background at about 88 % of its life, so it is asked for about once per lifetime.
+    const hard = Math.min(hardWindowMs, HARD_SHARE * lifetime);
+    const base = Math.max(softWindowMs, softWindowRatio * lifetime) * (1 + jitterRatio * random());
+    const cap = SOFT_SHARE * lifetime;
+    const soft = base <= cap ? base : cap * (1 - (jitterRatio / 2) * random());
+    const held: Held = {
+      entry,
+      scopes,
+      refreshAt: entry.expiresAt - Math.max(soft, hard),
+      hardAt: entry.expiresAt - hard,
+      covers: missingScopes(scopes, entry.grantedScopes).length === 0,
+      view: toAccessToken(entry),
+    };
+    memory.set(key, held);
+    known.set(key, scopes);
+    return held;
   };
 
-  const fetchShared = (key: string, scopes: ScopeSet, background: boolean): Promise<StoredToken> => {
+  const storeFailed = (operation: 'get' | 'set' | 'delete' | 'singleFlight', error: unknown): void => {
+    emit({
+      type: 'store-failed',
+      operation,
+      message: redactTokens(error instanceof Error ? error.message : String(error)).slice(0, 300),
+    });
+  };
+
+  const storeGet = async (key: string): Promise<StoredToken | undefined> => {
+    if (store === undefined) return undefined;
+    try {
+      const entry = await store.get(key);
+      return isStoredToken(entry) ? entry : undefined;
+    } catch (error) {
+      storeFailed('get', error);
+      return undefined;
+    }
+  };
+
+  const storeSet = async (key: string, entry: StoredToken): Promise<void> => {
+    if (store === undefined) return;
+    try {
+      await store.set(key, entry, entry.expiresAt - clock.now());
+    } catch (error) {
+      storeFailed('set', error);
+    }
+  };
+
+  /** Sends the token request (with its retries) and validates the answer. */
+  const request = (scopes: ScopeSet, background: boolean, key: string): Promise<StoredToken> =>
+    sendTokenRequest(
+      { tokenUrl, clientId, clientSecret, audience, scopes, clientAuth },
+      {
+        fetch: fetchImpl,
+        clock,
+        sleep,
+        random,
+        retry,
+        requestTimeoutMs,
+        background,
+        emit,
+        onThrottle: (until) => throttledUntil.set(key, until),
+        process: (response, requestedAt) =>
+          processTokenResponse(response, {
+            requestedAt,
+            now: clock.now(),
+            audience,
+            requestedScopes: scopes,
+            clockSkewMs,
+            verifyJwt,
+          }),
+      },
+    );
+
+  /** Time a whole request sequence may take: every attempt and the backoff between them. */
+  const sequenceBudgetMs = requestTimeoutMs * (retry.maxRetries + 1) + retry.maxDelayMs * retry.maxRetries;
+
+  /** Gets a token from the endpoint, through the shared store's single flight when it has one. */
+  const obtain = async (
+    key: string,
+    scopes: ScopeSet,
+    background: boolean,
+    replacing: string | undefined,
+  ): Promise<StoredToken> => {
+    if (store?.singleFlight === undefined) {
+      const entry = await request(scopes, background, key);
+      await storeSet(key, entry);
+      return entry;
+    }
+    // Whatever our own request did is kept apart from what the store did, so that a store failure
+    // never costs a second request nor throws away a token just received.
+    let own: { ok: true; entry: StoredToken } | { ok: false; error: unknown } | undefined;
+    const fetchToken = async () => {
+      try {
+        const entry = await request(scopes, background, key);
+        own = { ok: true, entry };
+        return entry;
+      } catch (error) {
+        own = { ok: false, error };
+        throw error;
+      }
+    };
+    try {
+      const entry = await store.singleFlight(key, fetchToken, {
+        timeoutMs: sequenceBudgetMs,
+        ...(replacing === undefined ? {} : { replacing }),
+      });
+      if (!isStoredToken(entry))
+        throw new TypeError('singleFlight resolved with something that is not a token');
+      if (replacing !== undefined && entry.accessToken === replacing) {
+        throw new TypeError('singleFlight resolved with the token being replaced');
+      }
+      return entry;
+    } catch (error) {
+      const ownResult = own as typeof own;
+      if (ownResult?.ok === false && (error === ownResult.error || error instanceof PartnerAuthError)) {
+        throw error;
+      }
+      storeFailed('singleFlight', error);
+      if (ownResult?.ok === true) return ownResult.entry;
+      return request(scopes, background, key);
+    }
+  };
+
+  const fetchShared = (
+    key: string,
+    scopes: ScopeSet,
+    background: boolean,
+    replacing?: string,
+  ): Promise<Held> => {
     const existing = inflight.get(key);
     if (existing) return existing;
+    const now = clock.now();
     const until = throttledUntil.get(key);
     if (until !== undefined) {
-      const left = until - clock.now();
+      const left = until - now;
       if (left > 0) {
         emit({ type: 'throttled', scopes, retryAfterMs: left });
         return Promise.reject(
@@ -296,44 +414,40 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       }
       throttledUntil.delete(key);
     }
+    const pause = paused.get(key);
+    if (pause !== undefined && pause.until > now) return Promise.reject(pause.error);
     const promise = (async () => {
       try {
-        const { response, requestedAt } = await sendTokenRequest(
-          { tokenUrl, clientId, clientSecret, audience, scopes, clientAuth },
-          {
-            fetch: fetchImpl,
-            clock,
-            sleep,
-            random,
-            retry,
-            requestTimeoutMs,
-            background,
-            emit,
-            onThrottle: (until) => throttledUntil.set(key, until),
-          },
-        );
-        const stored = await processTokenResponse(response, {
-          requestedAt,
-          now: clock.now(),
-          audience,
-          requestedScopes: scopes,
-          clockSkewMs,
-          verifyJwt,
-        });
-        await store.set(key, stored, stored.expiresAt - clock.now());
-        completed.set(key, { entry: stored });
-        known.set(key, scopes);
+        // Another process may already have put a newer token in the shared store.
+        if (store !== undefined && replacing !== undefined) {
+          const newer = await storeGet(key);
+          if (newer !== undefined && newer.accessToken !== replacing) {
+            const held = hold(key, newer, scopes);
+            if (clock.now() < held.refreshAt) return held;
+          }
+        }
+        const entry = await obtain(key, scopes, background, replacing);
+        askedAt.set(key, clock.now());
+        paused.delete(key);
         throttledUntil.delete(key);
+        const held = hold(key, entry, scopes);
         emit({
           type: 'token-received',
           scopes,
-          grantedScopes: stored.grantedScopes,
-          token: shortenToken(stored.accessToken),
-          expiresAt: stored.expiresAt,
+          grantedScopes: entry.grantedScopes,
+          token: shortenToken(entry.accessToken),
+          expiresAt: entry.expiresAt,
           background,
         });
-        return stored;
+        return held;
       } catch (error) {
+        const failures = (paused.get(key)?.failures ?? 0) + 1;
+        // A failed background refresh pauses for retry.maxDelayMs; a failed wait for a token for the
+        // backoff bound of its failure count. Callers within the pause share the failure.
+        const pauseMs = background
+          ? retry.maxDelayMs
+          : Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (failures - 1));
+        paused.set(key, { until: clock.now() + pauseMs, error, failures });
         emit({
           type: 'token-request-failed',
           scopes,
@@ -350,88 +464,153 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     return promise;
   };
 
-  const lookup = async (
-    key: string,
-    wanted: ScopeSet,
-    now: number,
-  ): Promise<{ key: string; entry: StoredToken; scopes: ScopeSet } | undefined> => {
-    const entry = await store.get(key);
-    let exact: { key: string; entry: StoredToken; scopes: ScopeSet } | undefined;
-    if (entry !== undefined) {
-      if (!known.has(key)) known.set(key, wanted);
-      if (usable(entry, now)) {
-        exact = { key, entry, scopes: wanted };
-        if (missingScopes(wanted, entry.grantedScopes).length === 0) return exact;
+  const refreshInBackground = (key: string, held: Held, now: number): void => {
+    if (inflight.has(key)) return;
+    const until = throttledUntil.get(key);
+    if (until !== undefined && until > now) return;
+    const pause = paused.get(key);
+    if (pause !== undefined && pause.until > now) return;
+    emit({
+      type: 'background-refresh',
+      scopes: held.scopes,
+      token: shortenToken(held.entry.accessToken),
+      expiresAt: held.entry.expiresAt,
+    });
+    // Failures are reported through onEvent; callers keep the current token meanwhile.
+    fetchShared(key, held.scopes, true, held.entry.accessToken).catch(() => {});
+  };
+
+  /** A held token for `wanted`: the exact key (memory, then store), else a broader one that covers it. */
+  const lookup = async (key: string, wanted: ScopeSet, now: number): Promise<Held | undefined> => {
+    let exact = memory.get(key);
+    if (exact === undefined || now >= exact.hardAt) {
+      const stored = await storeGet(key);
+      if (stored !== undefined && stored.expiresAt - now > 0) {
+        const candidate = hold(key, stored, wanted);
+        if (exact === undefined || candidate.entry.expiresAt > exact.entry.expiresAt) exact = candidate;
       }
     }
-    if (wanted.length === 0) return exact;
-    // A token granted a superset of the wanted scopes serves this narrower request as well.
-    for (const [otherKey, otherScopes] of known) {
-      if (otherKey === key) continue;
-      if (otherScopes.length > 0 && missingScopes(wanted, otherScopes).length > 0) continue;
-      const other = await store.get(otherKey);
-      if (other && usable(other, now) && missingScopes(wanted, other.grantedScopes).length === 0) {
-        return { key: otherKey, entry: other, scopes: otherScopes };
+    if (exact !== undefined && now < exact.hardAt && exact.covers) return exact;
+    if (wanted.length > 0) {
+      // A token granted a superset of the wanted scopes serves this narrower request as well.
+      for (const [otherKey, other] of memory) {
+        if (otherKey === key || now >= other.hardAt) continue;
+        if (missingScopes(wanted, other.entry.grantedScopes).length === 0) return other;
       }
     }
-    // The exact entry lacks a wanted scope: the caller gets ScopeNotGrantedError without a new request.
     return exact;
   };
 
+  const serve = (held: Held): AccessToken => {
+    if (onEvent) {
+      emit({
+        type: 'cache-hit',
+        scopes: held.scopes,
+        token: shortenToken(held.entry.accessToken),
+        expiresAt: held.entry.expiresAt,
+      });
+    }
+    return held.view;
+  };
+
+  const notGranted = (wanted: ScopeSet, entry: StoredToken): ScopeNotGrantedError =>
+    new ScopeNotGrantedError(missingScopes(wanted, entry.grantedScopes), entry.grantedScopes);
+
+  const slowPath = async (key: string, wanted: ScopeSet, signal: AbortSignal | undefined) => {
+    const now = clock.now();
+    const held = await lookup(key, wanted, now);
+    if (held !== undefined && now < held.hardAt) {
+      if (missingScopes(wanted, held.entry.grantedScopes).length === 0) {
+        if (now >= held.refreshAt) refreshInBackground(keyFor(held.scopes), held, now);
+        return serve(held);
+      }
+      // A decision made once is asked again (at most once per scopeRecheckMs): the console may have
+      // granted the scope since.
+      const last = askedAt.get(key);
+      if (last !== undefined && now - last < scopeRecheckMs) throw notGranted(wanted, held.entry);
+      const fresh = await raceSignal(fetchShared(key, wanted, false, held.entry.accessToken), signal);
+      if (missingScopes(wanted, fresh.entry.grantedScopes).length > 0) throw notGranted(wanted, fresh.entry);
+      return fresh.view;
+    }
+    // While a (remote) store read was pending, another caller's request may have completed.
+    const latest = memory.get(key);
+    if (latest !== undefined && latest !== held && latest.covers && clock.now() < latest.hardAt) {
+      return serve(latest);
+    }
+    let fresh: Held;
+    try {
+      fresh = await raceSignal(fetchShared(key, wanted, false, held?.entry.accessToken), signal);
+    } catch (error) {
+      // The endpoint is failing: a token that has not expired yet is still better than no token.
+      if (
+        !signal?.aborted &&
+        held !== undefined &&
+        held.entry.expiresAt > clock.now() &&
+        missingScopes(wanted, held.entry.grantedScopes).length === 0
+      ) {
+        return serve(held);
+      }
+      throw error;
+    }
+    if (missingScopes(wanted, fresh.entry.grantedScopes).length > 0) throw notGranted(wanted, fresh.entry);
+    return fresh.view;
+  };
+
   return {
-    async getToken(getOptions = {}) {
-      const wanted = getOptions.scopes === undefined ? defaultScopes : normalizeScopes(getOptions.scopes);
-      getOptions.signal?.throwIfAborted();
-      const key = keyFor(wanted);
-      const now = clock.now();
-      const before = completed.get(key);
-      const hit = await lookup(key, wanted, now);
-      if (hit !== undefined) {
-        const { entry } = hit;
-        if (now >= refreshAtFor(hit.key, entry) && !inflight.has(hit.key)) {
-          const until = throttledUntil.get(hit.key);
-          if (until === undefined || until <= now) {
-            emit({
-              type: 'background-refresh',
-              scopes: hit.scopes,
-              token: shortenToken(entry.accessToken),
-              expiresAt: entry.expiresAt,
-            });
-            // Failures are reported through onEvent; callers keep the current token meanwhile. The
-            // next background attempt waits retry.maxDelayMs, so a failing endpoint does not get one
-            // request per getToken call (the hard window still makes callers wait near expiry).
-            fetchShared(hit.key, hit.scopes, true).catch(() => {
-              const plan = refreshPlans.get(hit.key);
-              if (plan?.token === entry.accessToken) plan.refreshAt = clock.now() + retry.maxDelayMs;
-            });
-          }
-        }
-        emit({
-          type: 'cache-hit',
-          scopes: wanted,
-          token: shortenToken(entry.accessToken),
-          expiresAt: entry.expiresAt,
-        });
-        return finish(entry, wanted);
+    getToken(getOptions = {}) {
+      const { signal } = getOptions;
+      if (signal?.aborted) return Promise.reject(signal.reason);
+      let key: string;
+      let wanted: ScopeSet;
+      try {
+        ({ key, wanted } = resolve(getOptions.scopes));
+      } catch (error) {
+        return Promise.reject(error);
       }
-      const latest = completed.get(key);
-      if (latest !== undefined && latest !== before && usable(latest.entry, clock.now())) {
-        return finish(latest.entry, wanted);
+      // The warm path: no await, no allocation beyond the event.
+      const held = memory.get(key);
+      if (held !== undefined && held.covers) {
+        const now = clock.now();
+        if (now < held.refreshAt) return Promise.resolve(serve(held));
       }
-      const stored = await raceSignal(fetchShared(key, wanted, false), getOptions.signal);
-      return finish(stored, wanted);
+      return slowPath(key, wanted, signal);
     },
 
     async invalidate(token) {
       const target = typeof token === 'string' ? token : token?.accessToken;
       for (const [key, scopes] of known) {
-        const entry = await store.get(key);
-        if (entry === undefined || (target !== undefined && entry.accessToken !== target)) continue;
-        await store.delete(key);
-        refreshPlans.delete(key);
-        completed.delete(key);
-        emit({ type: 'invalidated', scopes, token: shortenToken(entry.accessToken) });
+        const held = memory.get(key);
+        const stored = held === undefined ? await storeGet(key) : held.entry;
+        if (stored === undefined || (target !== undefined && stored.accessToken !== target)) continue;
+        memory.delete(key);
+        if (store !== undefined) {
+          try {
+            await store.delete(key);
+          } catch (error) {
+            storeFailed('delete', error);
+          }
+        }
+        emit({ type: 'invalidated', scopes, token: shortenToken(stored.accessToken) });
       }
     },
   };
+}
+
+/** The hard window is at most this share of a token's lifetime. */
+const HARD_SHARE = 0.05;
+/** The soft window is at most this share of a token's lifetime: a short token is refreshed about once. */
+const SOFT_SHARE = 0.12;
+
+/** What a shared store hands back is checked before it is served: another process wrote it. */
+function isStoredToken(value: unknown): value is StoredToken {
+  if (typeof value !== 'object' || value === null) return false;
+  const entry = value as Record<string, unknown>;
+  return (
+    typeof entry.accessToken === 'string' &&
+    entry.accessToken !== '' &&
+    typeof entry.expiresAt === 'number' &&
+    typeof entry.obtainedAt === 'number' &&
+    Array.isArray(entry.grantedScopes) &&
+    typeof entry.partnerId === 'string'
+  );
 }

@@ -1,12 +1,12 @@
-import type { Clock, Sleep } from './clock.js';
-import { TokenNetworkError, TokenRequestError, TokenThrottledError } from './errors.js';
-import { redactSecrets } from './redact.js';
-import { backoffDelay, isRetryableStatus, parseRetryAfter, type RetryPolicy } from './retry.js';
+import { type Clock, raceSignal, type Sleep, startDeadline } from './clock.js';
+import { PartnerAuthError, TokenNetworkError, TokenRequestError, TokenThrottledError } from './errors.js';
+import { describeNetworkError, redactSecrets, redactTokens } from './redact.js';
+import { backoffDelay, isRetryableStatus, type RetryPolicy, retryAfterFromHeaders } from './retry.js';
 import type { ScopeSet } from './scope-set.js';
 import type { TokenEvent } from './token-event.js';
 import { readBodyLimited } from './token-response.js';
 
-/** What goes into one client-credentials token request (RFC 6749 §4.4.2, seed §2.1 and §4.1). */
+/** What goes into one client-credentials token request (RFC 6749 §4.4.2; API documentation §2.1 and §4.1). */
 export interface TokenRequestParams {
   tokenUrl: URL;
   clientId: string;
@@ -62,17 +62,22 @@ export function buildTokenRequest(params: TokenRequestParams, signal?: AbortSign
   });
 }
 
-export interface SendTokenRequestDeps {
+export interface SendTokenRequestDeps<T> {
   fetch: typeof globalThis.fetch;
   clock: Clock;
   sleep: Sleep;
   random: () => number;
   retry: RetryPolicy;
+  /** Time limit of one attempt: sending, waiting for the answer and reading its body. */
   requestTimeoutMs: number;
   background: boolean;
   emit: (event: TokenEvent) => void;
   /** Called when the server asks to back off (429/503 with Retry-After): fail fast until `until`. */
   onThrottle: (until: number) => void;
+  /** Reads and validates a 2xx answer, inside the attempt's deadline (a body cut off is retried). */
+  process: (response: Response, requestedAt: number) => Promise<T>;
+  /** Stops the whole sequence (e.g. the caller's deadline). */
+  signal?: AbortSignal | undefined;
 }
 
 const hints: Record<string, string> = {
@@ -99,9 +104,11 @@ async function readOAuthError(
     if (typeof body !== 'object' || body === null) return {};
     const { error, error_description: description } = body as Record<string, unknown>;
     return {
-      ...(typeof error === 'string' ? { error: redactSecrets(error, secrets).slice(0, 100) } : {}),
+      ...(typeof error === 'string'
+        ? { error: redactTokens(redactSecrets(error, secrets)).slice(0, 100) }
+        : {}),
       ...(typeof description === 'string'
-        ? { errorDescription: redactSecrets(description, secrets).slice(0, 500) }
+        ? { errorDescription: redactTokens(redactSecrets(description, secrets)).slice(0, 500) }
         : {}),
     };
   } catch {
@@ -145,94 +152,115 @@ async function discard(response: Response): Promise<void> {
   }
 }
 
+/** A failure the retry loop may try again after `delayMs` (undefined: backoff). */
+class Retryable {
+  constructor(
+    readonly error: PartnerAuthError,
+    readonly reason: 'network' | 'status',
+    readonly status?: number,
+    readonly delayMs?: number,
+  ) {}
+}
+
 /**
- * Sends the token request, retrying network errors, 408, 429 and 5xx with full-jitter backoff or the
- * server's Retry-After. Resolves with the successful (2xx) response and the time the successful
- * attempt started; throws a typed error otherwise.
+ * Sends the token request, retrying network errors (a connection refused or cut mid-answer, a
+ * timeout), 408, 429 and 5xx with full-jitter backoff or the server's Retry-After. Each attempt is
+ * bounded by `requestTimeoutMs` with a timer of our own, from sending to the last byte of the body.
+ * Resolves with what `process` made of the 2xx answer; throws a PartnerAuthError otherwise.
  */
-export async function sendTokenRequest(
+export async function sendTokenRequest<T>(
   params: TokenRequestParams,
-  deps: SendTokenRequestDeps,
-): Promise<{ response: Response; requestedAt: number }> {
+  deps: SendTokenRequestDeps<T>,
+): Promise<T> {
   const { retry, clock, emit, background } = deps;
-  // The client id is a credential too (seed §2.1): scrub both from server-provided text, in every
-  // form they were sent in (raw, form- or URI-encoded, and the Basic header value), should it echo them.
+  // The client id is a credential too (API documentation §2.1): scrub both from server-provided text,
+  // in every form they were sent in (raw, form- or URI-encoded, and the Basic header value).
   const secrets = credentialForms(params);
-  const maxAttempts = Math.max(1, Math.floor(retry.maxAttempts));
   const where = `${params.tokenUrl.origin}${params.tokenUrl.pathname}`;
+  const host = params.tokenUrl.host;
   for (let attempt = 1; ; attempt++) {
+    deps.signal?.throwIfAborted();
     const requestedAt = clock.now();
     emit({ type: 'token-requested', tokenUrl: where, scopes: params.scopes, attempt, background });
-    let response: Response;
+    const deadline = startDeadline(deps.requestTimeoutMs, `no answer within ${deps.requestTimeoutMs} ms`);
+    const signal = deps.signal ? AbortSignal.any([deps.signal, deadline.signal]) : deadline.signal;
+    let outcome: Retryable;
     try {
-      response = await deps.fetch(buildTokenRequest(params, AbortSignal.timeout(deps.requestTimeoutMs)));
-    } catch (cause) {
-      const timedOut = cause instanceof Error && cause.name === 'TimeoutError';
-      if (attempt < maxAttempts) {
-        const delayMs = backoffDelay(attempt, retry, deps.random);
-        emit({ type: 'retry-scheduled', scopes: params.scopes, attempt, delayMs, reason: 'network' });
-        await deps.sleep(delayMs);
-        continue;
+      return await raceSignal(attemptOnce(attempt, requestedAt, signal), signal);
+    } catch (error) {
+      if (deps.signal?.aborted) throw deps.signal.reason;
+      if (error instanceof Retryable) outcome = error;
+      else if (error instanceof PartnerAuthError) throw error;
+      else {
+        const timedOut = deadline.signal.aborted;
+        const detail = timedOut
+          ? `it did not answer within ${deps.requestTimeoutMs} ms (requestTimeoutMs)`
+          : `could not connect to ${host} or the connection dropped (${redactSecrets(describeNetworkError(error), secrets)})`;
+        outcome = new Retryable(
+          new TokenNetworkError(
+            `could not get a token from ${where} after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${detail}; check that the auth service is reachable from this host (authUrl/tokenUrl, DNS, proxy, firewall).`,
+            { cause: error },
+          ),
+          'network',
+        );
       }
-      const detail = timedOut
-        ? `it did not answer within ${deps.requestTimeoutMs} ms`
-        : redactSecrets(cause instanceof Error ? cause.message : String(cause), secrets);
-      throw new TokenNetworkError(
-        `could not get a token from ${where} after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${detail}; check that the auth service is reachable from this host (authUrl/tokenUrl, DNS, proxy, firewall).`,
-        { cause },
-      );
+    } finally {
+      deadline.clear();
     }
+    if (attempt > retry.maxRetries) throw outcome.error;
+    const delayMs = outcome.delayMs ?? backoffDelay(attempt, retry, deps.random);
+    emit({
+      type: 'retry-scheduled',
+      scopes: params.scopes,
+      attempt,
+      delayMs,
+      reason: outcome.reason,
+      ...(outcome.status === undefined ? {} : { status: outcome.status }),
+    });
+    await deps.sleep(delayMs, deps.signal);
+  }
+
+  async function attemptOnce(attempt: number, requestedAt: number, signal: AbortSignal): Promise<T> {
+    const response = await deps.fetch(buildTokenRequest(params, signal));
     const { status } = response;
-    if (status >= 200 && status <= 299) return { response, requestedAt };
+    if (status >= 200 && status <= 299) return deps.process(response, requestedAt);
     if (status >= 300 && status <= 399) {
       await discard(response);
       const location = response.headers.get('location');
       throw new TokenRequestError(
         `the token endpoint ${where} answered ${status} redirecting${
-          location ? ` to ${redactSecrets(location, secrets).slice(0, 200)}` : ''
+          location ? ` to ${redactTokens(redactSecrets(location, secrets)).slice(0, 200)}` : ''
         }; redirects are not followed because they would re-send the client credentials: set authUrl/tokenUrl to the final address.`,
         { status },
       );
     }
+    const last = attempt > retry.maxRetries;
     if (!isRetryableStatus(status)) {
       throw statusError(params.tokenUrl, status, await readOAuthError(response, secrets), attempt);
     }
-    const retryAfter = parseRetryAfter(response.headers.get('retry-after'), clock.now());
+    const retryAfter = retryAfterFromHeaders(response.headers, clock.now());
     if ((status === 429 || status === 503) && retryAfter !== undefined) {
       const waitMs = Math.min(retryAfter, retry.maxRetryAfterMs);
       deps.onThrottle(clock.now() + waitMs);
       emit({ type: 'throttled', scopes: params.scopes, retryAfterMs: waitMs, status });
-      if (attempt < maxAttempts) {
-        await discard(response);
-        emit({
-          type: 'retry-scheduled',
-          scopes: params.scopes,
-          attempt,
-          delayMs: waitMs,
-          reason: 'status',
-          status,
-        });
-        await deps.sleep(waitMs);
-        continue;
-      }
-      const oauth = await readOAuthError(response, secrets);
-      throw new TokenThrottledError(
+      const oauth = last ? await readOAuthError(response, secrets) : (await discard(response), {});
+      const error = new TokenThrottledError(
         `the token endpoint ${where} answered ${status} asking to retry after ${Math.ceil(waitMs / 1000)} s${
           oauth.error ? ` (${oauth.error})` : ''
         }; token requests for these scopes fail fast until then: retry later or lower the request rate.`,
         waitMs,
       );
+      if (last) throw error;
+      throw new Retryable(error, 'status', status, waitMs);
     }
-    if (attempt < maxAttempts) {
-      await discard(response);
-      const delayMs =
-        retryAfter !== undefined
-          ? Math.min(retryAfter, retry.maxRetryAfterMs)
-          : backoffDelay(attempt, retry, deps.random);
-      emit({ type: 'retry-scheduled', scopes: params.scopes, attempt, delayMs, reason: 'status', status });
-      await deps.sleep(delayMs);
-      continue;
-    }
-    throw statusError(params.tokenUrl, status, await readOAuthError(response, secrets), attempt);
+    const oauth = last ? await readOAuthError(response, secrets) : (await discard(response), {});
+    const error = statusError(params.tokenUrl, status, oauth, attempt);
+    if (last) throw error;
+    throw new Retryable(
+      error,
+      'status',
+      status,
+      retryAfter === undefined ? undefined : Math.min(retryAfter, retry.maxRetryAfterMs),
+    );
   }
 }

@@ -112,7 +112,11 @@ describe('createAuthFetch', () => {
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(BearerInsufficientScopeError);
-    expect(error).toMatchObject({ code: 'ERR_INSUFFICIENT_SCOPE', scope: 'create:repayment', status: 403 });
+    expect(error).toMatchObject({
+      code: 'ERR_BEARER_INSUFFICIENT_SCOPE',
+      scope: 'create:repayment',
+      status: 403,
+    });
     expect((error as Error).message).toBe(
       'the API refused the request with 403 insufficient_scope (needs "create:repayment"); the access token lacks a scope this operation requires: ask for it in getToken({ scopes }) and make sure the client is authorised for it.',
     );

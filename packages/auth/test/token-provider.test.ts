@@ -276,20 +276,47 @@ describe('refresh ahead', () => {
     }
   });
 
-  it('caps the soft window at half the lifetime, so short-lived tokens are not refreshed on every call', async () => {
+  it('scales the windows down for short-lived tokens: soft at most 12 %, hard at most 5 % of the lifetime', async () => {
     const clock = fakeClock();
     const local = await startTokenServer({ now: clock.now, ttlSeconds: 61 });
     try {
       const events: TokenEvent[] = [];
       const provider = providerFor(local, { clock, onEvent: (e) => events.push(e) });
-      const first = await provider.getToken(); // lifetime 60 s: soft window max(60 s, 6 s) → capped to 30 s
-      clock.advance(25_000);
+      // lifetime 60 s: soft window max(60 s, 6 s) → capped to 7.2 s; hard window min(5 s, 3 s) = 3 s.
+      const first = await provider.getToken();
+      clock.set(first.expiresAt - 7_300);
       await provider.getToken();
       expect(events.filter((e) => e.type === 'background-refresh')).toHaveLength(0);
-      clock.advance(10_000);
+      clock.set(first.expiresAt - 7_100);
       expect((await provider.getToken()).accessToken).toBe(first.accessToken);
       expect(events.filter((e) => e.type === 'background-refresh')).toHaveLength(1);
       await vi.waitFor(() => expect(local.tokenRequests()).toBe(2), { timeout: 5000 });
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('serves a 2-s token from the cache until its last 12 %, waits only in its last 5 %', async () => {
+    const clock = fakeClock();
+    const local = await startTokenServer({ now: clock.now, ttlSeconds: 3 });
+    try {
+      const events: TokenEvent[] = [];
+      const provider = providerFor(local, {
+        clock,
+        onEvent: (e) => events.push(e),
+        refresh: { clockSkewMs: 0 },
+      });
+      const first = await provider.getToken();
+      const lifetime = first.expiresAt - clock.now();
+      expect(lifetime).toBeGreaterThan(1_000);
+      clock.set(first.expiresAt - 0.13 * lifetime);
+      expect((await provider.getToken()).accessToken).toBe(first.accessToken);
+      expect(local.tokenRequests()).toBe(1);
+      expect(events.filter((e) => e.type === 'cache-hit')).toHaveLength(1);
+      // Inside the hard window (5 % of the lifetime) a caller waits for a new token.
+      clock.set(first.expiresAt - 0.04 * lifetime);
+      const next = await provider.getToken();
+      expect(next.accessToken).not.toBe(first.accessToken);
     } finally {
       await local.close();
     }
@@ -358,12 +385,19 @@ describe('single flight', () => {
     expect(count()).toBe(1);
   });
 
-  it('shares one failure among concurrent callers, then tries again on the next call', async () => {
-    const provider = providerFor(server, { retry: { maxAttempts: 1 } });
+  it('shares one failure among concurrent and later callers until the backoff pause has passed', async () => {
+    const clock = fakeClock();
+    const provider = providerFor(server, { clock, retry: { maxRetries: 0 } });
     server.next(() => ({ status: 401, body: { error: 'invalid_client' } }));
     const results = await Promise.allSettled(Array.from({ length: 50 }, () => provider.getToken()));
     expect(results.every((r) => r.status === 'rejected')).toBe(true);
     expect(count()).toBe(1);
+    // Within the pause (retry.baseDelayMs after a first failure) a caller gets the same error, no request.
+    clock.advance(199);
+    const again = await provider.getToken().catch((e: unknown) => e);
+    expect(again).toBe((results[0] as PromiseRejectedResult).reason);
+    expect(count()).toBe(1);
+    clock.advance(1);
     await provider.getToken();
     expect(count()).toBe(2);
   });
