@@ -639,3 +639,36 @@ describe('onEvent', () => {
     await expect(provider.getToken()).resolves.toMatchObject({ tokenType: 'Bearer' });
   });
 });
+
+describe('fresh scope decisions', () => {
+  it('asks again (once for all callers) for a scope the cached token lacks, at most once per scopeRecheckMs', async () => {
+    const clock = fakeClock();
+    let authorised = ['read:loans'];
+    const local = await startTokenServer({ now: clock.now, ttlSeconds: 3601 });
+    local.fallback = async (request, issue) => {
+      const asked = (request.form.get('scope') ?? '').split(' ').filter(Boolean);
+      const granted = asked.filter((s) => authorised.includes(s));
+      return { body: await issue({ claims: { scope: granted }, response: { scope: granted.join(' ') } }) };
+    };
+    try {
+      const provider = providerFor(local, { clock, refresh: { scopeRecheckMs: 60_000 } });
+      const wanted = ['create:repayment', 'read:loans'];
+      await expect(provider.getToken({ scopes: wanted })).rejects.toBeInstanceOf(ScopeNotGrantedError);
+      expect(local.tokenRequests()).toBe(1);
+      // Within the interval: the cached decision stands, no request.
+      clock.advance(30_000);
+      await expect(provider.getToken({ scopes: wanted })).rejects.toBeInstanceOf(ScopeNotGrantedError);
+      expect(local.tokenRequests()).toBe(1);
+      // The console grants the scope; past the interval, 20 callers share one new request.
+      authorised = ['create:repayment', 'read:loans'];
+      clock.advance(30_000);
+      const tokens = await Promise.all(
+        Array.from({ length: 20 }, () => provider.getToken({ scopes: wanted })),
+      );
+      expect(tokens[0]?.grantedScopes).toEqual(wanted);
+      expect(local.tokenRequests()).toBe(2);
+    } finally {
+      await local.close();
+    }
+  });
+});
