@@ -1,1 +1,11 @@
-export {};
+export { RedisTokenStoreError, type RedisTokenStoreErrorCode } from './errors.js';
+export { DEFAULT_NAMESPACE } from './redis-keys.js';
+export {
+  createRedisTokenStore,
+  type RedisClient,
+  type RedisOperation,
+  type RedisTokenStore,
+  type RedisTokenStoreEvent,
+  type RedisTokenStoreOptions,
+} from './redis-token-store.js';
+export type { EncryptionKeyInput, UnreadableReason } from './token-cipher.js';

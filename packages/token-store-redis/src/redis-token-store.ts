@@ -1,0 +1,569 @@
+import { randomBytes } from 'node:crypto';
+import type { SingleFlightOptions, StoredToken, TokenStore } from '@partner-lending/auth';
+import { createClient, type RedisClientType } from 'redis';
+import { RedisTokenStoreError, type RedisTokenStoreErrorCode } from './errors.js';
+import { DEFAULT_NAMESPACE, noticeChannel, type RedisNames, redisNames } from './redis-keys.js';
+import { acquireScript, dropScript, releaseScript, type Script, writeScript } from './scripts.js';
+import {
+  type EncryptionKeyInput,
+  type EntryFields,
+  parseKey,
+  TokenCipher,
+  type UnreadableReason,
+} from './token-cipher.js';
+
+/**
+ * A node-redis client (`createClient()` from `redis`), connected by the application. Any module,
+ * script or RESP version set-up is accepted: the store only sends plain commands through it.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: every generic set-up of the client is accepted.
+export type RedisClient = RedisClientType<any, any, any, any, any>;
+
+/** The Redis operation an event or error is about. */
+export type RedisOperation = 'get' | 'set' | 'delete' | 'single-flight' | 'subscribe';
+
+/**
+ * What the store tells an `onEvent` hook. Never an access token, a ciphertext or the key: tokens are
+ * named by `tag`, the digest in their Redis key.
+ */
+export type RedisTokenStoreEvent =
+  /** No encryption key: tokens are stored in clear (reported once per store, warned once per process). */
+  | { type: 'encryption-disabled' }
+  /** Connected, or connected again after an outage. */
+  | { type: 'redis-ready' }
+  /** The connection was lost or could not be made; calls reject fast until `redis-ready`. */
+  | { type: 'redis-down'; message: string }
+  /** The store's own client schedules its next connection attempt. */
+  | { type: 'redis-reconnecting'; attempt: number; delayMs: number }
+  /** A call failed (the promise rejects with the same code). */
+  | { type: 'redis-error'; operation: RedisOperation; code: RedisTokenStoreErrorCode; message: string }
+  /** A stored entry could not be used and counted as a miss; a tampered or malformed one was deleted. */
+  | { type: 'token-unreadable'; tag: string; reason: UnreadableReason }
+  /** A token was not written because the stored one is newer. */
+  | { type: 'write-skipped'; tag: string }
+  /** This process took the lock and runs the token request for the fleet. */
+  | { type: 'lock-acquired'; tag: string; takeover: boolean }
+  /** Another process holds the lock: this one waits for its notice (at most `timeoutMs`). */
+  | { type: 'lock-waiting'; tag: string; lockTtlMs: number };
+
+export interface RedisTokenStoreOptions {
+  /** A Redis URL (`redis://[[user]:password@]host[:port][/db]`, `rediss://` for TLS); the store creates, connects and closes its client. Exactly one of url / client. */
+  url?: string | undefined;
+  /** A node-redis client the application created and connects (`await client.connect()`); the store never closes it. */
+  client?: RedisClient | undefined;
+  /** Prefix of every key and of the notice channel. Default `partner-lending:token-store:`. */
+  namespace?: string;
+  /**
+   * AES-256-GCM key(s): 32 bytes, or a string of them in base64 or hex. An array rotates keys: the
+   * first encrypts, all decrypt. Default: the `PARTNER_TOKEN_STORE_KEY` environment variable; without
+   * either, tokens are stored in clear and a warning says so once.
+   */
+  encryptionKey?: EncryptionKeyInput | readonly EncryptionKeyInput[] | undefined;
+  /** Longest wait for one Redis command before the call rejects with ERR_REDIS_UNAVAILABLE. Default 1 000. */
+  commandTimeoutMs?: number;
+  /** Longest wait for a connection; calls made before the first connection wait at most this long. Default 2 000. */
+  connectTimeoutMs?: number;
+  /** Cap of the reconnection backoff of a client the store created (it doubles from 100 ms, with jitter). Default 5 000. */
+  maxReconnectDelayMs?: number;
+  /** Observability hook (see RedisTokenStoreEvent). Default: none. */
+  onEvent?: (event: RedisTokenStoreEvent) => void;
+}
+
+/** A TokenStore backed by Redis, with single flight across processes. */
+export interface RedisTokenStore extends TokenStore {
+  singleFlight(
+    key: string,
+    fetchToken: () => Promise<StoredToken>,
+    options: SingleFlightOptions,
+  ): Promise<StoredToken>;
+  /** True when both connections (commands and notices) are up. */
+  readonly isReady: boolean;
+  /** Closes the connections the store opened (its client from `url`, its notice subscriber). */
+  close(): Promise<void>;
+}
+
+type Notice = { kind: 'ok' | 'failed'; lockId: string; code: string } | { kind: 'timer' | 'down' };
+
+let warnedUnencrypted = false;
+
+function positive(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new TypeError(`createRedisTokenStore: ${name} must be a finite number > 0, got ${String(value)}.`);
+  }
+  return value;
+}
+
+/** True for an error the Redis server answered with (node-redis's ErrorReply and its subclasses). */
+function isErrorReply(error: unknown): boolean {
+  for (let proto = error; proto; proto = Object.getPrototypeOf(proto)) {
+    if ((proto as { constructor?: { name?: string } }).constructor?.name === 'ErrorReply') return true;
+  }
+  return false;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Creates a Redis-backed TokenStore for `createTokenProvider({ store })` or
+ * `createPartnerClient({ store })`: one token per (token URL, client, audience, scopes) for a whole
+ * fleet of processes, fetched by one process at a time, encrypted at rest.
+ */
+export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTokenStore {
+  const { url, client: given } = options;
+  if ((url === undefined || url === '') === (given === undefined)) {
+    throw new TypeError(
+      given === undefined
+        ? 'createRedisTokenStore needs { url } (e.g. redis://localhost:6379) or { client }; url is empty or undefined — is the variable you read it from (REDIS_URL?) set?'
+        : 'createRedisTokenStore takes { url } or { client }, not both.',
+    );
+  }
+  const namespace = options.namespace ?? DEFAULT_NAMESPACE;
+  if (typeof namespace !== 'string' || /[{}]/.test(namespace)) {
+    throw new TypeError(
+      'createRedisTokenStore: namespace must be a string without { or } (they mark the hash tag).',
+    );
+  }
+  const commandTimeoutMs = positive(options.commandTimeoutMs, 1_000, 'commandTimeoutMs');
+  const connectTimeoutMs = positive(options.connectTimeoutMs, 2_000, 'connectTimeoutMs');
+  const maxReconnectDelayMs = positive(options.maxReconnectDelayMs, 5_000, 'maxReconnectDelayMs');
+  const onEvent = options.onEvent;
+  const emit = (event: RedisTokenStoreEvent): void => {
+    if (!onEvent) return;
+    try {
+      onEvent(event);
+    } catch {
+      // an observer must not break token handling
+    }
+  };
+
+  const configured = options.encryptionKey ?? process.env.PARTNER_TOKEN_STORE_KEY;
+  const keyList = (
+    configured === undefined || configured === '' ? [] : [configured]
+  ).flat() as EncryptionKeyInput[];
+  const from = options.encryptionKey === undefined ? 'PARTNER_TOKEN_STORE_KEY' : 'encryptionKey';
+  const cipher = new TokenCipher(
+    keyList.map((key, index) => parseKey(key, keyList.length > 1 ? `${from}[${index}]` : from)),
+  );
+  if (!cipher.encrypted) {
+    if (!warnedUnencrypted) {
+      warnedUnencrypted = true;
+      process.emitWarning(
+        'no PARTNER_TOKEN_STORE_KEY or encryptionKey: access tokens are stored in Redis in clear, readable by anyone who can read Redis or its backups, and tokens written by anyone who can write to Redis are trusted. Set a 32-byte key (`openssl rand -base64 32`).',
+        { code: 'PARTNER_TOKEN_STORE_UNENCRYPTED' },
+      );
+    }
+    emit({ type: 'encryption-disabled' });
+  }
+
+  const channel = noticeChannel(namespace);
+  const owned = given === undefined;
+  let closed = false;
+  let up = false;
+
+  const noteUp = () => {
+    if (up) return;
+    up = true;
+    emit({ type: 'redis-ready' });
+  };
+  const noteDown = (cause: unknown) => {
+    if (!up) return;
+    up = false;
+    emit({ type: 'redis-down', message: messageOf(cause) });
+  };
+
+  const reconnectStrategy = (retries: number, cause: unknown) => {
+    noteDown(cause);
+    const cap = Math.min(maxReconnectDelayMs, 100 * 2 ** Math.min(retries, 20));
+    // Jitter, so that a fleet that lost Redis together does not reconnect in step.
+    const delayMs = Math.round(cap / 2 + (Math.random() * cap) / 2);
+    if (!closed) emit({ type: 'redis-reconnecting', attempt: retries + 1, delayMs });
+    return delayMs;
+  };
+
+  const client: RedisClient =
+    given ??
+    (createClient({
+      url: url as string,
+      // Commands sent while disconnected fail at once instead of piling up until Redis returns.
+      disableOfflineQueue: true,
+      socket: { connectTimeout: connectTimeoutMs, reconnectStrategy },
+    }) as RedisClient);
+  client.on('ready', noteUp);
+  if (owned) client.on('error', noteDown);
+  if (client.isReady) up = true;
+
+  /** Resolves once the client was ready, or after connectTimeoutMs: a cold start waits, an outage does not. */
+  const waitFirstReady = (target: RedisClient): Promise<void> =>
+    target.isReady
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            target.off('ready', done);
+            resolve();
+          };
+          const timer = setTimeout(done, connectTimeoutMs);
+          target.on('ready', done);
+        });
+  const firstReady = waitFirstReady(client);
+  if (owned) {
+    client.connect().catch((error: unknown) => {
+      if (!closed) emit({ type: 'redis-down', message: messageOf(error) });
+    });
+  }
+
+  const unavailable = (operation: RedisOperation, message: string, cause?: unknown) => {
+    const error = new RedisTokenStoreError('ERR_REDIS_UNAVAILABLE', message, { cause });
+    emit({ type: 'redis-error', operation, code: error.code, message });
+    return error;
+  };
+
+  const ensureOpen = async (operation: RedisOperation) => {
+    if (closed) {
+      throw new RedisTokenStoreError(
+        'ERR_STORE_CLOSED',
+        'the Redis token store was closed; create a new one (or stop calling it after close()).',
+      );
+    }
+    await firstReady;
+    if (!client.isReady) {
+      noteDown(new Error('not connected'));
+      throw unavailable(
+        operation,
+        owned
+          ? `Redis is not reachable (the store reconnects by itself, backing off up to ${maxReconnectDelayMs} ms); the token provider falls back to its own token request meanwhile.`
+          : client.isOpen
+            ? 'the Redis client passed as { client } is not connected (it is reconnecting); the token provider falls back to its own token request meanwhile.'
+            : 'the Redis client passed as { client } is not open: call `await client.connect()` before using the store.',
+      );
+    }
+  };
+
+  const send = async <T>(operation: RedisOperation, args: string[]): Promise<T> => {
+    await ensureOpen(operation);
+    try {
+      return (await client.sendCommand(args, { timeout: commandTimeoutMs })) as T;
+    } catch (cause) {
+      // EVALSHA of a script the server has not seen yet: evaluate() sends the script itself.
+      if (args[0] === 'EVALSHA' && /^NOSCRIPT/.test(messageOf(cause))) throw cause;
+      if (isErrorReply(cause)) {
+        const message = `Redis refused ${args[0]}: ${messageOf(cause)}; check the Redis user's permissions and that the server is a writable primary.`;
+        emit({ type: 'redis-error', operation, code: 'ERR_REDIS_COMMAND', message });
+        throw new RedisTokenStoreError('ERR_REDIS_COMMAND', message, { cause });
+      }
+      noteDown(cause);
+      throw unavailable(
+        operation,
+        `Redis did not answer ${args[0]} within ${commandTimeoutMs} ms (${messageOf(cause)}); the token provider falls back to its own token request meanwhile.`,
+        cause,
+      );
+    }
+  };
+
+  const evaluate = async <T>(operation: RedisOperation, s: Script, keys: string[], args: string[]) => {
+    const tail = [String(keys.length), ...keys, ...args];
+    try {
+      return await send<T>(operation, ['EVALSHA', s.sha1, ...tail]);
+    } catch (error) {
+      if (error instanceof RedisTokenStoreError || !/^NOSCRIPT/.test(messageOf(error))) throw error;
+      return await send<T>(operation, ['EVAL', s.source, ...tail]);
+    }
+  };
+
+  const read = async (operation: RedisOperation, names: RedisNames): Promise<StoredToken | undefined> => {
+    const [v, k, e, o] = await send<(string | null)[]>(operation, ['HMGET', names.token, 'v', 'k', 'e', 'o']);
+    if (v == null && k == null) return undefined;
+    const fields: Partial<EntryFields> = {};
+    if (v != null) fields.v = v;
+    if (k != null) fields.k = k;
+    if (e != null) fields.e = e;
+    if (o != null) fields.o = o;
+    const opened = cipher.open(names.token, fields);
+    if ('token' in opened) return opened.token;
+    emit({ type: 'token-unreadable', tag: names.tag, reason: opened.unreadable });
+    // A damaged entry would otherwise stand until it expires (and could block newer writes): drop it,
+    // unless it is merely sealed with a key this process lacks (another set-up's token).
+    if ((opened.unreadable === 'tampered' || opened.unreadable === 'malformed') && v != null) {
+      await evaluate(operation, dropScript, [names.token], [v]).catch(() => {});
+    }
+    return undefined;
+  };
+
+  const write = async (
+    operation: RedisOperation,
+    names: RedisNames,
+    token: StoredToken,
+    ttlMs: number,
+    release?: { lockId: string; message: string },
+  ): Promise<void> => {
+    const { v, k, e, o } = cipher.seal(names.token, token);
+    const written = await evaluate<number>(
+      operation,
+      writeScript,
+      [names.token, names.lock],
+      [
+        v,
+        k,
+        e,
+        o,
+        String(Math.ceil(ttlMs)),
+        release?.lockId ?? '',
+        release ? channel : '',
+        release?.message ?? '',
+      ],
+    );
+    if (written === 0) emit({ type: 'write-skipped', tag: names.tag });
+  };
+
+  // ---- notices (pub/sub on a dedicated connection) ----
+  const waiters = new Map<string, Set<(notice: Notice) => void>>();
+  let subscriber: RedisClient | undefined;
+  let subscribed: Promise<void> | undefined;
+
+  const wakeAll = (notice: Notice) => {
+    for (const set of waiters.values()) for (const wake of set) wake(notice);
+  };
+
+  const subscribe = (): Promise<void> => {
+    if (subscribed) return subscribed;
+    const sub = client.duplicate(
+      owned ? {} : { disableOfflineQueue: true, socket: { ...client.options?.socket, reconnectStrategy } },
+    ) as RedisClient;
+    subscriber = sub;
+    sub.on('error', () => wakeAll({ kind: 'down' }));
+    sub.on('end', () => wakeAll({ kind: 'down' }));
+    const ready = waitFirstReady(sub);
+    subscribed = (async () => {
+      sub.connect().catch(() => {});
+      await ready;
+      if (!sub.isReady) throw new Error('the notice connection is not up');
+      await sub.subscribe(channel, (message: string) => {
+        const [tag = '', kind, lockId = '', code = ''] = message.split('|');
+        const set = waiters.get(tag);
+        if (!set || (kind !== 'ok' && kind !== 'failed')) return;
+        for (const wake of set) wake({ kind, lockId, code });
+      });
+    })();
+    subscribed.catch(() => {
+      // The subscriber keeps reconnecting (and node-redis subscribes again once it is back).
+    });
+    return subscribed;
+  };
+
+  const ensureSubscribed = async () => {
+    try {
+      await subscribe();
+    } catch (cause) {
+      throw unavailable('subscribe', `the Redis notice connection is not up (${messageOf(cause)}).`, cause);
+    }
+    if (!subscriber?.isReady) {
+      throw unavailable(
+        'subscribe',
+        'the Redis notice connection is down (it reconnects by itself); the token provider falls back to its own token request meanwhile.',
+      );
+    }
+  };
+
+  /** Collects the notices for one tag from now on; `next` waits for one, at most `ms`. */
+  const listen = (tag: string) => {
+    const queue: Notice[] = [];
+    let wake: ((notice: Notice) => void) | undefined;
+    const onNotice = (notice: Notice) => {
+      if (wake) wake(notice);
+      else queue.push(notice);
+    };
+    let set = waiters.get(tag);
+    if (!set) {
+      set = new Set();
+      waiters.set(tag, set);
+    }
+    set.add(onNotice);
+    return {
+      clear: () => {
+        queue.length = 0;
+      },
+      next: (ms: number): Promise<Notice> => {
+        const queued = queue.shift();
+        if (queued) return Promise.resolve(queued);
+        return new Promise<Notice>((resolve) => {
+          const timer = setTimeout(() => finish({ kind: 'timer' }), Math.max(0, ms));
+          const finish = (notice: Notice) => {
+            clearTimeout(timer);
+            wake = undefined;
+            resolve(notice);
+          };
+          wake = finish;
+        });
+      },
+      stop: () => {
+        set.delete(onNotice);
+        if (set.size === 0) waiters.delete(tag);
+      },
+    };
+  };
+
+  const notice = (tag: string, kind: 'ok' | 'failed', lockId: string, code = '') =>
+    `${tag}|${kind}|${lockId}|${code.replace(/[^A-Za-z0-9_]/g, '')}`;
+
+  const fresh = (token: StoredToken | undefined, replacing: string | undefined): token is StoredToken =>
+    token !== undefined && token.accessToken !== replacing && token.expiresAt > Date.now();
+
+  const hold = async (
+    names: RedisNames,
+    lockId: string,
+    fetchToken: () => Promise<StoredToken>,
+  ): Promise<StoredToken> => {
+    let token: StoredToken;
+    try {
+      token = await fetchToken();
+    } catch (error) {
+      const code = String((error as { code?: unknown }).code ?? 'ERR_UNKNOWN');
+      await evaluate(
+        'single-flight',
+        releaseScript,
+        [names.lock],
+        [lockId, channel, notice(names.tag, 'failed', lockId, code)],
+      ).catch(() => {});
+      throw error;
+    }
+    // The token is this caller's whatever happens next: a failed write only costs the others a wait.
+    const ttlMs = token.expiresAt - Date.now();
+    const message = notice(names.tag, 'ok', lockId);
+    await (ttlMs > 0
+      ? write('single-flight', names, token, ttlMs, { lockId, message })
+      : evaluate('single-flight', releaseScript, [names.lock], [lockId, channel, message])
+    ).catch(() => {});
+    return token;
+  };
+
+  const flight = async (
+    key: string,
+    fetchToken: () => Promise<StoredToken>,
+    timeoutMs: number,
+    replacing: string | undefined,
+  ): Promise<StoredToken> => {
+    const names = redisNames(namespace, key);
+    const deadline = Date.now() + timeoutMs;
+    await ensureSubscribed();
+    const notices = listen(names.tag);
+    try {
+      let waited = false;
+      let takeover = false;
+      // Bounded: each round either returns, waits for a notice, or finds the lock gone.
+      for (let round = 0; round < 100; round++) {
+        notices.clear();
+        const current = await read('single-flight', names);
+        if (fresh(current, replacing)) return current;
+        const lockId = randomBytes(16).toString('hex');
+        const lockMs = Math.max(1, Math.ceil(timeoutMs));
+        const [acquired, lockTtl = -1, holder = ''] = await evaluate<[number, number?, string?]>(
+          'single-flight',
+          acquireScript,
+          [names.lock],
+          [lockId, String(lockMs)],
+        );
+        if (acquired === 1) {
+          // A holder may have written between the read above and the lock: look once more.
+          const landed = await read('single-flight', names);
+          if (fresh(landed, replacing)) {
+            await evaluate(
+              'single-flight',
+              releaseScript,
+              [names.lock],
+              [lockId, channel, notice(names.tag, 'ok', lockId)],
+            ).catch(() => {});
+            return landed;
+          }
+          emit({ type: 'lock-acquired', tag: names.tag, takeover });
+          return await hold(names, lockId, fetchToken);
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) break;
+        if (!waited) emit({ type: 'lock-waiting', tag: names.tag, lockTtlMs: Number(lockTtl) });
+        waited = true;
+        // Wake on the holder's notice, or when its lock expires (a holder that died sends none).
+        const wait = Number(lockTtl) >= 0 ? Math.min(left, Number(lockTtl) + 5) : left;
+        const next = await notices.next(wait);
+        if (next.kind === 'failed' && next.lockId === holder) {
+          throw new RedisTokenStoreError(
+            'ERR_REMOTE_FETCH_FAILED',
+            `the process that held the token lock reported that its token request failed (${next.code}); the same request from this process would most likely fail as well.`,
+            { remoteCode: next.code },
+          );
+        }
+        if (next.kind === 'timer') takeover = true;
+        if (next.kind === 'down') await ensureSubscribed();
+      }
+      const message = `no token arrived from the process holding the token lock within ${timeoutMs} ms; the token provider falls back to its own token request.`;
+      emit({ type: 'redis-error', operation: 'single-flight', code: 'ERR_SINGLE_FLIGHT_TIMEOUT', message });
+      throw new RedisTokenStoreError('ERR_SINGLE_FLIGHT_TIMEOUT', message);
+    } finally {
+      notices.stop();
+    }
+  };
+
+  /** One flight per (key, replacing) in this process: concurrent callers share it. */
+  const flights = new Map<string, Promise<StoredToken>>();
+
+  return {
+    get isReady() {
+      return !closed && client.isReady && subscriber?.isReady !== false;
+    },
+
+    get(key) {
+      return read('get', redisNames(namespace, key));
+    },
+
+    async set(key, value, ttlMs) {
+      if (!(ttlMs > 0)) return;
+      await write('set', redisNames(namespace, key), value, ttlMs);
+    },
+
+    async delete(key) {
+      await send('delete', ['DEL', redisNames(namespace, key).token]);
+    },
+
+    singleFlight(key, fetchToken, { timeoutMs, replacing, signal }) {
+      if (signal?.aborted) return Promise.reject(signal.reason);
+      const id = `${key}\0${replacing ?? ''}`;
+      let shared = flights.get(id);
+      if (!shared) {
+        shared = flight(key, fetchToken, timeoutMs, replacing).finally(() => flights.delete(id));
+        flights.set(id, shared);
+      }
+      if (!signal) return shared;
+      const flightPromise = shared;
+      return new Promise<StoredToken>((resolve, reject) => {
+        const onAbort = () => reject(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        flightPromise.then(
+          (token) => {
+            signal.removeEventListener('abort', onAbort);
+            resolve(token);
+          },
+          (error: unknown) => {
+            signal.removeEventListener('abort', onAbort);
+            reject(error);
+          },
+        );
+      });
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      wakeAll({ kind: 'down' });
+      const shut = async (target: RedisClient | undefined) => {
+        if (!target?.isOpen) return;
+        if (target.isReady) await target.close().catch(() => target.destroy());
+        else target.destroy();
+      };
+      await shut(subscriber);
+      if (owned) await shut(client);
+      else client.off('ready', noteUp);
+    },
+  };
+}

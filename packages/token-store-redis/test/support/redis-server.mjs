@@ -1,0 +1,112 @@
+// A real redis-server for tests and benchmarks: its own temp dir, a free loopback port, no
+// persistence (`--save ''`, `--appendonly no`), stopped by the caller. Never a mocked Redis.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const binary = process.env.REDIS_SERVER ?? 'redis-server';
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function launch(port, dir, cluster) {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  args.push('--dir', dir, '--daemonize', 'no', '--loglevel', 'notice');
+  if (cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`redis-server did not start in 10 s:\n${output}`)),
+      10_000,
+    );
+    const onData = (chunk) => {
+      output += chunk;
+      if (/Ready to accept connections/.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`redis-server exited (${code ?? signal}):\n${output}`));
+    });
+  });
+  return { child, ready, exited };
+}
+
+/**
+ * Starts redis-server on 127.0.0.1. `cluster: true` runs it in cluster mode with every slot assigned
+ * to itself, so that a script touching keys of two slots fails with CROSSSLOT as in a real cluster.
+ */
+export async function startRedis({ cluster = false } = {}) {
+  const dir = await mkdtemp(join(tmpdir(), 'partner-redis-'));
+  let port = 0;
+  let current;
+  for (let attempt = 0; ; attempt++) {
+    port = await freePort();
+    current = launch(port, dir, cluster);
+    try {
+      await current.ready;
+      break;
+    } catch (error) {
+      current.child.kill('SIGKILL');
+      if (attempt >= 4) throw error;
+    }
+  }
+  const url = `redis://127.0.0.1:${port}`;
+  const redis = {
+    port,
+    url,
+    dir,
+    /** SIGKILL: the server vanishes without closing anything (a crash, a lost node). */
+    async kill() {
+      if (current.child.exitCode === null && current.child.signalCode === null) {
+        current.child.kill('SIGKILL');
+        await current.exited;
+      }
+    },
+    /** Starts it again on the same port (empty: nothing was persisted). */
+    async restart() {
+      await redis.kill();
+      for (let attempt = 0; ; attempt++) {
+        current = launch(port, dir, cluster);
+        try {
+          await current.ready;
+          return;
+        } catch (error) {
+          current.child.kill('SIGKILL');
+          if (attempt >= 20) throw error;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    },
+    async stop() {
+      if (current.child.exitCode === null && current.child.signalCode === null) {
+        current.child.kill('SIGTERM');
+        const timer = setTimeout(() => current.child.kill('SIGKILL'), 5_000);
+        await current.exited;
+        clearTimeout(timer);
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  return redis;
+}

@@ -1,0 +1,16 @@
+export const CLIENT_ID: string;
+export const CLIENT_SECRET: string;
+export const PARTNER_ID: string;
+export interface TokenServer {
+  origin: string;
+  tokenUrl: string;
+  issuer: string;
+  audience: string;
+  issued: string[];
+  tokenRequests(): number;
+  setTtlSeconds(seconds: number): void;
+  setDelayMs(ms: number): void;
+  setFailing(failing: boolean): void;
+  close(): Promise<void>;
+}
+export function startTokenServer(options?: { ttlSeconds?: number; delayMs?: number }): Promise<TokenServer>;
