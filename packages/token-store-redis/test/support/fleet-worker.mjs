@@ -62,13 +62,14 @@ if (job.mode === 'hold') {
   );
 } else {
   let provider;
-  if (job.mode === 'provider') {
+  if (job.mode === 'provider' || job.mode === 'provider-memory') {
     provider = createTokenProvider({
       tokenUrl: job.tokenUrl,
       clientId: CLIENT_ID,
       clientSecret: CLIENT_SECRET,
       audience: job.audience,
-      store,
+      // provider-memory: the control, each process with the default in-memory store.
+      ...(job.mode === 'provider' ? { store } : {}),
     });
   }
   const outcomes = await Promise.allSettled(

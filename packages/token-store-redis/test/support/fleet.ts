@@ -4,12 +4,12 @@ import { fileURLToPath } from 'node:url';
 const worker = fileURLToPath(new URL('./fleet-worker.mjs', import.meta.url));
 
 export interface FleetJob {
-  mode: 'single-flight' | 'provider' | 'hold';
+  mode: 'single-flight' | 'provider' | 'provider-memory' | 'hold';
   redisUrl: string;
   tokenUrl: string;
   audience: string;
   callers?: number;
-  key?: string;
+  key?: string | undefined;
   timeoutMs?: number;
   encryptionKey?: string;
 }
