@@ -26,8 +26,14 @@ export interface Check {
   readonly title: string;
   readonly category: Category;
   readonly severity: Severity;
-  /** The rule enforced: a seed section, an RFC section, or both. */
+  /** The rule enforced: "API documentation §x.y" (Partner Lending API — Authentication and Access), RFC sections, or both. */
   readonly reference: string;
+  /** The sentence of the rule whose strongest normative word sets the severity, quoted with its source. */
+  readonly citation: string;
+  /** What must hold in the run before a pass counts; when it does not, the check is skipped ("not verified"). */
+  readonly precondition: string;
+  /** What the check keeps as evidence (README table). */
+  readonly records: string;
   /** Runs after every other check, because it judges what the others saw. */
   readonly final?: boolean;
   run(context: CheckContext): Promise<CheckOutcome>;
@@ -38,6 +44,11 @@ export const defineCheck = (check: Check): Check => check;
 export const passed = (details: string): CheckOutcome => ({ status: 'passed', details });
 export const failed = (details: string): CheckOutcome => ({ status: 'failed', details });
 export const skipped = (details: string): CheckOutcome => ({ status: 'skipped', details });
+/** The precondition did not hold: the check verified nothing, so it is skipped, never passed. */
+export const notVerified = (reason: string): CheckOutcome => ({
+  status: 'skipped',
+  details: `not verified: ${reason}`,
+});
 
 /**
  * Failed with the problems when there are any, else passed with `onPass` (what was seen); `always` is

@@ -8,13 +8,16 @@ import { parseScopeList } from './scope-set.js';
 export const usageText = `Usage: partner-conformance [--target mock]
        partner-conformance --auth-url URL --base-url URL [--audience URL]
            [--expect-scopes "read:loans create:loan_draft"] [--allow-writes]
+           [--other-partner-id ID] [--listen HOST] [--certify]
            [--max-expiry-wait SECONDS] [--only ID,...] [--skip ID,...]
            [--report-json FILE] [--report-junit FILE] [--report-html FILE]
 
 With no target flags the embedded mock is started and tested.
-Credentials: PARTNER_CLIENT_ID and PARTNER_CLIENT_SECRET (never flags).
+Credentials: PARTNER_CLIENT_ID and PARTNER_CLIENT_SECRET (never flags); a second partner's client for
+partner-isolation: PARTNER_OTHER_CLIENT_ID and PARTNER_OTHER_CLIENT_SECRET.
 Also read: PARTNER_AUTH_URL, PARTNER_BASE_URL, PARTNER_AUDIENCE (flags win; --target mock ignores them).
-Exit: 0 every must check passed, 1 a must check failed, 2 usage or configuration error, 3 target unreachable.
+Exit: 0 no must check failed (skipped allowed, except with --certify), 1 a must check failed (or, with
+--certify, was not verified), 2 usage or configuration error, 3 target unreachable.
 `;
 
 export interface CliConfig {
@@ -33,6 +36,9 @@ const flags = {
   audience: { type: 'string' },
   'expect-scopes': { type: 'string' },
   'allow-writes': { type: 'boolean' },
+  'other-partner-id': { type: 'string' },
+  listen: { type: 'string' },
+  certify: { type: 'boolean' },
   'max-expiry-wait': { type: 'string' },
   only: { type: 'string' },
   skip: { type: 'string' },
@@ -79,7 +85,29 @@ function reportPath(flag: string, value: string | undefined): string | undefined
     throw usage(`--${flag}: the directory ${dir} does not exist; create it or choose another path`);
   if (existsSync(path) && statSync(path).isDirectory())
     throw usage(`--${flag}: ${path} is a directory, expected a file path`);
+  if (existsSync(path) && !statSync(path).isFile())
+    throw usage(
+      `--${flag}: ${path} exists and is not a regular file (a FIFO, socket or device); expected a file path to write the report to`,
+    );
   return path;
+}
+
+/**
+ * Refuses a URL with credentials in it (https://user:pass@host): they would travel to the target and
+ * land in reports. The message never repeats the URL, so a password in it is not echoed.
+ */
+export function refuseUserinfo(flag: string, value: string | undefined): void {
+  if (value === undefined) return;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return; // not a URL: the later check says so (a value without '@…:' is safe to show)
+  }
+  if (url.username !== '' || url.password !== '')
+    throw usage(
+      `${flag} contains credentials (user:password@); give the address without them (https://host/...) and the client credentials in PARTNER_CLIENT_ID / PARTNER_CLIENT_SECRET`,
+    );
 }
 
 /** Reads argv and the environment into options; throws ConformanceError ERR_USAGE with a one-line message. */
@@ -101,6 +129,15 @@ export function parseCliArgs(argv: readonly string[], env: Record<string, string
   if (explicitMock && (values['auth-url'] !== undefined || values['base-url'] !== undefined))
     throw usage('--target mock cannot be combined with --auth-url or --base-url');
   const nonEmpty = (value: string | undefined) => (value === undefined || value === '' ? undefined : value);
+  refuseUserinfo(
+    '--auth-url',
+    values['auth-url'] ?? (explicitMock ? undefined : nonEmpty(env.PARTNER_AUTH_URL)),
+  );
+  refuseUserinfo(
+    '--base-url',
+    values['base-url'] ?? (explicitMock ? undefined : nonEmpty(env.PARTNER_BASE_URL)),
+  );
+  refuseUserinfo('--audience', values.audience ?? nonEmpty(env.PARTNER_AUDIENCE));
   const authUrl = values['auth-url'] ?? (explicitMock ? undefined : nonEmpty(env.PARTNER_AUTH_URL));
   const baseUrl = values['base-url'] ?? (explicitMock ? undefined : nonEmpty(env.PARTNER_BASE_URL));
   if (authUrl !== undefined || baseUrl !== undefined) {
@@ -129,6 +166,33 @@ export function parseCliArgs(argv: readonly string[], env: Record<string, string
     options.expectScopes = list;
   }
   if (values['allow-writes']) options.allowWrites = true;
+  if (values.certify) options.certify = true;
+  if (values['other-partner-id'] !== undefined) {
+    const id = values['other-partner-id'].trim();
+    if (id === '' || /[/?#\s]/.test(id))
+      throw usage(
+        `--other-partner-id must be a partner identifier (as shown under Account > Profile), without "/", "?", "#" or spaces; got ${JSON.stringify(values['other-partner-id'])}`,
+      );
+    options.otherPartnerId = id;
+  }
+  const otherId = nonEmpty(env.PARTNER_OTHER_CLIENT_ID);
+  const otherSecret = nonEmpty(env.PARTNER_OTHER_CLIENT_SECRET);
+  if ((otherId === undefined) !== (otherSecret === undefined))
+    throw usage(
+      `${otherId === undefined ? 'PARTNER_OTHER_CLIENT_ID' : 'PARTNER_OTHER_CLIENT_SECRET'} is missing: a second partner's client needs both PARTNER_OTHER_CLIENT_ID and PARTNER_OTHER_CLIENT_SECRET`,
+    );
+  if (otherId !== undefined && otherSecret !== undefined) {
+    options.otherClientId = otherId;
+    options.otherClientSecret = otherSecret;
+  }
+  if (values.listen !== undefined) {
+    const host = values.listen.trim();
+    if (host === '' || /[/\s@]/.test(host))
+      throw usage(
+        `--listen needs a host name or IP address the target can reach (e.g. 10.0.0.5 or conformance.internal), got ${JSON.stringify(values.listen)}`,
+      );
+    options.listen = host;
+  }
   if (values['max-expiry-wait'] !== undefined) {
     const text = values['max-expiry-wait'];
     if (!/^\d+$/.test(text) || Number(text) > 86_400)
@@ -147,6 +211,10 @@ export function parseCliArgs(argv: readonly string[], env: Record<string, string
   const json = reportPath('report-json', values['report-json']);
   const junit = reportPath('report-junit', values['report-junit']);
   const html = reportPath('report-html', values['report-html']);
+  const paths = [json, junit, html].filter((path): path is string => path !== undefined);
+  const repeated = paths.find((path, index) => paths.indexOf(path) !== index);
+  if (repeated)
+    throw usage(`the same path ${repeated} is given for two reports; give each report its own file`);
   if (json) config.reports.json = json;
   if (junit) config.reports.junit = junit;
   if (html) config.reports.html = html;

@@ -57,7 +57,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo()): Pr
       }
       io.stdout.write(`report written: ${path}\n`);
     }
-    return exitCodeFor(report.checks);
+    return exitCodeFor(report.checks, { certify: report.mode === 'certify' });
   } catch (error) {
     if (error instanceof ConformanceError) return fail(error);
     // Anything else is a bug of the suite: one line, no stack trace, and not a pass.

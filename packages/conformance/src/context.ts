@@ -1,12 +1,15 @@
-import { type ApiOperationId, expandPath, operations, scopes } from '@partner-lending/spec';
+import { isIP } from 'node:net';
+import { type ApiOperationId, expandPath, operations, scopeFor, scopes } from '@partner-lending/spec';
 import type { JWK } from 'jose';
 import { bearerChallengeOf } from './bearer-challenge.js';
 import { curlLine } from './curl-line.js';
+import { cite } from './evidence.js';
 import type { Exchange, HttpProbe, ProbeRequest } from './http-probe.js';
 import { errorCodeOf, jsonObject } from './http-probe.js';
 import { type DecodedJwt, decodeJwt } from './jwt.js';
 import type { Redactor, Secret } from './redact.js';
 import { parseScopeString } from './scope-set.js';
+import { isLoopbackHost, SuiteIssuer } from './suite-issuer.js';
 
 /** The service under test. */
 export interface Target {
@@ -23,10 +26,14 @@ export interface CheckSettings {
   readonly allowWrites: boolean;
   readonly expectScopes: readonly string[] | undefined;
   readonly maxExpiryWaitSeconds: number;
-  /** A partner id that is not the tested client's, for the isolation check. */
+  /** A real partner id that is not the tested client's, for the isolation check; undefined: none known. */
   readonly foreignPartnerId: string | undefined;
+  /** A second partner's client credentials, when given: the isolation check learns its id and proves its path. */
+  readonly otherClient: { clientId: Secret; clientSecret: Secret } | undefined;
   /** Where the key set is, when known (the embedded mock); else discovered. */
   readonly jwksUrl: string | undefined;
+  /** A host the target can reach the suite's own issuer at (--listen); loopback targets need none. */
+  readonly listen?: string | undefined;
 }
 
 /** A token request and what came back. */
@@ -87,9 +94,10 @@ export class CheckContext {
     this.sleep = init.sleep;
   }
 
-  /** The preflight token: every scope requested. */
+  /** The preflight token: every scope requested. A check that reads it judged it: it is cited as evidence. */
   get main(): TokenOutcome {
     if (!this.#main?.accessToken) throw new Error('the preflight found no token; no check can run');
+    cite(this.#main.exchange);
     return this.#main;
   }
 
@@ -108,16 +116,24 @@ export class CheckContext {
     const fromBody = this.main.body?.partnerId;
     const fromClaim = this.main.jwt?.payload.partnerId;
     const id = typeof fromBody === 'string' ? fromBody : fromClaim;
-    if (typeof id !== 'string') throw new Error('the token response holds no partnerId (seed §2.2)');
+    if (typeof id !== 'string')
+      throw new Error('the token response holds no partnerId (API documentation §2.2)');
     return id;
   }
 
-  /** The form of a client-credentials token request (seed §2.1), credentials in the body. */
-  tokenForm(options: { scopes?: readonly string[] | undefined; audience?: string } = {}): [string, string][] {
+  /** The form of a client-credentials token request (API documentation §2.1), credentials in the body. */
+  tokenForm(
+    options: {
+      scopes?: readonly string[] | undefined;
+      audience?: string;
+      client?: { clientId: Secret; clientSecret: Secret };
+    } = {},
+  ): [string, string][] {
+    const client = options.client ?? this.target;
     const form: [string, string][] = [
       ['grant_type', 'client_credentials'],
-      ['client_id', this.target.clientId.reveal()],
-      ['client_secret', this.target.clientSecret.reveal()],
+      ['client_id', client.clientId.reveal()],
+      ['client_secret', client.clientSecret.reveal()],
       ['audience', options.audience ?? this.target.audience],
     ];
     if (options.scopes !== undefined) form.push(['scope', options.scopes.join(' ')]);
@@ -152,7 +168,10 @@ export class CheckContext {
     const raw = body?.access_token;
     const accessToken =
       exchange.status === 200 && typeof raw === 'string' && raw.length > 0 ? raw : undefined;
-    if (accessToken) this.redactor.addToken(accessToken);
+    if (accessToken) {
+      this.redactor.addToken(accessToken);
+      this.#issued.set(accessToken, requested);
+    }
     const scope = body?.scope;
     const granted = !accessToken
       ? undefined
@@ -176,15 +195,115 @@ export class CheckContext {
     return `${audience}|${requested === undefined ? '-' : requested.join(' ')}`;
   }
 
-  /** A token for exactly this request, shared between checks (one request per distinct ask). */
-  tokenFor(requested: readonly string[] | undefined, audience = this.target.audience): Promise<TokenOutcome> {
+  /** A token for exactly this request, shared between checks (one request per distinct ask); cited as evidence. */
+  async tokenFor(
+    requested: readonly string[] | undefined,
+    audience = this.target.audience,
+  ): Promise<TokenOutcome> {
     const key = this.#key(requested, audience);
     let outcome = this.#tokens.get(key);
     if (!outcome) {
       outcome = this.requestToken({ scopes: requested, audience });
       this.#tokens.set(key, outcome);
     }
-    return outcome;
+    const result = await outcome;
+    cite(result.exchange);
+    return result;
+  }
+
+  /** Cites an exchange as evidence of the running check (one judged from a shared request). */
+  cite(exchange: Exchange | undefined): void {
+    cite(exchange);
+  }
+
+  /**
+   * The positive control of the API, shared by every check that counts a refusal: GET loans of the
+   * tested partner with the preflight token gets 2xx — or, for a client without read:loans, 403
+   * insufficient_scope (the token was accepted, the scope was not). Anything else (401: the API refuses
+   * valid tokens; 404/405: the route is not there, e.g. a wrong base path; 5xx) means a refusal on this
+   * route proves nothing.
+   */
+  async apiControl(): Promise<{ ok: true } | { ok: false; reason: string }> {
+    const result = await this.memo('api-control', async () => {
+      const exchange = await this.callApi('listLoans');
+      const works = this.canRead
+        ? isSuccess(exchange)
+        : exchange.status === 403 && this.bearerError(exchange) === 'insufficient_scope';
+      return { exchange, works };
+    });
+    cite(result.exchange);
+    if (result.works) return { ok: true };
+    const wanted = this.canRead ? '2xx' : '403 insufficient_scope (the client lacks read:loans)';
+    const hint =
+      result.exchange.status === 404 || result.exchange.status === 405
+        ? ' — the route was not reached: is --base-url the address of the partner API?'
+        : result.exchange.status === 401
+          ? ' — the API refuses a valid token, so a refusal of a bad one proves nothing'
+          : '';
+    return {
+      ok: false,
+      reason: `the positive control failed: GET loans with a valid token got ${this.describe(result.exchange)}, expected ${wanted}${hint}`,
+    };
+  }
+
+  /**
+   * The positive control of one API route: GET loans is {@link apiControl}; a create endpoint (only with
+   * --allow-writes: the call writes) must answer 2xx to a token holding its scope.
+   */
+  async routeControl(id: ApiOperationId): Promise<{ ok: true } | { ok: false; reason: string }> {
+    if (operations[id].method === 'GET') return this.apiControl();
+    const label = `${operations[id].method} ${operations[id].path}`;
+    if (!this.settings.allowWrites)
+      return {
+        ok: false,
+        reason: `${label} is a create endpoint: it gets no request with a body without --allow-writes`,
+      };
+    const scope = scopeFor(id);
+    if (!this.authorised.includes(scope))
+      return {
+        ok: false,
+        reason: `the client is not authorised for ${scope}: nothing shows that ${label} works with a valid token`,
+      };
+    const call = await this.scopedCall(id);
+    const result = {
+      exchange: call.exchange ?? call.token.exchange,
+      works: !!call.exchange && isSuccess(call.exchange),
+    };
+    return result.works
+      ? { ok: true }
+      : {
+          ok: false,
+          reason: `the positive control failed: ${label} with a token holding ${scope} got ${this.describe(result.exchange)}, expected 2xx`,
+        };
+  }
+
+  /**
+   * One call of an operation with a token asked for exactly its scope, shared by the checks (a create
+   * call writes: made once per run, only with --allow-writes). `exchange` is undefined when no token
+   * was issued.
+   */
+  async scopedCall(id: ApiOperationId): Promise<{ token: TokenOutcome; exchange: Exchange | undefined }> {
+    const result = await this.memo(`scoped-call ${id}`, async () => {
+      const token = await this.tokenFor([scopeFor(id)]);
+      const exchange = token.accessToken ? await this.callApi(id, { token: token.accessToken }) : undefined;
+      return { token, exchange };
+    });
+    cite(result.token.exchange);
+    cite(result.exchange);
+    return result;
+  }
+
+  /**
+   * The positive control of the token endpoint, shared by every check that counts a refusal there: the
+   * same request with the right credentials (asking for A) gets a token in this run.
+   */
+  async tokenControl(): Promise<{ ok: true; outcome: TokenOutcome } | { ok: false; reason: string }> {
+    const outcome = await this.tokenFor(this.authorised.length > 0 ? this.authorised : undefined);
+    if (outcome.accessToken) return { ok: true, outcome };
+    return {
+      ok: false,
+      reason: `the positive control failed: the same token request with the right credentials got ${this.describe(outcome.exchange)}, not a token — a refusal of a bad request proves nothing`,
+    };
   }
 
   /**
@@ -200,6 +319,40 @@ export class CheckContext {
       if (outcome.accessToken && !(outcome.granted ?? []).includes(scope)) return outcome;
     }
     return undefined;
+  }
+
+  #issuer: Promise<SuiteIssuer> | undefined;
+
+  /**
+   * The suite's own issuer, started on first use: on loopback for a loopback target, on --listen's host
+   * otherwise. Where the target could not reach it, the reason instead.
+   */
+  async issuer(): Promise<{ issuer: SuiteIssuer } | { issuer: undefined; reason: string }> {
+    const api = new URL(this.target.baseUrl).hostname;
+    const listen = this.settings.listen;
+    if (!listen && !isLoopbackHost(api))
+      return {
+        issuer: undefined,
+        reason: `the target ${api} cannot reach the suite's issuer on this machine's loopback address; give --listen HOST with an address of this machine that the target can reach`,
+      };
+    if (!this.#issuer) {
+      const host = listen ?? '127.0.0.1';
+      this.#issuer = SuiteIssuer.start({ host: isIP(host) ? host : '0.0.0.0', advertise: host });
+    }
+    try {
+      return { issuer: await this.#issuer };
+    } catch (error) {
+      return {
+        issuer: undefined,
+        reason: `the suite's issuer could not listen on ${listen ?? '127.0.0.1'}: ${error instanceof Error ? error.message : String(error)}`,
+      };
+    }
+  }
+
+  /** Stops what the context started (the suite's issuer). */
+  async close(): Promise<void> {
+    const issuer = await this.#issuer?.catch(() => undefined);
+    await issuer?.close();
   }
 
   /** Runs `fn` once per key for the whole run: checks that judge the same answers share the requests. */
@@ -277,10 +430,17 @@ export class CheckContext {
     return this.redactor.redact(parts.join(', '));
   }
 
-  /** The curl line that repeats an exchange (secrets as environment variables, tokens shortened). */
+  /** The curl lines that repeat an exchange (secrets as environment variables, tokens as $TOKEN). */
   curl(exchange: Exchange): string {
-    return `reproduce: ${curlLine(exchange.request, this.redactor)}`;
+    return `reproduce: ${curlLine(exchange.request, this.redactor, this.reproduction)}`;
   }
+
+  /** What curl lines need to fetch a token of their own: the token URL, audience and the issued tokens. */
+  get reproduction() {
+    return { tokenUrl: this.target.tokenUrl, audience: this.target.audience, issued: this.#issued };
+  }
+
+  readonly #issued = new Map<string, readonly string[] | undefined>();
 
   /** The RFC 6750 §3 error code of a 401/403: from the challenge, else from the body. */
   bearerError(exchange: Exchange): string | undefined {

@@ -1,4 +1,5 @@
 import { ConformanceError } from './errors.js';
+import { cite } from './evidence.js';
 
 /** One request of a check. Exactly one of `form`, `json` and `body` may carry a body. */
 export interface ProbeRequest {
@@ -35,6 +36,11 @@ export interface HttpProbeOptions {
   /** Answers 429 are retried this many times after `Retry-After` (capped at 10 s). Default 3. */
   maxRetriesOn429?: number;
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * Asked before every request: a reason not to send it (the write guard: a body to a create endpoint
+   * without --allow-writes). The request is then never sent and `send` throws ERR_WRITE_GUARD.
+   */
+  guard?: (request: ProbeRequest) => string | undefined;
 }
 
 /** Headers a probe always sends unless the request names them. */
@@ -71,8 +77,10 @@ export class HttpProbe {
   readonly #now: () => number;
   readonly #maxRetries: number;
   readonly #sleep: (ms: number) => Promise<void>;
+  readonly #guard: ((request: ProbeRequest) => string | undefined) | undefined;
 
   constructor(options: HttpProbeOptions = {}) {
+    this.#guard = options.guard;
     this.#maxRetries = options.maxRetriesOn429 ?? 3;
     this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.#fetch = options.fetch ?? globalThis.fetch;
@@ -86,10 +94,13 @@ export class HttpProbe {
    * target rate-limiting the suite's bursts) is retried after its Retry-After; only the last answer counts.
    */
   async send(request: ProbeRequest): Promise<Exchange> {
+    const refusal = this.#guard?.(request);
+    if (refusal !== undefined) throw new ConformanceError('ERR_WRITE_GUARD', refusal);
     for (let attempt = 0; ; attempt += 1) {
       const exchange = await this.#sendOnce(request);
       if (exchange.status !== 429 || attempt >= this.#maxRetries) {
         this.#onExchange?.(exchange);
+        cite(exchange);
         return exchange;
       }
       const seconds = Number(exchange.headers.get('retry-after'));

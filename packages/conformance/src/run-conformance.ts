@@ -2,13 +2,14 @@ import type { MockOptions, RunningMock } from '@partner-lending/mock';
 import { isScope } from '@partner-lending/spec';
 import type { Check } from './check.js';
 import { checks as catalogue, checkIds } from './checks/index.js';
-import { CheckContext, type Target } from './context.js';
+import { CheckContext, isSuccess, type Target } from './context.js';
 import { ConformanceError } from './errors.js';
 import { type Exchange, HttpProbe } from './http-probe.js';
 import { preflight } from './preflight.js';
 import { Redactor, Secret } from './redact.js';
-import { type CheckResult, type Report, summarize } from './report.js';
+import { type CheckResult, mustNotVerified, type Report, summarize } from './report.js';
 import { runChecks } from './runner.js';
+import { createOperationOf, specSha256 } from './spec-responses.js';
 import { tool } from './version.js';
 
 /** Options of {@link runConformance}. `undefined` counts as absent, so `process.env.X` can be passed as is. */
@@ -38,8 +39,23 @@ export interface ConformanceOptions {
   concurrency?: number;
   /** Time limit of each request in ms. Default 10000. */
   requestTimeoutMs?: number;
-  /** Another partner's id for partner-isolation. Default: the embedded mock's second partner, else a made-up id. */
-  foreignPartnerId?: string | undefined;
+  /**
+   * A real second partner's id for partner-isolation (the CLI's --other-partner-id). Default: the
+   * partnerId of `otherClientId`'s token, else the embedded mock's second partner; none on a remote
+   * target, and then partner-isolation is skipped as not verified.
+   */
+  otherPartnerId?: string | undefined;
+  /** A second partner's client credentials (the CLI reads PARTNER_OTHER_CLIENT_ID / PARTNER_OTHER_CLIENT_SECRET). */
+  otherClientId?: string | undefined;
+  otherClientSecret?: string | undefined;
+  /** Certification mode: a skipped `must` check fails the run (exit 1). Default false. */
+  certify?: boolean;
+  /**
+   * A host name or address of this machine that the target can reach: the suite's own issuer (for
+   * integrity-foreign-issuer and integrity-jku) listens there. Default: loopback, which only a target on
+   * this machine reaches; against another target those checks are skipped as not verified.
+   */
+  listen?: string | undefined;
   /** The auth server's JWKS URL. Default: discovered (metadata, then /.well-known/jwks.json). */
   jwksUrl?: string | undefined;
   fetch?: typeof globalThis.fetch;
@@ -78,6 +94,10 @@ function checkUrl(name: string, value: string): string {
   } catch {
     throw usage(`${name} is not a URL: ${JSON.stringify(value)}. Expected e.g. https://auth.example.com.`);
   }
+  if (url.username !== '' || url.password !== '')
+    throw usage(
+      `${name} contains credentials (user:password@); give the address without them and the client credentials in PARTNER_CLIENT_ID / PARTNER_CLIENT_SECRET`,
+    );
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw usage(`${name} must be an http(s) URL, got ${url.protocol}`);
   const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
@@ -100,6 +120,10 @@ function selectChecks(options: ConformanceOptions): { run: Check[]; skipped: Che
   const only = options.only && options.only.length > 0 ? new Set(options.only) : undefined;
   const skip = new Set(options.skip ?? []);
   const selected = catalogue.filter((check) => !only || only.has(check.id));
+  if (selected.every((check) => skip.has(check.id)))
+    throw usage(
+      `--only and --skip together select no check to run (${[...(only ?? [])].join(', ') || 'all'} minus ${[...skip].join(', ')}); a run that checks nothing cannot pass. Remove the ids from --skip or widen --only.`,
+    );
   return {
     run: selected.filter((check) => !skip.has(check.id)),
     skipped: selected.filter((check) => skip.has(check.id)),
@@ -126,6 +150,20 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
   const maxExpiryWaitSeconds = options.maxExpiryWaitSeconds ?? 20;
   if (!Number.isFinite(maxExpiryWaitSeconds) || maxExpiryWaitSeconds < 0)
     throw usage(`--max-expiry-wait must be a number of seconds ≥ 0, got ${maxExpiryWaitSeconds}`);
+  if (options.audience !== undefined) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(options.audience);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:'))
+      throw usage(
+        `--audience is not an http(s) URL: ${JSON.stringify(options.audience)}. Expected the base address of the partner API, e.g. https://api.example.com (API documentation §2.1: the audience identifies the API).`,
+      );
+    if (parsed.username !== '' || parsed.password !== '')
+      throw usage('--audience contains credentials (user:password@); give the address without them');
+  }
   const unknownScopes = (options.expectScopes ?? []).filter((scope) => !isScope(scope));
   if (unknownScopes.length > 0)
     throw usage(
@@ -145,7 +183,15 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
   let mock: RunningMock | undefined;
   let target: Target;
   let expectScopes = options.expectScopes;
-  let foreignPartnerId = options.foreignPartnerId;
+  const foreignPartnerId = options.otherPartnerId;
+  let otherClient =
+    options.otherClientId && options.otherClientSecret
+      ? { clientId: new Secret(options.otherClientId), clientSecret: new Secret(options.otherClientSecret) }
+      : undefined;
+  if ((options.otherClientId ? 1 : 0) + (options.otherClientSecret ? 1 : 0) === 1)
+    throw usage(
+      "PARTNER_OTHER_CLIENT_ID and PARTNER_OTHER_CLIENT_SECRET go together: set both (a second partner's client) or neither.",
+    );
   let jwksUrl = options.jwksUrl;
   let kind: string;
   if (remote) {
@@ -179,29 +225,57 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
       clientSecret: new Secret(client.clientSecret),
     };
     expectScopes ??= client.authorizedScopes;
-    foreignPartnerId ??= mock.clients.find((other) => other.partnerId !== client.partnerId)?.partnerId;
+    const other = mock.clients.find((item) => item.partnerId !== client.partnerId);
+    if (other && !foreignPartnerId && !otherClient)
+      otherClient = { clientId: new Secret(other.clientId), clientSecret: new Secret(other.clientSecret) };
     jwksUrl ??= mock.jwksUrl;
     kind = `embedded mock (${mock.profile}${mock.faults.length > 0 ? `; faults: ${mock.faults.join(', ')}` : ''})`;
   }
+  let contextToClose: CheckContext | undefined;
   try {
     const redactor = new Redactor();
     redactor.addSecret(target.clientSecret.reveal(), '$PARTNER_CLIENT_SECRET');
     redactor.addSecret(target.clientId.reveal(), '$PARTNER_CLIENT_ID');
+    if (otherClient) {
+      redactor.addSecret(otherClient.clientSecret.reveal(), '$PARTNER_OTHER_CLIENT_SECRET');
+      redactor.addSecret(otherClient.clientId.reveal(), '$PARTNER_OTHER_CLIENT_ID');
+    }
+    const allowWrites = options.allowWrites ?? false;
+    const mayHaveCreated = new Set<string>();
     const exchanges: Exchange[] = [];
     const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
     const probe = new HttpProbe({
       ...(options.fetch ? { fetch: options.fetch } : {}),
       sleep,
       requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
-      onExchange: (exchange) => exchanges.push(exchange),
+      onExchange: (exchange) => {
+        exchanges.push(exchange);
+        const id = createOperationOf(exchange.request, target);
+        if (id && isSuccess(exchange))
+          mayHaveCreated.add(
+            `${exchange.request.method} ${redactor.redact(new URL(exchange.request.url).pathname)} → ${exchange.status}`,
+          );
+      },
+      // No write without --allow-writes, by construction: a body to a create endpoint is never sent.
+      guard: (request) => {
+        if (allowWrites) return undefined;
+        const id = createOperationOf(request, target);
+        const hasBody =
+          request.form !== undefined || request.json !== undefined || request.body !== undefined;
+        return id && hasBody
+          ? `refused to send ${request.method} ${new URL(request.url).pathname} with a body: create endpoints get no body without --allow-writes`
+          : undefined;
+      },
     });
     const context = new CheckContext({
       target,
       settings: {
-        allowWrites: options.allowWrites ?? false,
+        allowWrites,
         expectScopes,
         maxExpiryWaitSeconds,
         foreignPartnerId,
+        otherClient,
+        listen: options.listen,
         jwksUrl,
       },
       probe,
@@ -210,6 +284,7 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
       now: () => options.clock?.now() ?? Date.now(),
       sleep,
     });
+    contextToClose = context;
     await preflight(context);
     const info: TargetInfo = {
       authUrl: target.authUrl,
@@ -227,7 +302,11 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
       severity: check.severity,
       status: 'skipped',
       reference: check.reference,
-      details: 'skipped by --skip',
+      citation: check.citation,
+      precondition: check.precondition,
+      details: 'not verified: skipped by --skip',
+      evidence: [],
+      evidenceOmitted: 0,
       durationMs: 0,
     }));
     for (const result of skippedResults) options.onCheckResult?.(result);
@@ -239,16 +318,21 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
     const order = new Map(catalogue.map((check, index) => [check.id, index]));
     const all = [...results, ...skippedResults].sort((a, b) => order.get(a.id)! - order.get(b.id)!);
     const report: Report = {
-      schemaVersion: 1,
+      schemaVersion: 2,
       tool: { name: tool.name, version: tool.version },
       target: { authUrl: target.authUrl, baseUrl: target.baseUrl, audience: target.audience },
+      spec: { sha256: specSha256 },
+      mode: options.certify ? 'certify' : 'default',
+      writes: { allowed: allowWrites, mayHaveCreated: [...mayHaveCreated] },
       startedAt: startedAt.toISOString(),
       durationMs: Math.round(performance.now() - started),
       summary: summarize(all),
+      notVerified: mustNotVerified(all),
       checks: all,
     };
     return { report, target: info };
   } finally {
+    await contextToClose?.close();
     await mock?.close();
   }
 }

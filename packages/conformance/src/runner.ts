@@ -1,6 +1,8 @@
 import type { Check } from './check.js';
 import type { CheckContext } from './context.js';
 import { ConformanceError } from './errors.js';
+import { evidenceScope, maxEvidence, toEvidence } from './evidence.js';
+import type { Exchange } from './http-probe.js';
 import type { CheckResult } from './report.js';
 
 export interface RunChecksOptions {
@@ -16,8 +18,9 @@ async function runOne(check: Check, context: CheckContext, now: () => number): P
   const started = now();
   let status: CheckResult['status'];
   let details: string;
+  const judged = new Set<Exchange>();
   try {
-    const outcome = await check.run(context);
+    const outcome = await evidenceScope.run(judged, () => check.run(context));
     status = outcome.status;
     details = outcome.details;
   } catch (error) {
@@ -29,6 +32,12 @@ async function runOne(check: Check, context: CheckContext, now: () => number): P
         ? `no HTTP answer: ${message}`
         : `the check could not complete: ${message}`;
   }
+  // A pass that judged no exchange at all verified nothing in this run.
+  if (status === 'passed' && judged.size === 0) {
+    status = 'skipped';
+    details = `not verified: the check judged no exchange in this run (${details})`;
+  }
+  const listed = [...judged].slice(0, maxEvidence);
   return {
     id: check.id,
     title: check.title,
@@ -36,7 +45,11 @@ async function runOne(check: Check, context: CheckContext, now: () => number): P
     severity: check.severity,
     status,
     reference: check.reference,
+    citation: check.citation,
+    precondition: check.precondition,
     details: context.redactor.redact(details),
+    evidence: listed.map((exchange) => toEvidence(exchange, context.redactor)),
+    evidenceOmitted: judged.size - listed.length,
     durationMs: Math.round((now() - started) * 10) / 10,
   };
 }

@@ -1,5 +1,10 @@
+import { createHash } from 'node:crypto';
 import { type ApiOperationId, matchPath, type OperationId, operations } from '@partner-lending/spec';
 import openapi from '@partner-lending/spec/openapi.json' with { type: 'json' };
+import type { ProbeRequest } from './http-probe.js';
+
+/** SHA-256 (hex) of the bundled spec the run judges against, as the reports state it. */
+export const specSha256 = createHash('sha256').update(JSON.stringify(openapi)).digest('hex');
 
 /** What the spec documents for one response status of an operation: its media types (empty: no body). */
 export type DocumentedResponses = ReadonlyMap<string, ReadonlySet<string>>;
@@ -61,4 +66,13 @@ export function operationOf(
   if (parsed.origin !== base.origin || !parsed.pathname.startsWith(`${prefix}/`)) return undefined;
   const match = matchPath(parsed.pathname.slice(prefix.length));
   return match?.methods[method] as ApiOperationId | undefined;
+}
+
+/** The create operation a request addresses (a POST to one of the three create paths), if any. */
+export function createOperationOf(
+  request: Pick<ProbeRequest, 'method' | 'url'>,
+  target: { tokenUrl: string; baseUrl: string },
+): ApiOperationId | undefined {
+  const id = operationOf(request.method, request.url, target);
+  return id && id !== 'requestToken' && operations[id].method !== 'GET' ? (id as ApiOperationId) : undefined;
 }

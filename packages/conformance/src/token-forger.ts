@@ -107,11 +107,3 @@ export function unknownKeyToken(token: string): Promise<string> {
 export function embeddedJwkToken(token: string): Promise<string> {
   return signWithAttackerKey(token, (header, key) => ({ ...header, jwk: key.publicJwk }));
 }
-
-/** The address the `jku` header points at: a reserved name that can never resolve (RFC 6761 §6.4). */
-export const attackerJku = 'https://attacker.invalid/.well-known/jwks.json';
-
-/** The same claims signed by the attacker, with a `jku` header naming the attacker's key set (RFC 7515 §4.1.2). */
-export function jkuToken(token: string): Promise<string> {
-  return signWithAttackerKey(token, (header, key) => ({ ...header, kid: key.kid, jku: attackerJku }));
-}

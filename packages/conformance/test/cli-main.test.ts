@@ -55,9 +55,9 @@ describe('partner-conformance (main)', () => {
     );
     expect(streams.stderr.text()).toBe('');
     expect(code).toBe(0);
-    expect(streams.stdout.text()).toContain('PASS: every must check passed (exit 0)');
+    expect(streams.stdout.text()).toContain('PASS — 1 must check not verified: integrity-expired (exit 0)');
     const json = JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8'));
-    expect(json.schemaVersion).toBe(1);
+    expect(json.schemaVersion).toBe(2);
     expect(json.summary.failed + json.summary.errored).toBe(0);
     const all =
       ['r.json', 'r.xml', 'r.html'].map((file) => readFileSync(join(dir, file), 'utf8')).join('') +

@@ -46,6 +46,7 @@ function context(clientId = 'id-1') {
       expectScopes: undefined,
       maxExpiryWaitSeconds: 20,
       foreignPartnerId: undefined,
+      otherClient: undefined,
       jwksUrl: undefined,
     },
     probe: new HttpProbe({ onExchange: (e) => exchanges.push(e) }),

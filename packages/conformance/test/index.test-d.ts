@@ -17,7 +17,7 @@ describe('public types', () => {
       report: Report;
       target: TargetInfo;
     }>();
-    expectTypeOf<Report['schemaVersion']>().toEqualTypeOf<1>();
+    expectTypeOf<Report['schemaVersion']>().toEqualTypeOf<2>();
     expectTypeOf<CheckResult['status']>().toEqualTypeOf<'passed' | 'failed' | 'skipped' | 'errored'>();
     expectTypeOf<CheckResult['severity']>().toEqualTypeOf<'must' | 'should'>();
   });

@@ -5,7 +5,7 @@ import { checks } from '../src/checks/index.js';
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 
 describe('README', () => {
-  it('lists every check with its category, severity, rule and title, in catalogue order', () => {
+  it('lists every check with its category, severity, rule, title, cited sentence, precondition and evidence, in catalogue order', () => {
     const rows = readme
       .split('\n')
       .filter((line) => /^\| `[a-z][a-z0-9-]*` \|/.test(line))
@@ -16,13 +16,18 @@ describe('README', () => {
           .map((cell) => cell.trim()),
       );
     expect(rows).toEqual(
-      checks.map((check) => [
-        `\`${check.id}\``,
-        check.category,
-        check.severity,
-        check.reference,
-        check.title,
-      ]),
+      checks.map((check) =>
+        [
+          `\`${check.id}\``,
+          check.category,
+          check.severity,
+          check.reference,
+          check.title,
+          check.citation,
+          check.precondition,
+          check.records,
+        ].map((cell) => cell.replace(/\|/g, '\\|')),
+      ),
     );
   });
 });

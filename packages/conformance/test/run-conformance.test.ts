@@ -70,7 +70,7 @@ describe('runConformance', () => {
     ]);
     expect(seen.sort()).toEqual(['bearer-query-token', 'token-no-store', 'token-wrong-secret']);
     expect(report).toMatchObject({
-      schemaVersion: 1,
+      schemaVersion: 2,
       tool: { name: '@partner-lending/conformance' },
       summary: { failed: 2, skipped: 1 },
     });
@@ -81,8 +81,10 @@ describe('runConformance', () => {
     expect(text).not.toContain('client-one-secret-xyz');
     expect(text).not.toContain('client-one-id');
     expect(text).not.toMatch(/eyJ[\w-]+\.eyJ[\w-]+\.[\w-]{10,}/);
-    expect(report.checks[2]!.details).toContain("reproduce: curl -i -X GET 'http://127.0.0.1:");
-    expect(report.checks[2]!.details).toMatch(/access_token=…[\w-]{6}'/);
+    // A runnable reproduction: the token fetched first with the credentials from the environment.
+    expect(report.checks[2]!.details).toMatch(
+      /reproduce: TOKEN=\$\(curl -s -X POST 'http:\/\/127\.0\.0\.1:\d+\/oauth\/token' --data-urlencode 'grant_type=client_credentials' --data-urlencode 'client_id='"\$PARTNER_CLIENT_ID" --data-urlencode 'client_secret='"\$PARTNER_CLIENT_SECRET" --data-urlencode 'audience=http:\/\/127\.0\.0\.1:\d+' --data-urlencode 'scope=[a-z: _]+' \| sed -E '[^']+'\)\ncurl -i -X GET 'http:\/\/127\.0\.0\.1:\d+\/v3\/partner\/p-one\/loans\?access_token='"\$TOKEN"/,
+    );
   });
 });
 

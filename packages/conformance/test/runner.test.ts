@@ -4,6 +4,7 @@ import { CheckContext } from '../src/context.js';
 import { HttpProbe } from '../src/http-probe.js';
 import { Redactor, Secret } from '../src/redact.js';
 import { runChecks } from '../src/runner.js';
+import { startServer } from './helpers.js';
 
 function context(): CheckContext {
   const redactor = new Redactor();
@@ -22,6 +23,7 @@ function context(): CheckContext {
       expectScopes: undefined,
       maxExpiryWaitSeconds: 20,
       foreignPartnerId: undefined,
+      otherClient: undefined,
       jwksUrl: undefined,
     },
     probe: new HttpProbe(),
@@ -37,6 +39,9 @@ const base = {
   category: 'token-endpoint',
   severity: 'must',
   reference: 'RFC 6749 §5.1',
+  citation: 'RFC 6749 §5.1: "…"',
+  precondition: 'none',
+  records: 'nothing',
 } as const;
 
 describe('runChecks', () => {
@@ -63,7 +68,54 @@ describe('runChecks', () => {
     expect(peak).toBe(2);
     expect(order.at(-1)).toBe('z-final');
     expect(results.map((r) => r.id)).toEqual(['z-final', 'a', 'b', 'c', 'd']);
-    expect(results.every((r) => r.status === 'passed' && r.durationMs >= 0)).toBe(true);
+    // None of them judged an exchange: a pass that verified nothing is reported as not verified.
+    expect(results.every((r) => r.status === 'skipped' && r.durationMs >= 0)).toBe(true);
+    expect(results[1]!.details).toBe('not verified: the check judged no exchange in this run (a)');
+  });
+
+  it('records the exchanges a check sent or cited as its evidence, kept apart between concurrent checks', async () => {
+    const server = await startServer((req, res) => {
+      res.writeHead(req.url === '/x' ? 200 : 401, {
+        'content-type': 'application/json',
+        'www-authenticate': 'Bearer error="invalid_token"',
+      });
+      res.end('{"token":"eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.","secret":"super-secret-value"}');
+    });
+    try {
+      const ctx = context();
+      const probing = (id: string, path: string): Check =>
+        defineCheck({
+          ...base,
+          id,
+          async run(c) {
+            await c.probe.send({
+              method: 'GET',
+              url: `${server.url}${path}`,
+              headers: { authorization: 'Bearer super-secret-value' },
+            });
+            await new Promise((resolve) => setTimeout(resolve, 10));
+            return passed(id);
+          },
+        });
+      const results = await runChecks([probing('one', '/x'), probing('two', '/y')], ctx, { concurrency: 2 });
+      expect(
+        results.map((r) => [r.id, r.status, r.evidence.map((e) => `${e.method} ${e.url} ${e.status}`)]),
+      ).toEqual([
+        ['one', 'passed', [`GET ${server.url}/x 200`]],
+        ['two', 'passed', [`GET ${server.url}/y 401`]],
+      ]);
+      expect(results[1]!.evidence[0]).toMatchObject({
+        requestHeaders: { authorization: 'Bearer $PARTNER_CLIENT_SECRET' },
+        responseHeaders: {
+          'content-type': 'application/json',
+          'www-authenticate': 'Bearer error="invalid_token"',
+        },
+        responseBody: '{"token":"…J4In0.","secret":"$PARTNER_CLIENT_SECRET"}',
+      });
+      expect(results[0]!.evidenceOmitted).toBe(0);
+    } finally {
+      await server.close();
+    }
   });
 
   it('turns a throwing check into "errored" with one redacted line', async () => {

@@ -3,10 +3,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt } from '../src/jwt.js';
 import {
   algNoneToken,
-  attackerJku,
   embeddedJwkToken,
   hs256PublicKeyTokens,
-  jkuToken,
   noneCasings,
   tamperedPayloadToken,
   unknownKeyToken,
@@ -66,9 +64,5 @@ describe('token-forger: each token differs from the valid one in one way', () =>
       compactVerify(embedded, await importJWK(header.jwk as never, 'RS256')),
     ).resolves.toBeDefined();
     await expect(compactVerify(embedded, publicKey)).rejects.toThrow();
-
-    const jku = await jkuToken(token);
-    expect(decodeJwt(jku)!.header).toMatchObject({ jku: attackerJku, alg: 'RS256' });
-    expect(decodeJwt(jku)!.payload).toEqual(decodeJwt(token)!.payload);
   });
 });

@@ -31,6 +31,7 @@ import tokenWrongSecret from './token-endpoint/token-wrong-secret.js';
 import integrityAlgNone from './token-integrity/integrity-alg-none.js';
 import integrityEmbeddedJwk from './token-integrity/integrity-embedded-jwk.js';
 import integrityExpired from './token-integrity/integrity-expired.js';
+import integrityForeignIssuer from './token-integrity/integrity-foreign-issuer.js';
 import integrityHs256PublicKey from './token-integrity/integrity-hs256-public-key.js';
 import integrityJku from './token-integrity/integrity-jku.js';
 import integrityTamperedPayload from './token-integrity/integrity-tampered-payload.js';
@@ -67,6 +68,7 @@ export const checks: readonly Check[] = [
   integrityUnknownKey,
   integrityEmbeddedJwk,
   integrityJku,
+  integrityForeignIssuer,
   integrityExpired,
   scopeGranted,
   scopeEnforced,

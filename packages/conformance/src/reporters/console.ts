@@ -1,5 +1,5 @@
 import { categories } from '../check.js';
-import { type CheckResult, exitCodeFor, type Report } from '../report.js';
+import { type CheckResult, type Report, verdictOf } from '../report.js';
 import type { TargetInfo } from '../run-conformance.js';
 
 export interface ConsoleStream {
@@ -110,6 +110,18 @@ export class ConsoleReporter {
     const bad = report.checks
       .filter((check) => check.status === 'failed' || check.status === 'errored')
       .sort((a, b) => order(a.category) - order(b.category));
+    const notVerified = report.checks.filter(
+      (check) => check.status === 'skipped' && check.severity === 'must',
+    );
+    if (notVerified.length > 0) {
+      this.#stream.write(`\n${this.#paint(1, 'Not verified (must)')}\n`);
+      for (const check of notVerified)
+        this.#stream.write(`  - ${check.id}: ${check.details.split('\n')[0]}\n`);
+    }
+    if (report.writes.allowed)
+      this.#stream.write(
+        `\n--allow-writes: ${report.writes.mayHaveCreated.length === 0 ? 'no create request succeeded' : `these create requests succeeded and may have created data: ${report.writes.mayHaveCreated.join('; ')}`}\n`,
+      );
     if (bad.length > 0) {
       this.#stream.write(`\n${this.#paint(1, 'Failures')}\n`);
       for (const check of bad) {
@@ -120,11 +132,11 @@ export class ConsoleReporter {
       }
     }
     const { passed, failed, skipped, errored } = report.summary;
-    const code = exitCodeFor(report.checks);
-    const verdict = code === 0 ? this.#paint(32, 'PASS') : this.#paint(31, 'FAIL');
+    const verdict = verdictOf(report.checks, { certify: report.mode === 'certify' });
+    const code = verdict.code;
     this.#stream.write(
       `\n${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} skipped, ${errored} errored in ${(report.durationMs / 1000).toFixed(2)} s\n` +
-        `${verdict}: ${code === 0 ? 'every must check passed' : 'a must check failed or errored'} (exit ${code})\n`,
+        `${this.#paint(code === 0 ? 32 : 31, verdict.text)} (exit ${code})\n`,
     );
   }
 }

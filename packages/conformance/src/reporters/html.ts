@@ -1,5 +1,5 @@
 import { categories } from '../check.js';
-import { type CheckResult, exitCodeFor, type Report } from '../report.js';
+import { type CheckResult, type Report, verdictOf } from '../report.js';
 
 export interface HtmlReportMeta {
   /** The kind of target: `embedded mock (deployed)` or `remote`. */
@@ -25,29 +25,73 @@ table{border-collapse:collapse;width:100%;table-layout:fixed}col.check{width:28%
 th{background:#f6f8fa;font-weight:600}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:1rem 0}dt{font-weight:600}dd{margin:0}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
 .verdict{display:inline-block;padding:.25rem .75rem;border-radius:4px;font-weight:700;color:#fff}.pass{background:#1a7f37}.fail{background:#cf222e}
+.check{border:1px solid #d0d7de;border-radius:6px;padding:.5rem .75rem;margin:.75rem 0}.check h3{font-size:1rem;margin:.2rem 0}.sev{font-size:.8rem;color:#57606a}blockquote{margin:.3rem 0;padding:.2rem .6rem;border-left:3px solid #d0d7de;color:#3b434b}.muted{color:#57606a}.exchange{background:#f6f8fa;padding:.4rem;margin:.3rem 0}.check.failed,.check.errored{border-color:#cf222e}.check.skipped{border-color:#d4a72c}
 .passed{color:#1a7f37}.failed{color:#cf222e}.skipped{color:#9a6700}.errored{color:#8250df}.status{font-weight:700;white-space:nowrap}
 `;
 
-function row(check: CheckResult): string {
-  return `<tr id="${htmlEscape(check.id)}"><td><code>${htmlEscape(check.id)}</code><br>${htmlEscape(check.title)}</td><td>${check.severity}</td><td>${htmlEscape(check.reference)}</td><td class="status ${check.status}">${check.status}</td><td><pre>${htmlEscape(check.details)}</pre></td></tr>`;
+const rank = (check: CheckResult): number => {
+  if (check.status === 'failed' || check.status === 'errored') return check.severity === 'must' ? 0 : 1;
+  if (check.status === 'skipped') return check.severity === 'must' ? 2 : 3;
+  return 4;
+};
+
+function evidenceHtml(check: CheckResult): string {
+  if (check.evidence.length === 0) return '<p class="muted">No exchange recorded.</p>';
+  const items = check.evidence.map((item) => {
+    const lines = [`${item.method} ${item.url}`];
+    for (const [name, value] of Object.entries(item.requestHeaders)) lines.push(`${name}: ${value}`);
+    if (item.requestBody !== undefined) lines.push('', item.requestBody);
+    lines.push('', `→ ${item.status}`);
+    for (const [name, value] of Object.entries(item.responseHeaders)) lines.push(`${name}: ${value}`);
+    if (item.responseBody.length > 0) lines.push('', item.responseBody);
+    return `<pre class="exchange">${htmlEscape(lines.join('\n'))}</pre>`;
+  });
+  const more =
+    check.evidenceOmitted > 0 ? `<p class="muted">… and ${check.evidenceOmitted} more exchanges.</p>` : '';
+  return items.join('\n') + more;
 }
 
-/** A self-contained HTML certification report: tool, target, profile, date and every check with its rule. */
+function checkHtml(check: CheckResult): string {
+  return `<section class="check ${check.status}" id="${htmlEscape(check.id)}">
+<h3><span class="status ${check.status}">${check.status}</span> <code>${htmlEscape(check.id)}</code> — ${htmlEscape(check.title)} <span class="sev">${check.severity}</span></h3>
+<p class="rule"><strong>Rule</strong> ${htmlEscape(check.reference)}</p>
+<blockquote>${htmlEscape(check.citation)}</blockquote>
+<p class="pre"><strong>Precondition</strong> ${htmlEscape(check.precondition)}</p>
+<pre class="details">${htmlEscape(check.details)}</pre>
+<details><summary>Evidence: ${check.evidence.length + check.evidenceOmitted} exchange${check.evidence.length + check.evidenceOmitted === 1 ? '' : 's'}</summary>
+${evidenceHtml(check)}
+</details>
+</section>`;
+}
+
+/**
+ * A self-contained HTML certification report: the verdict, then the failed and not-verified checks,
+ * then the rest; per check its rule, the cited sentence, the precondition, the details and the
+ * evidence (collapsible); the tool version and the spec's SHA-256.
+ */
 export function formatHtmlReport(report: Report, meta: HtmlReportMeta): string {
-  const code = exitCodeFor(report.checks);
+  const verdict = verdictOf(report.checks, { certify: report.mode === 'certify' });
   const { passed, failed, skipped, errored } = report.summary;
   const known = new Set<string>(categories);
-  const order = [
-    ...categories,
-    ...new Set(report.checks.map((c) => c.category).filter((c) => !known.has(c))),
+  const categoryOrder = (category: string) =>
+    known.has(category) ? categories.indexOf(category as (typeof categories)[number]) : 99;
+  const sorted = [...report.checks].sort(
+    (a, b) => rank(a) - rank(b) || categoryOrder(a.category) - categoryOrder(b.category),
+  );
+  const groups: Array<[string, CheckResult[]]> = [
+    ['Failed or errored', sorted.filter((c) => rank(c) <= 1)],
+    ['Not verified', sorted.filter((c) => rank(c) === 2 || rank(c) === 3)],
+    ['Passed', sorted.filter((c) => rank(c) === 4)],
   ];
-  const sections = order
-    .map((category) => {
-      const checks = report.checks.filter((check) => check.category === category);
-      if (checks.length === 0) return '';
-      return `<h2>${htmlEscape(category)}</h2>\n<table><colgroup><col class="check"><col class="severity"><col class="rule"><col class="result"><col></colgroup><thead><tr><th>Check</th><th>Severity</th><th>Rule</th><th>Result</th><th>Details</th></tr></thead><tbody>\n${checks.map(row).join('\n')}\n</tbody></table>`;
-    })
+  const sections = groups
+    .filter(([, checks]) => checks.length > 0)
+    .map(([name, checks]) => `<h2>${name} (${checks.length})</h2>\n${checks.map(checkHtml).join('\n')}`)
     .join('\n');
+  const writes = report.writes.allowed
+    ? report.writes.mayHaveCreated.length > 0
+      ? `allowed (--allow-writes); these create requests succeeded and may have created data: ${report.writes.mayHaveCreated.join('; ')}`
+      : 'allowed (--allow-writes); no create request succeeded'
+    : 'not allowed: no request with a body went to a create endpoint';
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -58,18 +102,22 @@ export function formatHtmlReport(report: Report, meta: HtmlReportMeta): string {
 </head>
 <body>
 <h1>Partner Lending conformance report</h1>
-<p><span class="verdict ${code === 0 ? 'pass' : 'fail'}">${code === 0 ? 'PASS' : 'FAIL'}</span> ${code === 0 ? 'Every must check passed.' : 'A must check failed or errored.'}</p>
+<p><span class="verdict ${verdict.code === 0 ? 'pass' : 'fail'}">${verdict.word}</span> ${htmlEscape(verdict.text.replace(/^(PASS|FAIL) — /, ''))}${report.mode === 'certify' ? ' (certification mode)' : ''}</p>
 <dl>
 <dt>Tool</dt><dd>${htmlEscape(report.tool.name)} ${htmlEscape(report.tool.version)}</dd>
+<dt>Rules</dt><dd>Partner Lending API — Authentication and Access; the OAuth 2.0, bearer-token and JWT RFCs</dd>
+<dt>Spec SHA-256</dt><dd><code>${htmlEscape(report.spec.sha256)}</code></dd>
 <dt>Target</dt><dd>${htmlEscape(meta.kind)}</dd>
 <dt>Auth server</dt><dd><code>${htmlEscape(report.target.authUrl)}</code></dd>
 <dt>Partner API</dt><dd><code>${htmlEscape(report.target.baseUrl)}</code></dd>
 <dt>Audience</dt><dd><code>${htmlEscape(report.target.audience)}</code></dd>
 <dt>Profile</dt><dd>${htmlEscape(meta.profile)}</dd>
+<dt>Writes</dt><dd>${htmlEscape(writes)}</dd>
 <dt>Date</dt><dd>${htmlEscape(report.startedAt)}</dd>
 <dt>Duration</dt><dd>${(report.durationMs / 1000).toFixed(2)} s</dd>
 <dt>Summary</dt><dd>${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} skipped, ${errored} errored</dd>
 </dl>
+<p class="muted">A check is <em>passed</em> only when its precondition held in this run; otherwise it is <em>skipped</em> with the reason ("not verified: …"). The curl lines fetch a token first (<code>TOKEN=$(curl …)</code>, with <code>$PARTNER_CLIENT_ID</code> and <code>$PARTNER_CLIENT_SECRET</code> from your environment).</p>
 ${sections}
 </body>
 </html>

@@ -22,13 +22,19 @@ describe('ConsoleReporter', () => {
       'token-endpoint 0/1 passed\n  ✗ token-no-store  Token answers carry Cache-Control: no-store\n',
     );
     expect(text).toContain(
-      '  - integrity-expired  An expired token is refused — the token lives 43200 s more\n',
+      '  - integrity-expired  An expired token is refused — not verified: the token lives 43200 s more\n',
     );
     expect(text).toContain(
       '\nFailures\n\n✗ token-no-store [must, RFC 6749 §5.1] Token answers carry Cache-Control: no-store\n    expected no-store, got <none> & "x"\n    reproduce: curl -i -X POST \'http://127.0.0.1:1/oauth/token\'\n',
     );
     expect(text).toContain(
-      '\n4 checks: 1 passed, 1 failed, 1 skipped, 1 errored in 1.23 s\nFAIL: a must check failed or errored (exit 1)\n',
+      '\nNot verified (must)\n  - integrity-expired: not verified: the token lives 43200 s more\n',
+    );
+  });
+
+  it('ends with the verdict line, naming the failed and the not-verified must checks', () => {
+    expect(render(false, {})).toContain(
+      '\n4 checks: 1 passed, 1 failed, 1 skipped, 1 errored in 1.23 s\nFAIL — 1 must check failed or errored: token-no-store; 1 must check not verified: integrity-expired (exit 1)\n',
     );
   });
 

@@ -9,9 +9,13 @@ describe('formatJsonReport', () => {
       'schemaVersion',
       'tool',
       'target',
+      'spec',
+      'mode',
+      'writes',
       'startedAt',
       'durationMs',
       'summary',
+      'notVerified',
       'checks',
     ]);
     expect(Object.keys(parsed.checks[0])).toEqual([
@@ -21,7 +25,11 @@ describe('formatJsonReport', () => {
       'severity',
       'status',
       'reference',
+      'citation',
+      'precondition',
       'details',
+      'evidence',
+      'evidenceOmitted',
       'durationMs',
     ]);
     expect(parsed).toEqual(report);

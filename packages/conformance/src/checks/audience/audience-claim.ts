@@ -7,7 +7,11 @@ export default defineCheck({
   title: "The token's aud contains the requested audience",
   category: 'audience',
   severity: 'must',
-  reference: 'seed §2.1, §5.3; RFC 9068 §2.2; RFC 7519 §4.1.3',
+  reference: 'API documentation §2.1, §5.3; RFC 9068 §2.2; RFC 7519 §4.1.3',
+  citation:
+    'RFC 9068 §2.2: "aud REQUIRED — as defined in Section 4.1.3 of [RFC7519]"; Partner Lending API — Authentication and Access §5.3: "The audience of the token is the partner API in which it is used."',
+  precondition: 'the preflight got a token (the run cannot start without one), a JWT',
+  records: 'the preflight token answer (aud claim)',
   async run(context) {
     const claim = context.main.jwt?.payload.aud;
     const audiences = audiencesOfClaim(claim);

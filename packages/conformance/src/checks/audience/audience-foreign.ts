@@ -1,4 +1,4 @@
-import { defineCheck, failed, passed } from '../../check.js';
+import { defineCheck, failed, notVerified, passed } from '../../check.js';
 import { isSuccess } from '../../context.js';
 import { audiencesOfClaim, sameUrl } from '../../jwt.js';
 
@@ -14,8 +14,16 @@ export default defineCheck({
   title: 'A token for a foreign audience is refused by the token endpoint or the API',
   category: 'audience',
   severity: 'must',
-  reference: 'seed §5.3; RFC 8707 §2; RFC 9068 §4',
+  reference: 'API documentation §5.3; RFC 8707 §2; RFC 9068 §4',
+  citation:
+    'RFC 9068 §4: "The resource server MUST validate that the "aud" claim contains a resource indicator value corresponding to an identifier the resource server expects for itself."',
+  precondition:
+    'the same token request with the right credentials gets a token in this run (positive control of the token endpoint); when a foreign-audience token is issued, also: GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  records:
+    "the token request for a foreign audience; if a token came back, the API call with it and the API's positive control",
   async run(context) {
+    const control = await context.tokenControl();
+    if (!control.ok) return notVerified(control.reason);
     const outcome = await context.requestToken({ scopes: context.authorised, audience: foreignAudience });
     if (!outcome.accessToken) {
       if (outcome.exchange.status >= 400 && outcome.exchange.status < 500)
@@ -34,7 +42,10 @@ export default defineCheck({
       return passed(
         `the token endpoint ignored the foreign audience and issued a token for ${JSON.stringify(aud)}`,
       );
-    // GET loans: a correct server refuses the token (401) before any scope question arises.
+    // GET loans: a correct server refuses the token (401) before any scope question arises; the refusal
+    // counts only where a valid token works.
+    const api = await context.apiControl();
+    if (!api.ok) return notVerified(`a token for ${foreignAudience} was issued; ${api.reason}`);
     const exchange = await context.callApi('listLoans', { token: outcome.accessToken });
     if (isSuccess(exchange) || exchange.status >= 500)
       return failed(

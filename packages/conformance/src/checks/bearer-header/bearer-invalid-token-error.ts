@@ -1,5 +1,5 @@
 import { bearerChallengeOf } from '../../bearer-challenge.js';
-import { defineCheck, judge } from '../../check.js';
+import { defineCheck, judge, notVerified } from '../../check.js';
 import { tamperedPayloadToken } from '../../token-forger.js';
 
 /** A bad token gets 401 with `WWW-Authenticate: Bearer error="invalid_token"`. */
@@ -9,7 +9,14 @@ export default defineCheck({
   category: 'bearer-header',
   severity: 'should',
   reference: 'RFC 6750 §3, §3.1',
+  citation:
+    'RFC 6750 §3.1: "invalid_token — The access token provided is expired, revoked, malformed, or invalid for other reasons. The resource SHOULD respond with the HTTP 401 (Unauthorized) status code."',
+  precondition:
+    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  records: 'GET loans with a junk and a tampered token (status, WWW-Authenticate); the positive control',
   async run(context) {
+    const control = await context.apiControl();
+    if (!control.ok) return notVerified(control.reason);
     const problems: string[] = [];
     const bad = [
       'not-a-jwt-conformance',

@@ -1,4 +1,4 @@
-import { defineCheck, judge } from '../../check.js';
+import { defineCheck, judge, notVerified } from '../../check.js';
 import { isSuccess } from '../../context.js';
 
 const schemes = ['Token', 'Basic', 'JWT', 'MAC', 'Bearer2'];
@@ -8,9 +8,16 @@ export default defineCheck({
   id: 'bearer-other-scheme',
   title: 'A valid token under another auth scheme is refused',
   category: 'bearer-header',
-  severity: 'must',
-  reference: 'RFC 6750 §2.1, §3; RFC 9110 §11.6.2; seed §5.2',
+  severity: 'should',
+  reference: 'RFC 6750 §2.1, §3; RFC 9110 §11.6.2; API documentation §5.2',
+  citation:
+    'Partner Lending API — Authentication and Access §4.2: "Every call carries the header Authorization: Bearer <ACCESS_TOKEN>." (no RFC requires refusing other schemes: should)',
+  precondition:
+    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  records: 'GET loans under each other scheme name; the positive control',
   async run(context) {
+    const control = await context.apiControl();
+    if (!control.ok) return notVerified(control.reason);
     const problems: string[] = [];
     for (const scheme of schemes) {
       const exchange = await context.callApi('listLoans', {

@@ -1,20 +1,35 @@
-import { defineCheck, judge } from '../../check.js';
+import { defineCheck, judge, notVerified } from '../../check.js';
 import { isSuccess } from '../../context.js';
 
-/** A token in the `access_token` query parameter is not honoured: every call carries the header. */
+/**
+ * A token in the `access_token` query parameter is not honoured. RFC 6750 §2.3 lets a resource server
+ * support it (MAY) but says it SHOULD NOT be used, and RFC 9700 forbids clients to send it: a token in a
+ * URL lands in logs and histories. Hence `should`, reported loudly.
+ */
 export default defineCheck({
   id: 'bearer-query-token',
   title: 'A token in the query string is not honoured',
   category: 'bearer-header',
-  severity: 'must',
-  reference: 'seed §4.2, §5.2; RFC 6750 §2.3, §5.3',
+  severity: 'should',
+  reference: 'API documentation §4.2, §5.2; RFC 6750 §2.3, §5.3',
+  citation:
+    'RFC 6750 §2.3: "Because of the security weaknesses associated with the URI method …, it SHOULD NOT be used unless it is impossible to transport the access token in the "Authorization" request header field or the HTTP request entity-body. Resource servers MAY support this method."; RFC 9700 §4.3.2: clients "MUST NOT pass access tokens in a URI query parameter"',
+  precondition:
+    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  records: 'GET loans with ?access_token= and no header; the positive control',
   async run(context) {
+    const control = await context.apiControl();
+    if (!control.ok) return notVerified(control.reason);
     const exchange = await context.callApi('listLoans', {
       authorization: null,
       query: { access_token: context.main.accessToken! },
     });
-    const problems =
-      isSuccess(exchange) || exchange.status >= 500 || exchange.status < 400
+    const problems = isSuccess(exchange)
+      ? [
+          `WARNING: the API honours an access token in the URL query string (${context.describe(exchange)}): tokens in URLs end up in access logs, proxies and browser histories (RFC 6750 §2.3 "SHOULD NOT be used", RFC 9700 §4.3.2). Expected 401 (no header, the query token ignored)`,
+          context.curl(exchange),
+        ]
+      : exchange.status >= 500 || exchange.status < 400
         ? [
             `expected 401 (no header, the query token ignored), got ${context.describe(exchange)}`,
             context.curl(exchange),

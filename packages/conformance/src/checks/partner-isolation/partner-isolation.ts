@@ -1,23 +1,77 @@
 import { apiOperationIds, operations, scopeFor } from '@partner-lending/spec';
-import { defineCheck, judge } from '../../check.js';
+import { defineCheck, judge, notVerified } from '../../check.js';
+import type { CheckContext } from '../../context.js';
+import { isSuccess } from '../../context.js';
 
 /**
- * A valid token used on another partner's path is refused with 403 or 404 (404 hides that the partner
- * exists), never 2xx. Create calls are refused by a correct server: nothing is written.
+ * The other partner: from its own client's token (PARTNER_OTHER_CLIENT_ID/SECRET; its own GET loans must
+ * then work, proving the path is real), else the id given (--other-partner-id). Undefined: none known.
+ */
+async function otherPartner(
+  context: CheckContext,
+): Promise<{ id: string; proof: string } | { id: undefined; reason: string }> {
+  const client = context.settings.otherClient;
+  if (client) {
+    const exchange = await context.postToken(context.tokenForm({ client, scopes: undefined }));
+    const outcome = context.readToken(exchange, undefined, context.target.audience);
+    const id = outcome.body?.partnerId ?? outcome.jwt?.payload.partnerId;
+    if (!outcome.accessToken || typeof id !== 'string')
+      return {
+        id: undefined,
+        reason: `the second partner's client got no token with a partnerId (${context.describe(exchange)})`,
+      };
+    if (id === context.partnerId)
+      return { id: undefined, reason: `the second client belongs to the same partner ${id}` };
+    const own = await context.callApi('listLoans', { token: outcome.accessToken, partnerId: id });
+    const ok = isSuccess(own) || (own.status === 403 && context.bearerError(own) === 'insufficient_scope');
+    if (!ok)
+      return {
+        id: undefined,
+        reason: `the second partner's own GET loans got ${context.describe(own)}, expected 2xx: its path is not shown to exist`,
+      };
+    return { id, proof: `partner ${id} (from the second client's token; its own GET loans: ${own.status})` };
+  }
+  const given = context.settings.foreignPartnerId;
+  if (given) return { id: given, proof: `partner ${given} (given by --other-partner-id)` };
+  return {
+    id: undefined,
+    reason:
+      "no second partner is known: give --other-partner-id, or a second partner's credentials in PARTNER_OTHER_CLIENT_ID / PARTNER_OTHER_CLIENT_SECRET (a made-up id would pass a server without isolation)",
+  };
+}
+
+/**
+ * A valid token used on a real second partner's path is refused with 403 or 404 (404 hides that the
+ * partner exists), never 2xx. Create endpoints are probed only with --allow-writes (a server without
+ * isolation would write into the other partner's account), and only when they work for the tested one.
  */
 export default defineCheck({
   id: 'partner-isolation',
   title: "A valid token is refused on another partner's paths",
   category: 'partner-isolation',
   severity: 'must',
-  reference: 'OWASP API Security Top 10 2023 API1 (BOLA); seed §4.2',
+  reference: 'OWASP API Security Top 10 2023 API1 (BOLA); API documentation §4.2',
+  citation:
+    'Partner Lending API — Authentication and Access §4.2: "{partner_id} is the partner identifier (the partnerId of the token response)."; OWASP API Security Top 10 2023 API1 (Broken Object Level Authorization)',
+  precondition:
+    "a real second partner is known (--other-partner-id, PARTNER_OTHER_CLIENT_ID/SECRET, or the embedded mock's second client); GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there; with a second client, its own token gets 2xx on its own GET loans",
+  records:
+    "the second partner's token request and own GET loans (when credentials are given); each call on the second partner's paths; the positive controls",
   async run(context) {
-    const foreign = context.settings.foreignPartnerId ?? `${context.partnerId}-conformance-other`;
+    const control = await context.apiControl();
+    if (!control.ok) return notVerified(control.reason);
+    const other = await otherPartner(context);
+    if (other.id === undefined) return notVerified(other.reason);
     const problems: string[] = [];
-    const notes: string[] = [];
+    const notes: string[] = [other.proof];
     for (const id of apiOperationIds) {
-      const exchange = await context.callApi(id, { partnerId: foreign });
-      const label = `${operations[id].method} ${operations[id].path} for partner ${foreign}`;
+      const route = await context.routeControl(id);
+      const label = `${operations[id].method} ${operations[id].path} for partner ${other.id}`;
+      if (!route.ok) {
+        notes.push(`${label}: not checked, ${route.reason}`);
+        continue;
+      }
+      const exchange = await context.callApi(id, { partnerId: other.id });
       // Without the endpoint's scope a 403 may be about the scope, not the partner: said so.
       const scope = scopeFor(id);
       const caveat = context.authorised.includes(scope)

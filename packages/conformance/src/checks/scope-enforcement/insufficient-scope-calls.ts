@@ -5,20 +5,23 @@ import type { Exchange } from '../../http-probe.js';
 export interface InsufficientScopeCall {
   readonly id: ApiOperationId;
   readonly scope: string;
-  /** The answer, or why no call was made (no token lacking only that scope could be had). */
+  /** The answer, or why no call was made (no positive control on the route, no token lacking the scope). */
   readonly exchange: Exchange | undefined;
   readonly reason?: string;
 }
 
 /**
  * For each API operation, one call with a valid token that lacks the operation's scope (shared by the
- * must and should checks). Create calls carry `{}` and are refused by a correct server: nothing is written.
+ * must and should checks), made only when the same route answers a valid token (its positive control).
+ * Create endpoints are called only with --allow-writes: a server that ignores scopes would write.
  */
-export function insufficientScopeCalls(context: CheckContext): Promise<InsufficientScopeCall[]> {
-  return context.memo('insufficient-scope-calls', () =>
+export async function insufficientScopeCalls(context: CheckContext): Promise<InsufficientScopeCall[]> {
+  const calls = await context.memo('insufficient-scope-calls', () =>
     Promise.all(
       apiOperationIds.map(async (id): Promise<InsufficientScopeCall> => {
         const scope = scopeFor(id);
+        const control = await context.routeControl(id);
+        if (!control.ok) return { id, scope, exchange: undefined, reason: control.reason };
         const token = await context.tokenWithout(scope);
         if (!token?.accessToken)
           return {
@@ -31,4 +34,8 @@ export function insufficientScopeCalls(context: CheckContext): Promise<Insuffici
       }),
     ),
   );
+  // Another check may have made the calls: cite them as this check's evidence too.
+  for (const call of calls) context.cite(call.exchange);
+  for (const call of calls) if (call.exchange) await context.routeControl(call.id);
+  return calls;
 }

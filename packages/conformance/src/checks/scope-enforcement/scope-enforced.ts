@@ -1,5 +1,5 @@
 import { operations } from '@partner-lending/spec';
-import { defineCheck, judge } from '../../check.js';
+import { defineCheck, judge, notVerified } from '../../check.js';
 import { isSuccess } from '../../context.js';
 import { insufficientScopeCalls } from './insufficient-scope-calls.js';
 
@@ -9,7 +9,13 @@ export default defineCheck({
   title: "A token without an endpoint's scope is refused there",
   category: 'scope-enforcement',
   severity: 'must',
-  reference: 'seed §4.2, §5.5; RFC 6750 §3.1',
+  reference: 'API documentation §4.2, §5.5; RFC 6750 §3.1',
+  citation:
+    'Partner Lending API — Authentication and Access §5.5: "Each endpoint of 4.2 requires the scope listed for it."',
+  precondition:
+    "a token lacking the endpoint's scope can be had; the same route accepts a token with it (GET loans: GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there; create endpoints only with --allow-writes)",
+  records:
+    "each endpoint's call with a token lacking its scope, the token request, and the route's positive control",
   async run(context) {
     const problems: string[] = [];
     const notes: string[] = [];
@@ -23,6 +29,8 @@ export default defineCheck({
         );
       else notes.push(`${label}: ${call.exchange.status}`);
     }
+    if (problems.length === 0 && notes.every((note) => note.includes(': not checked')))
+      return notVerified(notes.join('; '));
     return judge(problems, notes);
   },
 });

@@ -1,5 +1,5 @@
 import { apiOperationIds, operations, scopeFor } from '@partner-lending/spec';
-import { defineCheck, judge } from '../../check.js';
+import { defineCheck, judge, notVerified } from '../../check.js';
 import { isSuccess } from '../../context.js';
 
 /**
@@ -11,10 +11,16 @@ export default defineCheck({
   title: "A token with an endpoint's scope is accepted there",
   category: 'scope-enforcement',
   severity: 'must',
-  reference: 'seed §4.2, §5.5',
+  reference: 'API documentation §4.2, §5.5',
+  citation:
+    'Partner Lending API — Authentication and Access §5.5: "Each endpoint of 4.2 requires the scope listed for it."',
+  precondition:
+    'at least one endpoint probed: the client holds its scope (create endpoints only with --allow-writes)',
+  records: "each endpoint's call with a token of exactly its scope, and that token request",
   async run(context) {
     const problems: string[] = [];
     const notes: string[] = [];
+    let probed = 0;
     for (const id of apiOperationIds) {
       const scope = scopeFor(id);
       const label = `${operations[id].method} ${operations[id].path} with ${scope}`;
@@ -26,15 +32,17 @@ export default defineCheck({
         notes.push(`${label}: not checked (writes; run with --allow-writes)`);
         continue;
       }
-      const token = await context.tokenFor([scope]);
-      if (!token.accessToken) {
+      const { token, exchange } = await context.scopedCall(id);
+      if (!exchange) {
         problems.push(`${label}: expected a token for ${scope}, got ${context.describe(token.exchange)}`);
         continue;
       }
-      const exchange = await context.callApi(id, { token: token.accessToken });
+      probed += 1;
       if (isSuccess(exchange)) notes.push(`${label}: ${exchange.status}`);
       else problems.push(`${label}: expected 2xx, got ${context.describe(exchange)}`, context.curl(exchange));
     }
+    if (problems.length === 0 && probed === 0)
+      return notVerified(`no endpoint was probed: ${notes.join('; ')}`);
     return judge(problems, notes);
   },
 });

@@ -1,6 +1,6 @@
 import { operations } from '@partner-lending/spec';
 import { bearerChallengeOf } from '../../bearer-challenge.js';
-import { defineCheck, judge } from '../../check.js';
+import { defineCheck, judge, notVerified } from '../../check.js';
 import { insufficientScopeCalls } from './insufficient-scope-calls.js';
 
 /**
@@ -12,7 +12,11 @@ export default defineCheck({
   title: 'A missing scope is answered 403 insufficient_scope',
   category: 'scope-enforcement',
   severity: 'should',
-  reference: 'RFC 6750 §3.1; seed §5.5',
+  reference: 'RFC 6750 §3.1; API documentation §5.5',
+  citation:
+    'RFC 6750 §3.1: "insufficient_scope — The request requires higher privileges than provided by the access token. The resource server SHOULD respond with the HTTP 403 (Forbidden) status code"',
+  precondition: 'as scope-enforced',
+  records: 'as scope-enforced (status, WWW-Authenticate error and scope)',
   async run(context) {
     const problems: string[] = [];
     const notes: string[] = [];
@@ -33,6 +37,8 @@ export default defineCheck({
         notes.push(`${label}: 403 insufficient_scope${scope ? `, scope="${scope}"` : ''}`);
       }
     }
+    if (problems.length === 0 && notes.every((note) => note.includes(': not checked')))
+      return notVerified(notes.join('; '));
     return judge(problems, notes);
   },
 });

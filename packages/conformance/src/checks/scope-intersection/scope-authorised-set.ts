@@ -11,7 +11,12 @@ export default defineCheck({
   title: 'Asking for every scope grants exactly the authorised set',
   category: 'scope-intersection',
   severity: 'must',
-  reference: 'seed §4.1 rules 1–2, §5.5',
+  reference: 'API documentation §4.1 rules 1–2, §5.5',
+  citation:
+    'Partner Lending API — Authentication and Access §5.5: "Tokens are limited to the scopes authorised for the partner."',
+  precondition:
+    'the preflight got a token (the run cannot start without one); compared with --expect-scopes when given',
+  records: 'the preflight answer (A) and the request without scope',
   async run(context) {
     const granted = context.authorised;
     const problems: string[] = [];

@@ -9,7 +9,11 @@ export default defineCheck({
   title: 'Every non-empty scope request is granted its intersection with the authorised set',
   category: 'scope-intersection',
   severity: 'must',
-  reference: 'seed §4.1 rules 1–2; RFC 6749 §3.3, §5.2',
+  reference: 'API documentation §4.1 rules 1–2; RFC 6749 §3.3, §5.2',
+  citation:
+    'Partner Lending API — Authentication and Access §2.2: "scope — … It is the intersection of the requested scopes and the scopes the partner is authorised for."',
+  precondition: 'the preflight got a token (the run cannot start without one) (A learned by the preflight)',
+  records: 'the token request for every non-empty subset of the four scopes',
   async run(context) {
     const authorised = context.authorised;
     const problems: string[] = [];

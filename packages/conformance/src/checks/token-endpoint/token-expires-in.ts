@@ -9,7 +9,11 @@ export default defineCheck({
   title: 'expires_in is a positive integer consistent with exp − iat',
   category: 'token-endpoint',
   severity: 'must',
-  reference: 'seed §2.2, §5.4, §8; RFC 6749 §5.1; RFC 7519 §4.1.4',
+  reference: 'API documentation §2.2, §5.4, §8; RFC 6749 §5.1; RFC 7519 §4.1.4',
+  citation:
+    'Partner Lending API — Authentication and Access §2.2: "expires_in — Number of seconds the token is valid. The JWT also carries an expiry claim (exp) that can be checked."',
+  precondition: 'the preflight got a token (the run cannot start without one), a JWT with a numeric exp',
+  records: 'the preflight token answer (expires_in; exp and iat read from the token)',
   async run(context) {
     const { body, jwt, exchange } = context.main;
     const expiresIn = body?.expires_in;

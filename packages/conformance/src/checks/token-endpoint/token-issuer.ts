@@ -1,4 +1,4 @@
-import { defineCheck, judge } from '../../check.js';
+import { defineCheck, judge, notVerified } from '../../check.js';
 import { sameUrl } from '../../jwt.js';
 
 /** The response iss names the token's issuer, the same for every token (a trailing slash aside). */
@@ -7,7 +7,11 @@ export default defineCheck({
   title: 'iss of the response equals the iss claim and is stable',
   category: 'token-endpoint',
   severity: 'must',
-  reference: 'seed §2.2; RFC 9068 §2.2; RFC 7519 §4.1.1',
+  reference: 'API documentation §2.2; RFC 9068 §2.2; RFC 7519 §4.1.1',
+  citation: 'Partner Lending API — Authentication and Access §2.2: "iss — Issuer of the JWT."',
+  precondition:
+    'the same token request with the right credentials gets a token in this run (positive control of the token endpoint); two tokens to compare',
+  records: 'the preflight and a second token request with their answers',
   async run(context) {
     const other = await context.tokenFor(context.authorised.slice(0, 1));
     const problems: string[] = [];
@@ -26,6 +30,10 @@ export default defineCheck({
         );
       if (typeof claim === 'string') seen.push(claim);
     }
+    if (problems.length === 0 && !other.accessToken)
+      return notVerified(
+        `a second token was refused (${context.describe(other.exchange)}): the issuer's stability was not compared`,
+      );
     if (seen.length === 2 && !sameUrl(seen[0]!, seen[1]!))
       problems.push(`two tokens name different issuers: ${seen.join(', ')}`);
     return judge(problems, [`iss ${JSON.stringify(seen[0])}`]);

@@ -1,4 +1,4 @@
-import { defineCheck, judge } from '../../check.js';
+import { defineCheck, judge, notVerified } from '../../check.js';
 import { errorCodeOf, jsonObject } from '../../http-probe.js';
 
 /** A token request without client credentials is refused: 400 invalid_request or 401 invalid_client. */
@@ -7,8 +7,14 @@ export default defineCheck({
   title: 'A token request without client credentials is refused',
   category: 'token-endpoint',
   severity: 'must',
-  reference: 'RFC 6749 §2.3, §5.2; seed §4.1',
+  reference: 'RFC 6749 §2.3, §5.2; API documentation §4.1',
+  citation: 'RFC 6749 §4.4.2: "The authorization server MUST authenticate the client."',
+  precondition:
+    'the same token request with the right credentials gets a token in this run (positive control of the token endpoint)',
+  records: 'the request without credentials and its answer; the positive-control token request',
   async run(context) {
+    const control = await context.tokenControl();
+    if (!control.ok) return notVerified(control.reason);
     const form = context
       .tokenForm({ scopes: context.authorised })
       .filter(([name]) => !name.startsWith('client_'));

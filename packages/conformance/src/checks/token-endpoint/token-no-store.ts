@@ -7,6 +7,10 @@ export default defineCheck({
   category: 'token-endpoint',
   severity: 'must',
   reference: 'RFC 6749 §5.1',
+  citation:
+    'RFC 6749 §5.1: "The authorization server MUST include the HTTP "Cache-Control" response header field with a value of "no-store" in any response containing tokens, credentials, or other sensitive information"',
+  precondition: 'the preflight got a token (the run cannot start without one)',
+  records: 'the preflight token answer (its Cache-Control header)',
   async run(context) {
     const { exchange } = context.main;
     const header = exchange.headers.get('cache-control');

@@ -6,7 +6,11 @@ export default defineCheck({
   title: 'The response partnerId equals the token partnerId claim',
   category: 'token-endpoint',
   severity: 'must',
-  reference: 'seed §2.2, §4.2',
+  reference: 'API documentation §2.2, §4.2',
+  citation:
+    'Partner Lending API — Authentication and Access §4.2: "{partner_id} is the partner identifier (the partnerId of the token response)."',
+  precondition: 'the preflight got a token (the run cannot start without one)',
+  records: 'the preflight token answer (partnerId; the partnerId claim)',
   async run(context) {
     const field = context.main.body?.partnerId;
     const claim = context.main.jwt?.payload.partnerId;

@@ -6,10 +6,15 @@ const stringFields = ['access_token', 'token_type', 'scope', 'iss', 'partnerId',
 /** Positive control of the token endpoint: a form-encoded client-credentials request gets a token. */
 export default defineCheck({
   id: 'token-success-response',
-  title: 'A form-encoded client_credentials request gets a bearer token with the fields of seed §2.2',
+  title:
+    'A form-encoded client_credentials request gets a bearer token with the fields of API documentation §2.2',
   category: 'token-endpoint',
   severity: 'must',
-  reference: 'seed §2.1–2.2, §4.1; RFC 6749 §4.4.2–4.4.3, §5.1',
+  reference: 'API documentation §2.1–2.2, §4.1; RFC 6749 §4.4.2–4.4.3, §5.1',
+  citation:
+    'Partner Lending API — Authentication and Access §4.1: "Success response: JSON object of section 2.2"; RFC 6749 §5.1: "access_token REQUIRED. The access token issued by the authorization server."',
+  precondition: 'the preflight got a token (the run cannot start without one)',
+  records: 'the preflight token request and its answer',
   async run(context) {
     const { exchange } = context.main;
     const problems: string[] = [];

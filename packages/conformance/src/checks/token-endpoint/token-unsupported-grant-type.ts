@@ -1,4 +1,4 @@
-import { defineCheck, judge } from '../../check.js';
+import { defineCheck, judge, notVerified } from '../../check.js';
 import { errorCodeOf, jsonObject } from '../../http-probe.js';
 
 const unknownGrant = 'urn:example:conformance:unknown-grant';
@@ -9,8 +9,15 @@ export default defineCheck({
   title: 'An unknown grant_type is refused with unsupported_grant_type',
   category: 'token-endpoint',
   severity: 'must',
-  reference: 'RFC 6749 §5.2; seed §2.1 (grant_type is always client_credentials)',
+  reference: 'RFC 6749 §5.2; API documentation §2.1 (grant_type is always client_credentials)',
+  citation:
+    'RFC 6749 §5.2: "The authorization server responds with an HTTP 400 (Bad Request) status code (unless specified otherwise) and includes the following parameters with the response: error REQUIRED." — unsupported_grant_type: "The authorization grant type is not supported by the authorization server."',
+  precondition:
+    'the same token request with the right credentials gets a token in this run (positive control of the token endpoint)',
+  records: 'the request with an unknown grant_type and its answer; the positive-control token request',
   async run(context) {
+    const control = await context.tokenControl();
+    if (!control.ok) return notVerified(control.reason);
     const form = context
       .tokenForm({ scopes: context.authorised })
       .map(([name, value]): [string, string] => [name, name === 'grant_type' ? unknownGrant : value]);

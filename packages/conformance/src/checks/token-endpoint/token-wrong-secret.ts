@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { defineCheck, judge } from '../../check.js';
+import { defineCheck, judge, notVerified } from '../../check.js';
 import { errorCodeOf, jsonObject } from '../../http-probe.js';
 
 /** A known client_id with a wrong secret is refused with invalid_client and never gets a token. */
@@ -8,8 +8,15 @@ export default defineCheck({
   title: 'A wrong client secret is refused with invalid_client, never a token',
   category: 'token-endpoint',
   severity: 'must',
-  reference: 'RFC 6749 §2.3.1, §5.2; seed §4.1, §5.6',
+  reference: 'RFC 6749 §2.3.1, §5.2; API documentation §4.1, §5.6',
+  citation: 'RFC 6749 §4.4.2: "The authorization server MUST authenticate the client."',
+  precondition:
+    'the same token request with the right credentials gets a token in this run (positive control of the token endpoint)',
+  records:
+    'the request with a wrong secret (shown as <WRONG_SECRET>) and its answer; the positive-control token request',
   async run(context) {
+    const control = await context.tokenControl();
+    if (!control.ok) return notVerified(control.reason);
     const wrong = `wrong-${randomBytes(12).toString('base64url')}`;
     const form = context
       .tokenForm({ scopes: context.authorised })

@@ -1,4 +1,4 @@
-import { defineCheck } from '../../check.js';
+import { defineCheck, notVerified } from '../../check.js';
 import { algNoneToken, noneCasings } from '../../token-forger.js';
 import { expectAllRefused } from './refusal.js';
 
@@ -9,7 +9,13 @@ export default defineCheck({
   category: 'token-integrity',
   severity: 'must',
   reference: 'RFC 8725 §2.1, §3.1; RFC 9068 §4',
+  citation: 'RFC 9068 §4: "The resource server MUST reject any JWT in which the value of "alg" is "none"."',
+  precondition:
+    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  records: 'GET loans with the token re-encoded as alg none in four casings; the positive control',
   async run(context) {
+    const control = await context.apiControl();
+    if (!control.ok) return notVerified(control.reason);
     const token = context.main.accessToken!;
     return expectAllRefused(
       context,

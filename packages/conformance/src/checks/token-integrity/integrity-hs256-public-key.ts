@@ -1,4 +1,4 @@
-import { defineCheck, skipped } from '../../check.js';
+import { defineCheck, notVerified } from '../../check.js';
 import { hs256PublicKeyTokens } from '../../token-forger.js';
 import { expectAllRefused } from './refusal.js';
 
@@ -9,14 +9,21 @@ export default defineCheck({
   category: 'token-integrity',
   severity: 'must',
   reference: 'RFC 8725 §2.1, §3.1; RFC 9068 §4',
+  citation:
+    'RFC 9068 §4: "The resource server MUST validate the signature of all incoming JWT access tokens according to [RFC7515] using the algorithm specified in the JWT "alg" Header Parameter."; RFC 8725 §3.1: "Libraries MUST enable the caller to specify a supported set of algorithms and MUST NOT use any other algorithms when performing cryptographic operations."',
+  precondition:
+    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there; the auth server publishes a key set',
+  records: 'the key set fetched; GET loans with each HS256 token; the positive control',
   async run(context) {
+    const control = await context.apiControl();
+    if (!control.ok) return notVerified(control.reason);
     const jwks = await context.jwks();
     if (!jwks)
-      return skipped(
+      return notVerified(
         'no key set found (JWKS at /.well-known/jwks.json or in the server metadata): nothing to confuse',
       );
     const tokens = await hs256PublicKeyTokens(context.main.accessToken!, jwks);
-    if (tokens.length === 0) return skipped(`the key set at ${jwks.url} has no public key`);
+    if (tokens.length === 0) return notVerified(`the key set at ${jwks.url} has no public key`);
     return expectAllRefused(
       context,
       tokens.map(

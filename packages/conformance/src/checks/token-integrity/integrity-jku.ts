@@ -1,15 +1,27 @@
-import { defineCheck } from '../../check.js';
-import { attackerJku, jkuToken } from '../../token-forger.js';
-import { expectAllRefused } from './refusal.js';
+import { defineCheck, judge, notVerified } from '../../check.js';
+import { issuerAttack } from './issuer-attack.js';
 
-/** A token whose `jku` header points at the attacker's key set is refused. */
+/**
+ * The same claims signed by the suite's own issuer's key, with a `jku` header naming that issuer's key
+ * set (served on a port of the suite's own, so a target that follows `jku` really finds the key).
+ */
 export default defineCheck({
   id: 'integrity-jku',
   title: 'A token naming its own key set in a jku header is refused',
   category: 'token-integrity',
   severity: 'must',
   reference: 'RFC 7515 §4.1.2; RFC 8725 §3.10; RFC 9068 §4',
+  citation:
+    'RFC 9068 §4: "The resource server MUST validate the signature of all incoming JWT access tokens …"; RFC 8725 §3.10: blindly following a "jku" header "could result in server-side request forgery (SSRF) attacks"',
+  precondition:
+    "GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there; a JWT; the suite's issuer is reachable from the target (loopback, or --listen)",
+  records:
+    "GET loans with the jku token; whether the target fetched the suite's key set (in the details); the positive control",
   async run(context) {
-    return expectAllRefused(context, [[`jku ${attackerJku}`, await jkuToken(context.main.accessToken!)]]);
+    const control = await context.apiControl();
+    if (!control.ok) return notVerified(control.reason);
+    const attack = await issuerAttack(context, 'jku header', (issuer, token) => issuer.jkuToken(token));
+    if ('reason' in attack) return notVerified(attack.reason);
+    return judge(attack.problems, attack.notes);
   },
 });

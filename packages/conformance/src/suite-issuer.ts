@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { type DecodedJwt, decodeJwt } from './jwt.js';
+
+let issuerKey: ReturnType<typeof generateKeyPair> | undefined;
+
+/** A request the suite's own issuer received (from the target, when it fetched the suite's keys). */
+export interface IssuerHit {
+  readonly method: string;
+  readonly path: string;
+  readonly at: number;
+}
+
+/**
+ * An OAuth authorization server of the suite's own, on a port of its own: RFC 8414 and OpenID metadata
+ * and a JWKS with a key the target never trusted. Tokens it signs copy a valid token's claims, so a
+ * target that takes keys from the token (its `iss`, its `jku`) instead of its own issuer accepts them.
+ */
+export class SuiteIssuer {
+  readonly url: string;
+  readonly jwksUrl: string;
+  readonly hits: IssuerHit[] = [];
+  readonly #server: Server;
+  readonly #key: CryptoKey;
+  readonly #jwk: JWK;
+
+  private constructor(server: Server, url: string, key: CryptoKey, jwk: JWK) {
+    this.#server = server;
+    this.url = url;
+    this.jwksUrl = `${url}/.well-known/jwks.json`;
+    this.#key = key;
+    this.#jwk = jwk;
+  }
+
+  /**
+   * Starts the issuer on `host` (default 127.0.0.1), port 0. `advertise` is the host name the target
+   * must use to reach it (default: `host`).
+   */
+  static async start(options: { host?: string; advertise?: string } = {}): Promise<SuiteIssuer> {
+    const host = options.host ?? '127.0.0.1';
+    // One key per process (RSA generation is slow); each issuer names it by its own kid.
+    issuerKey ??= generateKeyPair('RS256', { extractable: true });
+    const pair = await issuerKey;
+    const kid = `conformance-issuer-${randomUUID()}`;
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid, alg: 'RS256', use: 'sig' };
+    let self: SuiteIssuer | undefined;
+    const server = createServer((req, res) => {
+      const path = new URL(req.url ?? '/', 'http://x').pathname;
+      self?.hits.push({ method: req.method ?? 'GET', path, at: Date.now() });
+      const send = (status: number, body: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+        res.end(JSON.stringify(body));
+      };
+      if (path === '/.well-known/jwks.json') return send(200, { keys: [jwk] });
+      if (path === '/.well-known/openid-configuration' || path === '/.well-known/oauth-authorization-server')
+        return send(200, {
+          issuer: self?.url,
+          jwks_uri: self?.jwksUrl,
+          token_endpoint: `${self?.url}/oauth/token`,
+          response_types_supported: ['token'],
+          subject_types_supported: ['public'],
+          id_token_signing_alg_values_supported: ['RS256'],
+        });
+      send(404, { error: 'not_found' });
+    });
+    server.requestTimeout = 10_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, host, () => resolve());
+    });
+    server.unref();
+    const { port } = server.address() as AddressInfo;
+    const name = options.advertise ?? host;
+    const shown = name.includes(':') && !name.startsWith('[') ? `[${name}]` : name;
+    self = new SuiteIssuer(server, `http://${shown}:${port}`, pair.privateKey, jwk);
+    return self;
+  }
+
+  get kid(): string {
+    return this.#jwk.kid!;
+  }
+
+  /** The same claims as `token`, with `iss` set to this issuer (its trailing-slash habit kept), signed by its key. */
+  foreignIssuerToken(token: string): Promise<string> {
+    const { header, payload } = this.#decode(token);
+    const iss = typeof payload.iss === 'string' && payload.iss.endsWith('/') ? `${this.url}/` : this.url;
+    return this.#sign({ ...payload, iss }, { ...this.#header(header), kid: this.kid });
+  }
+
+  /** The same claims as `token`, signed by this issuer's key, with a `jku` header naming its key set. */
+  jkuToken(token: string): Promise<string> {
+    const { header, payload } = this.#decode(token);
+    return this.#sign(payload, { ...this.#header(header), kid: this.kid, jku: this.jwksUrl });
+  }
+
+  /** The requests for the key set or the metadata received since `since` (epoch ms). */
+  keyFetchesSince(since: number): IssuerHit[] {
+    return this.hits.filter((hit) => hit.at >= since && hit.path.startsWith('/.well-known/'));
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#server.closeAllConnections();
+      this.#server.close(() => resolve());
+    });
+  }
+
+  #decode(token: string): DecodedJwt {
+    const decoded = decodeJwt(token);
+    if (!decoded) throw new TypeError('the access token is not a compact JWS (header.payload.signature)');
+    return decoded;
+  }
+
+  #header(header: Record<string, unknown>): Record<string, unknown> {
+    const { kid: _kid, jwk: _jwk, jku: _jku, x5u: _x5u, x5c: _x5c, ...rest } = header;
+    return { ...rest, alg: 'RS256' };
+  }
+
+  #sign(payload: Record<string, unknown>, header: Record<string, unknown>): Promise<string> {
+    return new SignJWT(payload).setProtectedHeader(header as { alg: string }).sign(this.#key);
+  }
+}
+
+/** True for a host name only this machine can reach. */
+export function isLoopbackHost(hostname: string): boolean {
+  return ['localhost', '127.0.0.1', '[::1]', '::1'].includes(hostname) || hostname.startsWith('127.');
+}
