@@ -4,7 +4,7 @@ import type { Check } from './check.js';
 import { checks as catalogue, checkIds } from './checks/index.js';
 import { CheckContext, isSuccess, type Target } from './context.js';
 import { ConformanceError } from './errors.js';
-import { type Exchange, HttpProbe } from './http-probe.js';
+import { type Exchange, HttpProbe, type ProbeRequest } from './http-probe.js';
 import { preflight } from './preflight.js';
 import { Redactor, Secret } from './redact.js';
 import { type CheckResult, mustNotVerified, type Report, summarize } from './report.js';
@@ -86,6 +86,24 @@ export interface ConformanceRun {
 }
 
 const usage = (message: string) => new ConformanceError('ERR_USAGE', message);
+
+/**
+ * The probe's write guard: without --allow-writes, a request with a body (JSON, form or raw) to a create
+ * endpoint — of any partner — is never sent; the probe throws ERR_WRITE_GUARD instead.
+ */
+export function writeGuard(
+  target: { tokenUrl: string; baseUrl: string },
+  allowWrites: boolean,
+): (request: ProbeRequest) => string | undefined {
+  return (request) => {
+    if (allowWrites) return undefined;
+    const id = createOperationOf(request, target);
+    const hasBody = request.form !== undefined || request.json !== undefined || request.body !== undefined;
+    return id && hasBody
+      ? `refused to send ${request.method} ${new URL(request.url).pathname} with a body: create endpoints get no body without --allow-writes`
+      : undefined;
+  };
+}
 
 function checkUrl(name: string, value: string): string {
   let url: URL;
@@ -257,15 +275,7 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
           );
       },
       // No write without --allow-writes, by construction: a body to a create endpoint is never sent.
-      guard: (request) => {
-        if (allowWrites) return undefined;
-        const id = createOperationOf(request, target);
-        const hasBody =
-          request.form !== undefined || request.json !== undefined || request.body !== undefined;
-        return id && hasBody
-          ? `refused to send ${request.method} ${new URL(request.url).pathname} with a body: create endpoints get no body without --allow-writes`
-          : undefined;
-      },
+      guard: writeGuard(target, allowWrites),
     });
     const context = new CheckContext({
       target,

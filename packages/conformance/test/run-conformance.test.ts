@@ -1,8 +1,10 @@
 import { inspect } from 'node:util';
-import { startMock } from '@partner-lending/mock';
+import { type FaultName, startMock } from '@partner-lending/mock';
 import { describe, expect, it } from 'vitest';
 import { ConformanceError } from '../src/errors.js';
-import { runConformance, runConformanceDetailed } from '../src/run-conformance.js';
+import { HttpProbe } from '../src/http-probe.js';
+import type { Report } from '../src/report.js';
+import { runConformance, runConformanceDetailed, writeGuard } from '../src/run-conformance.js';
 import { sharedSigningKey } from './helpers.js';
 
 async function usage(options: Parameters<typeof runConformance>[0]): Promise<string> {
@@ -89,33 +91,56 @@ describe('runConformance', () => {
 });
 
 describe('writes', () => {
-  async function createsThatSucceeded(allowWrites: boolean): Promise<string[]> {
-    const mock = await startMock({ signingKey: await sharedSigningKey() });
+  /** Every POST the API received on a create path (any status), and the ones that created (2xx). */
+  async function createRequests(
+    allowWrites: boolean,
+    faults: FaultName[] = [],
+  ): Promise<{ sent: string[]; created: string[]; report: Report }> {
+    const mock = await startMock({ signingKey: await sharedSigningKey(), faults });
     try {
       const client = mock.clients[0]!;
-      await runConformance({
+      const other = mock.clients.find((item) => item.partnerId !== client.partnerId)!;
+      const report = await runConformance({
         authUrl: mock.authUrl,
         baseUrl: mock.baseUrl,
         clientId: client.clientId,
         clientSecret: client.clientSecret,
+        otherClientId: other.clientId,
+        otherClientSecret: other.clientSecret,
         allowWrites,
       });
-      return mock
+      const posts = mock
         .requestLog()
-        .filter((entry) => entry.server === 'api' && entry.method === 'POST' && entry.status < 300)
-        .map((entry) => `${entry.target} ${entry.status}`);
+        .filter((entry) => entry.server === 'api' && entry.method === 'POST')
+        .map((entry) => ({
+          line: `${entry.target.replace(/\/partner\/[^/]+\//, '/partner/P/')} ${entry.status}`,
+          status: entry.status,
+        }));
+      return {
+        sent: posts.map((post) => post.line),
+        created: posts.filter((post) => post.status < 300).map((post) => post.line),
+        report,
+      };
     } finally {
       await mock.close();
     }
   }
 
-  it('without allowWrites, a correct server refuses every create request the suite sends', async () => {
-    expect(await createsThatSucceeded(false)).toEqual([]);
+  it('without allowWrites, no create endpoint gets a single request, even from a server that would write', async () => {
+    // Faults under which the old suite wrote: a form-body token honoured, no partner isolation, no scope check.
+    for (const faults of [
+      [],
+      ['api-accept-body-token', 'api-skip-partner-isolation', 'api-ignore-scope'],
+    ] as FaultName[][]) {
+      const { sent, report } = await createRequests(false, faults);
+      expect(sent).toEqual([]);
+      expect(report.writes).toEqual({ allowed: false, mayHaveCreated: [] });
+    }
   });
 
-  it('with allowWrites, the positive control creates once per create endpoint', async () => {
-    const created = await createsThatSucceeded(true);
-    expect(created.map((line) => line.replace(/\/partner\/[^/]+\//, '/partner/P/'))).toEqual(
+  it('with allowWrites, the positive control creates once per create endpoint, and the report says so', async () => {
+    const { created, report } = await createRequests(true);
+    expect(created).toEqual(
       expect.arrayContaining([
         '/v3/partner/P/loan_draft 201',
         '/v3/partner/P/journals 201',
@@ -123,5 +148,43 @@ describe('writes', () => {
       ]),
     );
     expect(created).toHaveLength(3);
+    expect(report.writes.allowed).toBe(true);
+    expect(
+      report.writes.mayHaveCreated.map((line) => line.replace(/\/partner\/[^/]+\//, '/partner/P/')),
+    ).toEqual(
+      expect.arrayContaining([
+        'POST /v3/partner/P/loan_draft → 201',
+        'POST /v3/partner/P/journals → 201',
+        'POST /v3/partner/P/repayments → 201',
+      ]),
+    );
+  });
+
+  it('the probe refuses, by construction, a body to a create endpoint without allowWrites', async () => {
+    const mock = await startMock({ signingKey: await sharedSigningKey() });
+    try {
+      const target = { tokenUrl: mock.tokenUrl, baseUrl: mock.baseUrl };
+      const guarded = new HttpProbe({ guard: writeGuard(target, false) });
+      for (const path of ['loan_draft', 'journals', 'repayments']) {
+        const url = `${mock.baseUrl}/v3/partner/someone-else/${path}`;
+        for (const body of [{ json: {} }, { form: [['a', 'b']] as [string, string][] }, { body: 'x' }]) {
+          const error = await guarded.send({ method: 'POST', url, ...body }).catch((e: unknown) => e);
+          expect(error).toMatchObject({ code: 'ERR_WRITE_GUARD' });
+        }
+      }
+      // The read endpoint is not guarded; with allowWrites nothing is.
+      await expect(
+        guarded.send({ method: 'GET', url: `${mock.baseUrl}/v3/partner/p/loans` }),
+      ).resolves.toBeDefined();
+      const open = new HttpProbe({ guard: writeGuard(target, true) });
+      await expect(
+        open.send({ method: 'POST', url: `${mock.baseUrl}/v3/partner/p/loan_draft`, json: {} }),
+      ).resolves.toBeDefined();
+      expect(
+        mock.requestLog().filter((entry) => entry.method === 'POST' && entry.server === 'api'),
+      ).toHaveLength(1);
+    } finally {
+      await mock.close();
+    }
   });
 });
