@@ -15,9 +15,9 @@ try {
 
 // Everything from process.env, with behaviour tuned in code.
 const client = createPartnerClient({
-  timeoutMs: 10_000, // per attempt
+  timeoutMs: 10_000, // the whole call: token lookup, attempts, waits and body
   maxRetries: 3, // GETs only; creates opt in per call
   logger: { warn: (message) => console.log(`[partner-sdk] ${message}`) },
 });
-const loans = await client.loans.list({ limit: 1 });
-console.log('connected; first loan:', Array.isArray(loans) ? loans[0]?.id : loans);
+const { items } = await client.loans.list({ limit: 1 });
+console.log('connected; first loan:', items[0]?.id);

@@ -1,33 +1,27 @@
-import {
-  type AccessToken,
-  createAuthFetch,
-  createTokenProvider,
-  type GetTokenOptions,
-  ScopeNotGrantedError,
-  type TokenProvider,
-  type TokenProviderOptions,
-  TokenRequestError,
-} from '@partner-lending/auth';
-import { type ApiOperationId, matchPath, operations } from '@partner-lending/spec';
+import { createTokenProvider, type TokenProvider, type TokenProviderOptions } from '@partner-lending/auth';
+import { type ApiOperationId, operations } from '@partner-lending/spec';
 import type { Client, HeadersOptions } from 'openapi-fetch';
 import * as openapiFetch from 'openapi-fetch';
 import {
   APIConnectionError,
-  APIUserAbortError,
   ConfigurationError,
   errorFromResponse,
   PartnerApiError,
   ResponseShapeError,
 } from './errors.js';
 import type { components, paths } from './generated/openapi.js';
-import { type ConnectionOptions, resolveConnection } from './options.js';
-import { type ItemsSelector, type Page, paginate } from './pagination.js';
+import { type ConnectionOptions, checkCallOptions, resolveConnection } from './options.js';
+import { type ItemsSelector, type Page, pageOf, paginate } from './pagination.js';
 import {
   attemptsOf,
   type CallOptions,
   createTransport,
+  type Deadline,
   defaultSleep,
   type PartnerLogger,
+  startCallDeadline,
+  stopped,
+  translateTokenError,
 } from './transport.js';
 
 type ApiPaths = Omit<paths, '/oauth/token'>;
@@ -50,10 +44,61 @@ export type PartnerPaths = {
 /** The typed openapi-fetch client over the partner API paths, with auth, retries and timeouts applied. */
 export type PartnerPathsClient = Client<PartnerPaths>;
 
-export type Loan = components['schemas']['Loan'];
+/**
+ * A loan. The API documentation leaves its fields unspecified, so the SDK keeps them open; declare
+ * yours once and they flow into `list`, `iterate` and `pages`:
+ *
+ * ```ts
+ * declare module '@partner-lending/sdk' {
+ *   interface Loan { id: string; amount: number }
+ * }
+ * ```
+ */
+export interface Loan {
+  [field: string]: unknown;
+}
+/** The body of `loanDrafts.create` (open; augment it like `Loan`). */
+export interface LoanDraftInput {
+  [field: string]: unknown;
+}
+/** The answer of `loanDrafts.create` (open; augment it like `Loan`). */
+export interface LoanDraft {
+  [field: string]: unknown;
+}
+/** The body of `journals.create` (open; augment it like `Loan`). */
+export interface JournalUpdateInput {
+  [field: string]: unknown;
+}
+/** The answer of `journals.create` (open; augment it like `Loan`). */
+export interface JournalUpdate {
+  [field: string]: unknown;
+}
+/** The body of `repayments.create` (open; augment it like `Loan`). */
+export interface RepaymentInput {
+  [field: string]: unknown;
+}
+/** The answer of `repayments.create` (open; augment it like `Loan`). */
+export interface Repayment {
+  [field: string]: unknown;
+}
+
+/** The raw body of a loans page as the spec types it: an array of loans, or an object holding them. */
 export type LoansPage = components['schemas']['LoansPage'];
-/** A create body or answer: a JSON object whose fields the source does not specify. */
+/** A create body or answer: a JSON object whose fields the API documentation does not specify. */
 export type OpenObject = components['schemas']['OpenObject'];
+
+/** What `withResponse()` gives: the parsed data with the status, headers and the raw `Response`. */
+export interface WithResponse<T> {
+  data: T;
+  status: number;
+  headers: Headers;
+  response: Response;
+}
+
+/** The promise of every resource method: awaits to the data; `withResponse()` adds the HTTP answer. */
+export interface APIPromise<T> extends Promise<T> {
+  withResponse(): Promise<WithResponse<T>>;
+}
 
 /** Options of every resource method. */
 export interface RequestOptions extends CallOptions {
@@ -61,9 +106,16 @@ export interface RequestOptions extends CallOptions {
   partnerId?: string | undefined;
 }
 
-export interface ListLoansOptions extends RequestOptions {
+export interface ListLoansOptions<Item = Loan> extends RequestOptions {
+  /** Loans asked for (`limit`); the server may send fewer. Default: the server's. */
   limit?: number | undefined;
+  /** Where to start. Default 0. */
   offset?: number | undefined;
+  /**
+   * Where the loans are in the body: a property name or a function. Default: the body when it is an
+   * array, else its only array-valued property.
+   */
+  items?: ItemsSelector<LoansPage, Item> | undefined;
 }
 
 export interface IterateLoansOptions<Item = Loan> extends RequestOptions {
@@ -71,34 +123,29 @@ export interface IterateLoansOptions<Item = Loan> extends RequestOptions {
   pageSize?: number | undefined;
   /** Where to start. Default 0. */
   offset?: number | undefined;
-  /**
-   * Where the loans are in a page: a property name or a function. Default: the body when it is an
-   * array, else its only array-valued property.
-   */
+  /** As for `list`. */
   items?: ItemsSelector<LoansPage, Item> | undefined;
 }
 
 export interface LoansResource {
-  /** One page of loans: the parsed body of `GET /v3/partner/{partner_id}/loans`. */
-  list(options?: ListLoansOptions): Promise<LoansPage>;
+  /** One page of loans (`GET /v3/partner/{partner_id}/loans`): its items and where it sits. */
+  list<Item = Loan>(options?: ListLoansOptions<Item>): APIPromise<Page<Item>>;
   /** Every loan, across pages. */
   iterate<Item = Loan>(options?: IterateLoansOptions<Item>): AsyncGenerator<Item, void, undefined>;
-  /** Every page (`{ items, body, offset, limit }`); empty pages are not yielded. */
-  pages<Item = Loan>(
-    options?: IterateLoansOptions<Item>,
-  ): AsyncGenerator<Page<LoansPage, Item>, void, undefined>;
+  /** Every page; empty pages are not yielded. */
+  pages<Item = Loan>(options?: IterateLoansOptions<Item>): AsyncGenerator<Page<Item>, void, undefined>;
 }
 
-export interface CreateResource {
+export interface CreateResource<Input = OpenObject, Output = OpenObject> {
   /** Sends `body` and returns the parsed answer. Not retried unless `maxRetries` is given. */
-  create(body: OpenObject, options?: RequestOptions): Promise<OpenObject>;
+  create(body: Input, options?: RequestOptions): APIPromise<Output>;
 }
 
 export type PartnerClient = PartnerPathsClient & {
   readonly loans: LoansResource;
-  readonly loanDrafts: CreateResource;
-  readonly journals: CreateResource;
-  readonly repayments: CreateResource;
+  readonly loanDrafts: CreateResource<LoanDraftInput, LoanDraft>;
+  readonly journals: CreateResource<JournalUpdateInput, JournalUpdate>;
+  readonly repayments: CreateResource<RepaymentInput, Repayment>;
   /** The token provider in use (shared cache; `invalidate()` forces a fresh token). */
   readonly tokenProvider: TokenProvider;
 };
@@ -114,18 +161,30 @@ export interface PartnerClientOptions extends ConnectionOptions {
   clientId?: string | undefined;
   /** Env `PARTNER_CLIENT_SECRET`. Required unless `tokenProvider` is given. Never logged. */
   clientSecret?: string | undefined;
-  /** Per-attempt timeout in ms. Default 30000. */
+  /** Deadline of a whole call in ms: token lookup, attempts, retry waits and the body. Default 30000. */
   timeoutMs?: number | undefined;
-  /** Retries of a GET on connection errors, timeouts, 408, 429 and 5xx. Default 2. */
+  /** Retries of a GET on connection errors, 408, 429 and 5xx, within the deadline. Default 2. */
   maxRetries?: number | undefined;
   /** The fetch to send with (API and token requests). Default `globalThis.fetch`. */
   fetch?: typeof globalThis.fetch | undefined;
-  /** Receives debug lines (each answer) and warnings (each retry). Default: none. */
+  /** Receives debug lines (each answer, each token event) and warnings (each retry). Default: none. */
   logger?: PartnerLogger | undefined;
   /** Headers sent with every API request. */
   headers?: HeadersOptions | undefined;
   /** Use this token provider (e.g. shared by several clients) instead of creating one. */
   tokenProvider?: TokenProvider | undefined;
+  /** Passed to the token provider: a shared token store, e.g. `createRedisTokenStore({ url })`. Default: none. */
+  store?: TokenProviderOptions['store'];
+  /** Passed to the token provider: verify the JWT signature against a JWKS. Default: decode only. */
+  verify?: TokenProviderOptions['verify'];
+  /** Passed to the token provider: its refresh windows. */
+  refresh?: TokenProviderOptions['refresh'];
+  /** Passed to the token provider: the token request's retries (`maxRetries`, `baseDelayMs`, …). */
+  retry?: TokenProviderOptions['retry'];
+  /** Passed to the token provider: the time limit of one token request attempt. Default 10000. */
+  tokenRequestTimeoutMs?: number | undefined;
+  /** Passed to the token provider: its observability hook. */
+  onTokenEvent?: TokenProviderOptions['onEvent'];
   /** Where the `PARTNER_*` variables are read. Default `process.env`. */
   env?: Readonly<Record<string, string | undefined>> | undefined;
   /** Time source (epoch ms) for token expiry and `Retry-After` dates. Default `Date`. */
@@ -161,8 +220,19 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
   const baseFetch = options.fetch ?? globalThis.fetch;
   const now = options.clock ? () => options.clock!.now() : Date.now;
 
-  let tokenProvider = options.tokenProvider;
-  if (!tokenProvider) {
+  let provider = options.tokenProvider;
+  if (provider !== undefined) {
+    const clashing = (['store', 'verify', 'refresh', 'retry', 'tokenRequestTimeoutMs'] as const).filter(
+      (name) => options[name] !== undefined,
+    );
+    if (clashing.length > 0) {
+      throw new ConfigurationError(
+        `${clashing.join(', ')} configure the token provider the client creates, but a tokenProvider was given: set ${clashing.length === 1 ? 'it' : 'them'} on that provider instead.`,
+      );
+    }
+  } else {
+    const onEvent = options.onTokenEvent;
+    const debug = options.logger?.debug;
     const providerOptions: TokenProviderOptions = {
       authUrl: connection.authUrl!.href,
       clientId: connection.clientId!,
@@ -170,34 +240,54 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
       audience: connection.audience,
       fetch: baseFetch,
       ...(options.clock ? { clock: options.clock } : {}),
-      ...(options.logger?.debug
-        ? { onEvent: (event) => options.logger?.debug?.(`token: ${event.type}`, { ...event }) }
+      ...(options.store ? { store: options.store } : {}),
+      ...(options.verify ? { verify: options.verify } : {}),
+      ...(options.refresh ? { refresh: options.refresh } : {}),
+      ...(options.retry ? { retry: options.retry } : {}),
+      ...(options.tokenRequestTimeoutMs !== undefined
+        ? { requestTimeoutMs: options.tokenRequestTimeoutMs }
+        : {}),
+      ...(options.dangerouslyAllowInsecureHttp ? { dangerouslyAllowInsecureHttp: true } : {}),
+      ...(onEvent || debug
+        ? {
+            onEvent: (event) => {
+              onEvent?.(event);
+              debug?.(`token: ${event.type}`, { ...event });
+            },
+          }
         : {}),
     };
-    tokenProvider = createTokenProvider(providerOptions);
+    try {
+      provider = createTokenProvider(providerOptions);
+    } catch (error) {
+      if (error instanceof PartnerApiError) throw error;
+      throw new ConfigurationError(
+        `The token provider options are invalid: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
+    }
   }
-  const provider = scopeAware(tokenProvider);
+  const tokenProvider = provider;
   const basePath = connection.baseUrl.pathname.replace(/\/+$/, '');
 
-  /** The operation a request URL and method belong to, from the spec's path templates. */
-  const operationOf = (method: string, url: string): ApiOperation | undefined => {
-    const { pathname } = new URL(url);
-    if (!pathname.startsWith(basePath)) return undefined;
-    const id = matchPath(pathname.slice(basePath.length))?.methods[method];
-    if (id === undefined || operations[id].server !== 'api') return undefined;
-    return operations[id as ApiOperationId];
-  };
+  /** One frozen scopes array per operation, so the provider resolves its cache key once. */
+  const scopesOf = new Map<string, readonly string[] | undefined>();
+  for (const id of Object.keys(operations) as ApiOperationId[]) {
+    const operation: ApiOperation = operations[id];
+    if (operation.server !== 'api') continue;
+    scopesOf.set(
+      `${operation.method} ${operation.path}`,
+      operation.scope ? Object.freeze([operation.scope]) : undefined,
+    );
+  }
 
-  const authFetch = createAuthFetch(provider, {
-    fetch: baseFetch,
-    scopesFor: (request) => {
-      const scope = operationOf(request.method, request.url)?.scope;
-      return scope ? [scope] : undefined;
-    },
-    insufficientScope: 'return',
-  });
   const transport = createTransport({
-    fetch: (url, init) => authFetch(url, init),
+    fetch: baseFetch,
+    tokens: {
+      getToken: (scopes, signal) => tokenProvider.getToken(scopes ? { scopes, signal } : { signal }),
+      invalidate: (token) => tokenProvider.invalidate(token),
+    },
+    origin: `${connection.baseUrl.origin}/`,
     timeoutMs: connection.timeoutMs,
     maxRetries: connection.maxRetries,
     now,
@@ -206,59 +296,76 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     logger: options.logger,
   });
   const core = createClient<paths>({
-    baseUrl: connection.baseUrl.href,
-    fetch: (request) => transport(request),
+    baseUrl: connection.baseUrl.href.replace(/\/+$/, ''),
     ...(options.headers ? { headers: options.headers } : {}),
   });
 
-  // One client, one set of credentials, one partner: the id is read from the first token and kept,
-  // so later calls skip this extra token lookup (the auth fetch still checks the scope before sending).
+  // One client, one set of credentials, one partner: the id is read from the first token and kept.
   let knownPartnerId: string | undefined;
-  const partnerIdFor = async (scope: string | null | undefined, signal: AbortSignal | undefined) => {
+  const partnerIdFor = async (scopes: readonly string[] | undefined, deadline: Deadline) => {
     if (knownPartnerId !== undefined) return knownPartnerId;
-    const token: AccessToken = await provider.getToken({
-      ...(scope ? { scopes: [scope] } : {}),
-      ...(signal ? { signal } : {}),
-    });
-    knownPartnerId = token.partnerId;
+    deadline.phase = 'token';
+    try {
+      const token = await tokenProvider.getToken(
+        scopes ? { scopes, signal: deadline.signal } : { signal: deadline.signal },
+      );
+      knownPartnerId = token.partnerId;
+    } catch (error) {
+      if (error instanceof PartnerApiError) throw translateTokenError(error, scopes);
+      throw error;
+    }
     return knownPartnerId;
   };
 
-  // The raw methods: fill partner_id, then send through the transport with the call's options.
+  // The raw methods: fill partner_id, then send through the transport under one deadline.
   const send = async (
     method: Method,
     path: string,
     init: AnyInit = {},
     sent?: (request: Request) => void,
   ) => {
-    // The signal is the transport's to apply (per attempt, with the timeout), not the Request's.
-    const { timeoutMs, maxRetries, signal, ...rest } = init;
-    const call: CallOptions = { signal, timeoutMs, maxRetries };
+    // The signal is the transport's to apply (with the deadline), not the Request's.
+    const { timeoutMs, maxRetries, signal, baseUrl, ...rest } = init;
+    checkCallOptions({ timeoutMs, maxRetries, signal });
+    if (baseUrl !== undefined) {
+      // openapi-fetch would send to another base URL: the token is for the configured API only.
+      let origin: string;
+      try {
+        origin = new URL(String(baseUrl)).origin;
+      } catch {
+        origin = 'an invalid URL';
+      }
+      if (origin !== connection.baseUrl.origin) {
+        throw new ConfigurationError(
+          `Refusing to send the access token to ${origin}: it only goes to the configured baseUrl (${connection.baseUrl.origin}). Remove the per-call baseUrl, or create a client for that API.`,
+        );
+      }
+    }
+    const scopes = scopesOf.get(`${method} ${path}`);
+    const deadline = startCallDeadline(timeoutMs ?? connection.timeoutMs, now(), signal);
     let answered: Request | undefined;
     try {
       let params = rest.params;
       if (path.includes('{partner_id}') && params?.path?.partner_id === undefined) {
-        const operation = Object.values(operations).find((op) => op.path === path && op.method === method);
-        const partnerId = await partnerIdFor(operation?.scope, signal);
+        const partnerId = await untilStopped(partnerIdFor(scopes, deadline), deadline);
         params = { ...params, path: { ...params?.path, partner_id: partnerId } };
       }
       // biome-ignore lint/suspicious/noExplicitAny: dispatching by method name on the untyped runtime.
       return await (core as any)[method](path, {
         ...rest,
+        ...(baseUrl === undefined ? {} : { baseUrl }),
         params,
         fetch: async (request: Request) => {
           sent?.(request);
-          const response = await transport(request, call);
+          const response = await transport(request, { scopes, deadline, maxRetries });
           answered = request;
           return response;
         },
       });
     } catch (error) {
-      // The caller's signal also covers the first token lookup and the reading of the body, which
-      // reject with the signal's bare reason: report them as the transport reports an abort.
-      if (signal?.aborted && !(error instanceof PartnerApiError)) {
-        throw new APIUserAbortError(undefined, { cause: signal.reason });
-      }
+      if (error instanceof PartnerApiError) throw error;
+      // The deadline and the caller's signal also cover the partner id lookup and the body.
+      if (deadline.signal.aborted) throw stopped(deadline, answered, error);
       // undici rejects the body with `TypeError: terminated` when the connection drops mid-answer.
       if (answered && error instanceof TypeError) {
         const reason = error.cause instanceof Error ? error.cause.message : error.message;
@@ -268,6 +375,8 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
         );
       }
       throw error;
+    } finally {
+      deadline.clear();
     }
   };
   const raw = { ...core } as unknown as Record<string, unknown>;
@@ -275,14 +384,14 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
   raw.request = (method: string, path: string, init?: AnyInit) =>
     send(method.toUpperCase() as Method, path, init);
 
-  /** Calls one operation of the spec; returns the parsed body or throws the matching error. */
+  /** Calls one operation of the spec; resolves with the parsed body and the answer, or throws. */
   const call = async (
     id: ApiOperationId,
     request: { query?: object; body?: object },
     opts: RequestOptions,
-  ) => {
+  ): Promise<{ data: unknown; response: Response }> => {
+    checkCallOptions(opts as Record<string, unknown>);
     const operation = operations[id];
-    let sent: Request | undefined;
     const init: AnyInit = {
       params: {
         path: opts.partnerId === undefined ? {} : { partner_id: opts.partnerId },
@@ -294,14 +403,15 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
       maxRetries: opts.maxRetries,
     };
     let result: { data?: unknown; error?: unknown; response: Response };
+    let sentTo: Request | undefined;
     try {
       result = await send(operation.method, operation.path, init, (request) => {
-        sent = request;
+        sentTo = request;
       });
     } catch (error) {
-      if (error instanceof SyntaxError && sent) {
+      if (error instanceof SyntaxError && sentTo) {
         throw new ResponseShapeError(
-          `The partner API answered ${operation.method} ${new URL(sent.url).pathname} with a body that is not JSON. Check baseUrl (PARTNER_BASE_URL) points at the partner API.`,
+          `The partner API answered ${operation.method} ${new URL(sentTo.url).pathname} with a body that is not JSON. Check baseUrl (PARTNER_BASE_URL) points at the partner API.`,
           { cause: error },
         );
       }
@@ -309,33 +419,48 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     }
     const { response } = result;
     if (!response.ok) {
-      const { attempts, retryAfterMs } = attemptsOf(response);
+      const { attempts, retryAfterMs, token } = attemptsOf(response);
       throw errorFromResponse(response, result.error, {
         method: operation.method,
-        path: sent ? new URL(sent.url).pathname : operation.path,
+        path: sentTo ? new URL(sentTo.url).pathname : operation.path,
         scope: operation.scope,
         attempts,
         retryAfterMs,
+        token,
       });
     }
-    return result.data;
+    return { data: result.data, response };
   };
 
-  const checkPageSize = (pageSize: number) => {
-    if (!Number.isInteger(pageSize) || pageSize < 1) {
-      throw new ConfigurationError(
-        `pageSize ${pageSize} is not a whole number ≥ 1; pass e.g. ${DEFAULT_PAGE_SIZE} (the default).`,
-      );
-    }
+  const apiPromise = <T>(inner: Promise<{ data: unknown; response: Response }>): APIPromise<T> => {
+    const promise = inner.then(({ data }) => data as T) as APIPromise<T>;
+    // Either form may be the only one awaited: neither leaves an unhandled rejection behind.
+    promise.catch(() => {});
+    promise.withResponse = () =>
+      inner.then(({ data, response }) => ({
+        data: data as T,
+        status: response.status,
+        headers: response.headers,
+        response,
+      }));
+    return promise;
   };
+
+  const fetchPage = (query: { limit?: number; offset?: number }, opts: RequestOptions) =>
+    call('listLoans', { query }, opts);
 
   const loans: LoansResource = {
-    list: async ({ limit, offset, ...opts } = {}) => {
+    list: <Item = Loan>({ limit, offset, items, ...opts }: ListLoansOptions<Item> = {}) => {
+      checkCallOptions({ limit, offset });
       const query = {
         ...(limit === undefined ? {} : { limit }),
         ...(offset === undefined ? {} : { offset }),
       };
-      return (await call('listLoans', { query }, opts)) as LoansPage;
+      const inner = fetchPage(query, opts).then(({ data, response }) => ({
+        data: pageOf<Item>(data, response, { offset: offset ?? 0, limit, items }),
+        response,
+      }));
+      return apiPromise<Page<Item>>(inner);
     },
     pages: <Item = Loan>({
       pageSize = DEFAULT_PAGE_SIZE,
@@ -343,52 +468,47 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
       items,
       ...opts
     }: IterateLoansOptions<Item> = {}) => {
-      checkPageSize(pageSize);
-      return paginate<LoansPage, Item>({
+      checkCallOptions({ ...opts, pageSize, offset });
+      return paginate<Item>({
         pageSize,
         offset,
         items,
-        fetchPage: async (query) => (await call('listLoans', { query }, opts)) as LoansPage,
+        fetchPage: (query) => fetchPage(query, opts),
       });
     },
     iterate: async function* <Item = Loan>(iterateOptions: IterateLoansOptions<Item> = {}) {
       for await (const page of loans.pages(iterateOptions)) yield* page.items;
     },
   };
-  const creator = (id: ApiOperationId): CreateResource => ({
-    create: async (body, opts = {}) => (await call(id, { body }, opts)) as OpenObject,
+  const creator = <Input, Output>(id: ApiOperationId): CreateResource<Input, Output> => ({
+    create: (body, opts = {}) => apiPromise<Output>(call(id, { body: body as object }, opts)),
   });
 
   return Object.assign(raw as unknown as PartnerPathsClient, {
     loans,
-    loanDrafts: creator('createLoanDraft'),
-    journals: creator('createJournalUpdate'),
-    repayments: creator('createRepayment'),
-    tokenProvider: provider,
+    loanDrafts: creator<LoanDraftInput, LoanDraft>('createLoanDraft'),
+    journals: creator<JournalUpdateInput, JournalUpdate>('createJournalUpdate'),
+    repayments: creator<RepaymentInput, Repayment>('createRepayment'),
+    tokenProvider,
   });
 }
 
-/**
- * The provider, with one translation: a token endpoint that refuses a requested scope outright
- * (400 `invalid_scope`, which RFC 6749 §5.2 allows instead of granting less) means the scope is not
- * granted to this partner, so the caller gets the same ScopeNotGrantedError as for a narrowed grant.
- */
-function scopeAware(provider: TokenProvider): TokenProvider {
-  return {
-    async getToken(request?: GetTokenOptions) {
-      try {
-        return await provider.getToken(request);
-      } catch (error) {
-        if (
-          error instanceof TokenRequestError &&
-          error.error === 'invalid_scope' &&
-          request?.scopes?.length
-        ) {
-          throw new ScopeNotGrantedError([...request.scopes], []);
-        }
-        throw error;
-      }
-    },
-    invalidate: (token) => provider.invalidate(token),
-  };
+/** Rejects as soon as the deadline fires, even when the awaited work ignores the signal. */
+function untilStopped<T>(promise: Promise<T>, deadline: Deadline): Promise<T> {
+  const { signal } = deadline;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }

@@ -1,65 +1,14 @@
-import { type Challenge, findBearerChallenge } from '@partner-lending/auth';
+import {
+  findBearerChallenge,
+  PartnerApiError,
+  type PartnerApiErrorCode,
+  type PartnerApiErrorDetails,
+  redactTokens,
+  redactTokensDeep,
+} from '@partner-lending/auth';
 
-/** Stable codes of the SDK's errors: switch on `error.code`, not on the message. */
-export type PartnerApiErrorCode =
-  | 'ERR_CONFIGURATION'
-  | 'ERR_RESPONSE_SHAPE'
-  | 'ERR_API_STATUS'
-  | 'ERR_BAD_REQUEST'
-  | 'ERR_AUTHENTICATION'
-  | 'ERR_PERMISSION_DENIED'
-  | 'ERR_INSUFFICIENT_SCOPE'
-  | 'ERR_NOT_FOUND'
-  | 'ERR_CONFLICT'
-  | 'ERR_UNPROCESSABLE_ENTITY'
-  | 'ERR_RATE_LIMIT'
-  | 'ERR_INTERNAL_SERVER'
-  | 'ERR_CONNECTION'
-  | 'ERR_TIMEOUT'
-  | 'ERR_USER_ABORT';
-
-export interface PartnerApiErrorDetails {
-  /** HTTP status of the answer, when there was one. */
-  status?: number | undefined;
-  /** The OAuth 2.0 / bearer error code: `error` of the challenge or of the JSON body (`invalid_token`…). */
-  errorCode?: string | undefined;
-  /** `error_description` of the challenge or of the body. */
-  errorDescription?: string | undefined;
-  /** The parsed `WWW-Authenticate: Bearer` challenge of the answer. */
-  challenge?: Challenge | undefined;
-  /** The server's request id (`x-request-id` or `request-id` header): quote it to support. */
-  requestId?: string | undefined;
-  /** The parsed error body (JSON when it was JSON, else text). */
-  body?: unknown;
-  /** How many attempts were made (1 + retries). */
-  attempts?: number | undefined;
-  cause?: unknown;
-}
-
-/** Base class of every error the SDK throws (the auth errors it re-exports have their own base). */
-export class PartnerApiError extends Error {
-  override readonly name: string = 'PartnerApiError';
-  readonly code: PartnerApiErrorCode;
-  readonly status: number | undefined;
-  readonly errorCode: string | undefined;
-  readonly errorDescription: string | undefined;
-  readonly challenge: Challenge | undefined;
-  readonly requestId: string | undefined;
-  readonly body: unknown;
-  readonly attempts: number | undefined;
-
-  constructor(message: string, code: PartnerApiErrorCode, details: PartnerApiErrorDetails = {}) {
-    super(message, details.cause === undefined ? undefined : { cause: details.cause });
-    this.code = code;
-    this.status = details.status;
-    this.errorCode = details.errorCode;
-    this.errorDescription = details.errorDescription;
-    this.challenge = details.challenge;
-    this.requestId = details.requestId;
-    this.body = details.body;
-    this.attempts = details.attempts;
-  }
-}
+export type { PartnerApiErrorCode, PartnerApiErrorDetails } from '@partner-lending/auth';
+export { PartnerApiError };
 
 /** An option or environment variable is missing or invalid. Thrown by `createPartnerClient`. */
 export class ConfigurationError extends PartnerApiError {
@@ -195,6 +144,8 @@ export interface ErrorContext {
   scope?: string | undefined;
   attempts?: number | undefined;
   retryAfterMs?: number | undefined;
+  /** The access token sent: shortened wherever the server echoes it back. */
+  token?: string | undefined;
 }
 
 /** The request id the server sent, if any. */
@@ -211,10 +162,16 @@ const stringField = (body: unknown, name: string): string | undefined => {
 /** Turns an error answer (status ≥ 400) into the matching `PartnerApiError` subclass. */
 export function errorFromResponse(response: Response, body: unknown, context: ErrorContext): PartnerApiError {
   const { status } = response;
-  const challenge = findBearerChallenge(response.headers.get('www-authenticate'));
-  const errorCode = challenge?.params.error ?? stringField(body, 'error');
-  const errorDescription = challenge?.params.error_description ?? stringField(body, 'error_description');
-  const requestId = requestIdOf(response.headers);
+  // Whatever the server sends back is shown with tokens shortened: some servers echo the request.
+  const tokens = context.token ? [context.token] : [];
+  const clean = (text: string | undefined) => (text === undefined ? undefined : redactTokens(text, tokens));
+  body = redactTokensDeep(body, tokens);
+  const challenge = findBearerChallenge(clean(response.headers.get('www-authenticate') ?? undefined) ?? null);
+  const errorCode = clean(challenge?.params.error ?? stringField(body, 'error'));
+  const errorDescription = clean(
+    challenge?.params.error_description ?? stringField(body, 'error_description'),
+  );
+  const requestId = clean(requestIdOf(response.headers));
   const details: PartnerApiErrorDetails = {
     status,
     errorCode,

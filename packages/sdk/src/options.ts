@@ -1,6 +1,6 @@
 import { ConfigurationError } from './errors.js';
 
-/** The environment variables of the toolkit (DESIGN.md), by option. */
+/** The environment variables of the toolkit, by option. */
 export const environmentVariables = {
   authUrl: 'PARTNER_AUTH_URL',
   baseUrl: 'PARTNER_BASE_URL',
@@ -19,6 +19,13 @@ export interface ConnectionOptions {
   clientSecret?: string | undefined;
   timeoutMs?: number | undefined;
   maxRetries?: number | undefined;
+  /**
+   * Sends the access token (and, for the auth URL, the client secret) over plain http to a
+   * non-loopback host.
+   * @deprecated SECURITY WARNING: the credentials and tokens travel unencrypted and can be read or
+   * replayed by anyone on the network path. Only for throw-away test set-ups; never in production.
+   */
+  dangerouslyAllowInsecureHttp?: boolean | undefined;
 }
 
 export interface ResolvedConnection {
@@ -42,68 +49,146 @@ const describeOption = {
   clientSecret: 'the client secret from the partner administration console',
 } as const;
 
+/** True for `localhost`, `*.localhost`, 127.0.0.0/8 and `[::1]`. */
+function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost') || host === '[::1]') return true;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/** A URL for messages: never its userinfo. */
+function shown(url: URL): string {
+  return `${url.protocol}//${url.host}${url.pathname === '/' ? '' : url.pathname}`;
+}
+
 /**
- * Resolves each option from `options`, else from its `PARTNER_*` variable. Errors name both.
- * `withCredentials: false` when the caller brings its own token provider.
+ * Resolves each option from `options`, else from its `PARTNER_*` variable. Errors name both, and
+ * every missing value at once. `withCredentials: false` when the caller brings its own token provider.
  */
 export function resolveConnection(
   options: ConnectionOptions,
   env: Env,
   withCredentials = true,
 ): ResolvedConnection {
+  const missing: string[] = [];
   const pick = (name: keyof typeof environmentVariables, required: boolean) => {
     const given = options[name];
     const variable = environmentVariables[name];
     const value = given ?? (env[variable] === '' ? undefined : env[variable]);
     if (value === undefined && required) {
-      throw new ConfigurationError(
-        `${name} is missing: pass createPartnerClient({ ${name} }) or set ${variable} (${describeOption[name]}).`,
-      );
+      missing.push(`${name} (${variable}: ${describeOption[name]})`);
     }
-    if (value !== undefined && value.trim() === '') {
+    if (value !== undefined && (typeof value !== 'string' || value.trim() === '')) {
       throw new ConfigurationError(
         `${name} is empty: pass createPartnerClient({ ${name} }) or set ${variable} (${describeOption[name]}).`,
       );
     }
     return { value, source: given === undefined ? variable : name };
   };
+  const allowInsecure = options.dangerouslyAllowInsecureHttp === true;
   const url = (
     name: 'authUrl' | 'baseUrl' | 'audience',
     picked: { value: string | undefined; source: string },
+    carriesToken: boolean,
   ) => {
     if (picked.value === undefined) return undefined;
+    const from = picked.source === name ? '' : ` (from ${picked.source})`;
+    let parsed: URL;
     try {
-      return new URL(picked.value);
+      parsed = new URL(picked.value);
     } catch (cause) {
-      const from = picked.source === name ? '' : ` (from ${picked.source})`;
+      // A value that may hold credentials (user:pass@…) is not echoed.
+      const echo = /[@:]/.test(picked.value.replace(/^[a-z][a-z0-9+.-]*:\/\//i, ''))
+        ? ''
+        : ` ${JSON.stringify(picked.value.slice(0, 100))}`;
       throw new ConfigurationError(
-        `${name} ${JSON.stringify(picked.value)}${from} is not an absolute URL; expected ${describeOption[name]}.`,
+        `${name}${echo}${from} is not an absolute URL; expected ${describeOption[name]}.`,
         { cause },
       );
     }
+    if (parsed.username !== '' || parsed.password !== '') {
+      throw new ConfigurationError(
+        `${name}${from} must not carry credentials (user:password@) in the URL; remove them and pass clientId and clientSecret instead.`,
+      );
+    }
+    if (carriesToken && parsed.protocol !== 'https:') {
+      if (parsed.protocol !== 'http:') {
+        throw new ConfigurationError(`${name}${from} uses ${parsed.protocol}; expected an https: URL.`);
+      }
+      if (!isLoopbackHost(parsed.hostname) && !allowInsecure) {
+        throw new ConfigurationError(
+          `${name}${from} ${shown(parsed)} is plain http on a non-loopback host: the ${name === 'authUrl' ? 'client secret' : 'access token'} would travel unencrypted. Use https (http is accepted only for localhost/127.0.0.1/[::1]).`,
+        );
+      }
+    }
+    return parsed;
   };
 
-  const baseUrl = url('baseUrl', pick('baseUrl', true))!;
-  const authUrl = url('authUrl', pick('authUrl', withCredentials));
   const baseUrlPicked = pick('baseUrl', true);
+  const authUrlPicked = pick('authUrl', withCredentials);
   const audiencePicked = pick('audience', false);
-  url('audience', audiencePicked);
-  // Kept as configured, not normalised: the auth server compares the audience as a string.
-  const audience = audiencePicked.value ?? baseUrlPicked.value!;
   const clientId = pick('clientId', withCredentials).value;
   const clientSecret = pick('clientSecret', withCredentials).value;
+  if (missing.length > 0) {
+    throw new ConfigurationError(
+      `${missing.length === 1 ? 'An option is' : `${missing.length} options are`} missing: ${missing.join('; ')}. Pass ${
+        missing.length === 1 ? 'it' : 'them'
+      } to createPartnerClient({ … }) or set the environment variable${missing.length === 1 ? '' : 's'}.`,
+    );
+  }
+  const baseUrl = url('baseUrl', baseUrlPicked, true)!;
+  const authUrl = url('authUrl', authUrlPicked, true);
+  url('audience', audiencePicked, false);
+  // Kept as configured, not normalised: the auth server compares the audience as a string.
+  const audience = audiencePicked.value ?? baseUrlPicked.value!;
 
-  const timeoutMs = options.timeoutMs ?? defaults.timeoutMs;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-    throw new ConfigurationError(
-      `timeoutMs ${timeoutMs} is not a positive number of milliseconds; pass e.g. 30000 (the default) or leave it out.`,
-    );
-  }
-  const maxRetries = options.maxRetries ?? defaults.maxRetries;
-  if (!Number.isInteger(maxRetries) || maxRetries < 0) {
-    throw new ConfigurationError(
-      `maxRetries ${maxRetries} is not a whole number ≥ 0; pass e.g. 2 (the default), or 0 to never retry.`,
-    );
-  }
+  const timeoutMs = checkTimeout(options.timeoutMs ?? defaults.timeoutMs, 'timeoutMs');
+  const maxRetries = checkRetries(options.maxRetries ?? defaults.maxRetries, 'maxRetries');
   return { authUrl, baseUrl, audience, clientId, clientSecret, timeoutMs, maxRetries };
+}
+
+function checkTimeout(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new ConfigurationError(
+      `${name} ${String(value)} is not a positive number of milliseconds; pass e.g. 30000 (the default) or leave it out.`,
+    );
+  }
+  return value;
+}
+
+function checkRetries(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw new ConfigurationError(
+      `${name} ${String(value)} is not a whole number ≥ 0; pass e.g. 2 (the default), or 0 to never retry.`,
+    );
+  }
+  return value;
+}
+
+function checkWhole(value: unknown, name: string, min: number, example: string): void {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    throw new ConfigurationError(
+      `${name} ${String(value)} is not a whole number ≥ ${min}; pass e.g. ${example}.`,
+    );
+  }
+}
+
+/** Checks per-call options the way the client options are checked; throws ConfigurationError. */
+export function checkCallOptions(options: Record<string, unknown>): void {
+  const { timeoutMs, maxRetries, signal, partnerId, limit, offset, pageSize } = options;
+  if (timeoutMs !== undefined) checkTimeout(timeoutMs, 'timeoutMs (per call)');
+  if (maxRetries !== undefined) checkRetries(maxRetries, 'maxRetries (per call)');
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new ConfigurationError(
+      'signal (per call) is not an AbortSignal; pass e.g. AbortSignal.timeout(5000).',
+    );
+  }
+  if (partnerId !== undefined && (typeof partnerId !== 'string' || partnerId === '')) {
+    throw new ConfigurationError(
+      'partnerId (per call) must be a non-empty string; leave it out to use the partner id of the token.',
+    );
+  }
+  if (limit !== undefined) checkWhole(limit, 'limit', 1, '25');
+  if (offset !== undefined) checkWhole(offset, 'offset', 0, '0');
+  if (pageSize !== undefined) checkWhole(pageSize, 'pageSize', 1, '25 (the default)');
 }

@@ -39,37 +39,79 @@ export function selectItems<Item = unknown>(body: unknown, selector?: ItemsSelec
   );
 }
 
-export interface Page<Body = unknown, Item = unknown> {
+/** One page of a list: its items and where it sits. The same type from `list()`, `pages()` and `iterate()`. */
+export interface Page<Item> {
   /** The items of this page. */
   items: Item[];
-  /** The parsed body of the page. */
-  body: Body;
   /** The offset this page was asked for. */
   offset: number;
-  /** The page size asked for (`limit`). */
-  limit: number;
+  /** The page size asked for (`limit`), when one was. The server may send fewer. */
+  limit: number | undefined;
+  /** All items on the server (`X-Total-Count`), when it says. */
+  total: number | undefined;
+  /** Where the next page starts (offset + items received); undefined when this page is the last. */
+  nextOffset: number | undefined;
+  /** The parsed body, as the server sent it. */
+  body: unknown;
+  /** The HTTP answer (status, headers). */
+  response: Response;
 }
 
-export interface PaginateOptions<Body, Item> {
-  fetchPage: (query: { limit: number; offset: number }) => Promise<Body>;
+/** `X-Total-Count` when it is a whole number, else undefined. */
+export function totalOf(response: Response): number | undefined {
+  const header = response.headers.get('x-total-count');
+  if (header === null || !/^\d+$/.test(header.trim())) return undefined;
+  return Number(header.trim());
+}
+
+/** Builds the page of a list answer. */
+export function pageOf<Item>(
+  body: unknown,
+  response: Response,
+  at: { offset: number; limit: number | undefined; items?: ItemsSelector<never, Item> | undefined },
+): Page<Item> {
+  const items = selectItems<Item>(body, at.items as ItemsSelector<never, Item> | undefined);
+  const total = totalOf(response);
+  const next = at.offset + items.length;
+  const last = items.length === 0 || (total !== undefined && next >= total);
+  return {
+    items,
+    offset: at.offset,
+    limit: at.limit,
+    total,
+    nextOffset: last ? undefined : next,
+    body,
+    response,
+  };
+}
+
+export interface PaginateOptions<Item> {
+  fetchPage: (query: { limit: number; offset: number }) => Promise<{ data: unknown; response: Response }>;
   pageSize: number;
   offset?: number | undefined;
-  items?: ItemsSelector<Body, Item> | undefined;
+  items?: ItemsSelector<never, Item> | ItemsSelector<any, Item> | undefined;
 }
 
 /**
- * Pages by limit/offset: offset advances by the page size; stops after a short or empty page (so a
- * total that is an exact multiple of the page size costs one extra, empty, request).
+ * Pages by limit/offset. The offset advances by the items received (a server may cap its pages below
+ * the size asked for: a short page is not the end), and paging stops on an empty page or once the
+ * total the server announces (`X-Total-Count`) is reached. Nothing is skipped, whatever the cap.
  */
-export async function* paginate<Body, Item>(
-  options: PaginateOptions<Body, Item>,
-): AsyncGenerator<Page<Body, Item>> {
+export async function* paginate<Item>(
+  options: PaginateOptions<Item>,
+): AsyncGenerator<Page<Item>, void, undefined> {
   const limit = options.pageSize;
-  for (let offset = options.offset ?? 0; ; offset += limit) {
-    const body = await options.fetchPage({ limit, offset });
-    const items = selectItems<Item>(body, options.items as ItemsSelector<never, Item> | undefined);
-    if (items.length > 0) yield { items, body, offset, limit };
-    if (items.length < limit) return;
+  let offset = options.offset ?? 0;
+  for (;;) {
+    const { data, response } = await options.fetchPage({ limit, offset });
+    const page = pageOf<Item>(data, response, {
+      offset,
+      limit,
+      items: options.items as ItemsSelector<never, Item> | undefined,
+    });
+    if (page.items.length > 0) yield page;
+    if (page.nextOffset === undefined) return;
+    offset = page.nextOffset;
   }
 }
 

@@ -1,4 +1,12 @@
-import { APIConnectionError, APITimeoutError, APIUserAbortError, PartnerApiError } from './errors.js';
+import {
+  type AccessToken,
+  describeNetworkError,
+  findBearerChallenge,
+  PartnerApiError,
+  ScopeNotGrantedError,
+  TokenRequestError,
+} from '@partner-lending/auth';
+import { APIConnectionError, APITimeoutError, APIUserAbortError, ConfigurationError } from './errors.js';
 import { backoffMs, isRetryableStatus, retryAfterMs, retryPolicy } from './retry.js';
 
 /** Where the SDK writes what it does. `console` fits. Nothing secret is ever passed. */
@@ -9,21 +17,82 @@ export interface PartnerLogger {
 
 /** Per-call options of every SDK method. */
 export interface CallOptions {
-  /** Cancels the call (all attempts and waits). Raises `APIUserAbortError`. The signal of the Request itself is not used. */
+  /** Cancels the call (token lookup, every attempt, the waits, the reading of the body). Raises `APIUserAbortError`. */
   signal?: AbortSignal | undefined;
-  /** Per-attempt timeout in ms; default: the client's `timeoutMs`. */
+  /**
+   * Deadline of the whole call in ms — the token lookup, every attempt and retry wait, and the reading
+   * of the answer's body. Default: the client's `timeoutMs`.
+   */
   timeoutMs?: number | undefined;
   /**
-   * Retries allowed on connection errors, timeouts, 408, 429 and 5xx. Default: the client's
+   * Retries allowed on connection errors, 408, 429 and 5xx, within the deadline. Default: the client's
    * `maxRetries` for GET; 0 for creates (POST), which the API gives no idempotency key for: pass a
    * number only when sending the same create twice is harmless to you.
    */
   maxRetries?: number | undefined;
 }
 
+/** The deadline of one call: one timer of our own, aborting `signal`; the caller's abort is linked in. */
+export interface Deadline {
+  signal: AbortSignal;
+  /** Epoch ms (the transport's `now`) when it fires. */
+  at: number;
+  timeoutMs: number;
+  /** What the call was doing when the deadline fired, for the error message. */
+  phase: 'token' | 'api' | 'body';
+  /** The caller's signal, when given. */
+  userSignal: AbortSignal | undefined;
+  timedOut(): boolean;
+  clear(): void;
+}
+
+/** Starts a call's deadline. The timer is ours (kept by the event loop), so it fires whatever the GC does. */
+export function startCallDeadline(
+  timeoutMs: number,
+  now: number,
+  userSignal: AbortSignal | undefined,
+): Deadline {
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError'));
+  }, timeoutMs);
+  const onAbort = () => controller.abort(userSignal?.reason);
+  if (userSignal) {
+    if (userSignal.aborted) controller.abort(userSignal.reason);
+    else userSignal.addEventListener('abort', onAbort, { once: true });
+  }
+  return {
+    signal: controller.signal,
+    at: now + timeoutMs,
+    timeoutMs,
+    phase: 'token',
+    userSignal,
+    timedOut: () => timedOut,
+    clear() {
+      clearTimeout(timer);
+      userSignal?.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
+/** How the transport gets and drops tokens; absent = no Authorization header. */
+export interface TokenSource {
+  getToken(scopes: readonly string[] | undefined, signal: AbortSignal): Promise<AccessToken>;
+  invalidate(token: AccessToken): Promise<void>;
+}
+
 export interface TransportOptions {
-  /** Sends one attempt (the auth fetch: token injection, 401 replay). */
-  fetch: (url: string, init: RequestInit) => Promise<Response>;
+  /** Sends one attempt. */
+  fetch: typeof globalThis.fetch;
+  /** Where tokens come from. */
+  tokens?: TokenSource | undefined;
+  /**
+   * The configured API origin with a trailing slash (`https://api.example/`): the bearer token is
+   * attached only to requests whose URL starts with it.
+   */
+  origin?: string | undefined;
   timeoutMs: number;
   maxRetries: number;
   now: () => number;
@@ -32,14 +101,28 @@ export interface TransportOptions {
   logger?: PartnerLogger | undefined;
 }
 
-/** Sends a request with timeouts, retries and error classification. */
-export type Transport = (request: Request, call?: CallOptions) => Promise<Response>;
+export interface TransportCall extends CallOptions {
+  /** The scopes the operation needs (a frozen array per operation, so the provider caches its key). */
+  scopes?: readonly string[] | undefined;
+  /** The call's deadline when the caller (the client) started it; else one is started here. */
+  deadline?: Deadline | undefined;
+}
 
-const attemptsMade = new WeakMap<Response, { attempts: number; retryAfterMs: number | undefined }>();
+/** Sends a request with the token, the deadline, retries and error classification. */
+export type Transport = (request: Request, call?: TransportCall) => Promise<Response>;
 
-/** How many attempts the transport made for `response`, and the wait the server last asked for. */
-export function attemptsOf(response: Response): { attempts: number; retryAfterMs: number | undefined } {
-  return attemptsMade.get(response) ?? { attempts: 1, retryAfterMs: undefined };
+const answers = new WeakMap<
+  Response,
+  { attempts: number; retryAfterMs: number | undefined; token: string | undefined }
+>();
+
+/** How many attempts the transport made for `response`, the wait the server last asked for, the token sent. */
+export function attemptsOf(response: Response): {
+  attempts: number;
+  retryAfterMs: number | undefined;
+  token: string | undefined;
+} {
+  return answers.get(response) ?? { attempts: 1, retryAfterMs: undefined, token: undefined };
 }
 
 /** Sleeps `ms`, rejecting with the signal's reason when it aborts first. */
@@ -58,98 +141,172 @@ export function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-const neverAborted = new AbortController().signal;
+const label = (request: Request) => {
+  const url = new URL(request.url);
+  return { where: `${request.method} ${url.pathname}`, host: url.host, origin: url.origin };
+};
+
+/** The error for a call that stopped on its deadline or the caller's signal. */
+export function stopped(deadline: Deadline, request: Request | undefined, cause: unknown): PartnerApiError {
+  if (deadline.userSignal?.aborted) {
+    return new APIUserAbortError(undefined, { cause: deadline.userSignal.reason });
+  }
+  const what = request ? label(request).where : 'the call';
+  const ms = deadline.timeoutMs;
+  if (deadline.phase === 'token') {
+    return new APITimeoutError(
+      `No access token for ${what} within ${ms} ms: the token endpoint did not answer in time. timeoutMs bounds the whole call, the token lookup included; check the auth service (PARTNER_AUTH_URL) or raise timeoutMs.`,
+      { cause },
+    );
+  }
+  return new APITimeoutError(
+    `The partner API did not ${deadline.phase === 'body' ? 'finish sending the answer to' : 'answer'} ${what} within ${ms} ms (timeoutMs bounds the whole call: token, attempts, waits and body). Raise timeoutMs or retry later.`,
+    { cause },
+  );
+}
 
 export function createTransport(options: TransportOptions): Transport {
-  const { logger } = options;
+  const { logger, tokens } = options;
   return async function send(request, call = {}) {
-    const userSignal = call.signal;
-    const timeoutMs = call.timeoutMs ?? options.timeoutMs;
-    const maxRetries = call.maxRetries ?? (request.method === 'GET' ? options.maxRetries : 0);
-    const url = new URL(request.url);
-    const label = `${request.method} ${url.pathname}`;
-    // Buffered once so that every attempt (and the auth fetch's 401 replay) sends the same bytes.
-    const body = request.body === null ? undefined : await request.arrayBuffer();
+    const own = call.deadline === undefined;
+    const deadline =
+      call.deadline ?? startCallDeadline(call.timeoutMs ?? options.timeoutMs, options.now(), call.signal);
+    try {
+      return await attempts(request, call, deadline);
+    } finally {
+      if (own) deadline.clear();
+    }
+  };
 
-    for (let attempt = 1; ; attempt++) {
-      if (userSignal?.aborted) throw abortError(userSignal);
-      const timeout = new AbortController();
-      const timer = setTimeout(
-        () => timeout.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')),
-        timeoutMs,
+  async function attempts(request: Request, call: TransportCall, deadline: Deadline): Promise<Response> {
+    const maxRetries = call.maxRetries ?? (request.method === 'GET' ? options.maxRetries : 0);
+    if (tokens && options.origin !== undefined && !request.url.startsWith(options.origin)) {
+      // The token is for the configured API only: never attach it to another origin.
+      throw new ConfigurationError(
+        `Refusing to send the access token to ${label(request).origin}: it only goes to the configured baseUrl (${options.origin.slice(0, -1)}). Remove the per-call baseUrl, or create a client for that API.`,
       );
-      // AbortSignal.any only when the caller gave a signal: linking signals has a cost on every call.
-      const signal = userSignal ? AbortSignal.any([userSignal, timeout.signal]) : timeout.signal;
-      const started = options.now();
+    }
+    // Buffered once so that every attempt (and the 401 replay) sends the same bytes.
+    const body = request.body === null ? undefined : await request.arrayBuffer();
+    const signal = deadline.signal;
+    let replayed = false;
+    for (let attempt = 1; ; attempt++) {
+      if (signal.aborted) throw stopped(deadline, request, signal.reason);
       let failure: PartnerApiError;
+      let token: AccessToken | undefined;
+      const started = options.now();
       try {
-        // One Request is built downstream from these (each construction with a signal costs).
-        const answer = await options.fetch(request.url, {
-          method: request.method,
-          headers: request.headers,
-          redirect: request.redirect,
-          signal,
-          ...(body === undefined ? {} : { body }),
-        });
-        // The timeout covers the wait for the answer's head; the body then streams under the caller's signal.
-        clearTimeout(timer);
-        const waitAsked = retryAfterMs(answer.headers, options.now());
-        attemptsMade.set(answer, { attempts: attempt, retryAfterMs: waitAsked });
-        logger?.debug?.(`${label} → ${answer.status}`, {
-          attempt,
-          ms: options.now() - started,
-          requestId: answer.headers.get('x-request-id') ?? answer.headers.get('request-id') ?? undefined,
-        });
+        if (tokens) {
+          deadline.phase = 'token';
+          token = await getToken(tokens, call.scopes, signal);
+          request.headers.set('authorization', `Bearer ${token.accessToken}`);
+        }
+        deadline.phase = 'api';
+        let answer = await sendOnce(request, body, signal);
+        if (
+          tokens &&
+          token &&
+          !replayed &&
+          answer.status === 401 &&
+          findBearerChallenge(answer.headers.get('www-authenticate'))
+        ) {
+          // RFC 6750 §3: the token was refused; one fresh token and one replay (a rotated key, a revoked token).
+          replayed = true;
+          await discard(answer);
+          await tokens.invalidate(token);
+          deadline.phase = 'token';
+          token = await getToken(tokens, call.scopes, signal);
+          request.headers.set('authorization', `Bearer ${token.accessToken}`);
+          deadline.phase = 'api';
+          answer = await sendOnce(request, body, signal);
+        }
+        deadline.phase = 'body';
+        const now = options.now();
+        const waitAsked = isRetryableStatus(answer.status) ? retryAfterMs(answer.headers, now) : undefined;
+        answers.set(answer, { attempts: attempt, retryAfterMs: waitAsked, token: token?.accessToken });
+        if (logger?.debug) {
+          logger.debug(`${label(request).where} → ${answer.status}`, {
+            attempt,
+            ms: now - started,
+            requestId: answer.headers.get('x-request-id') ?? answer.headers.get('request-id') ?? undefined,
+          });
+        }
         if (!isRetryableStatus(answer.status) || attempt > maxRetries) return answer;
-        if (waitAsked !== undefined && waitAsked > retryPolicy.maxRetryAfterMs) {
-          // Waiting longer than a minute inside a call helps nobody: report it and let the caller decide.
-          logger?.warn?.(`${label} → ${answer.status}: not retried, the server asks to wait ${waitAsked} ms`);
+        const left = deadline.at - options.now();
+        if (waitAsked !== undefined && (waitAsked > retryPolicy.maxRetryAfterMs || waitAsked >= left)) {
+          // A wait longer than the cap or than what is left of the deadline helps nobody: fail fast.
+          logger?.warn?.(
+            `${label(request).where} → ${answer.status}: not retried, the server asks to wait ${waitAsked} ms (${Math.max(0, Math.round(left))} ms left of timeoutMs)`,
+          );
           return answer;
         }
-        const delay = waitAsked ?? backoffMs(attempt - 1, options.random());
+        const delay = waitAsked ?? backoffMs(attempt, options.random);
+        if (delay >= left) return answer;
         logger?.warn?.(
-          `${label} → ${answer.status}; retry ${attempt} of ${maxRetries} in ${Math.round(delay)} ms`,
+          `${label(request).where} → ${answer.status}; retry ${attempt} of ${maxRetries} in ${Math.round(delay)} ms`,
         );
         await discard(answer);
-        await pause(delay, userSignal);
+        await pause(delay, deadline, request);
         continue;
       } catch (error) {
-        clearTimeout(timer);
-        if (userSignal?.aborted) throw abortError(userSignal);
-        if (error instanceof PartnerApiError) throw error;
-        if (timeout.signal.aborted) {
-          failure = new APITimeoutError(
-            `The partner API did not answer ${label} within ${timeoutMs} ms (per attempt, ${attempt} attempt${attempt > 1 ? 's' : ''}). Raise timeoutMs or retry later.`,
-            { attempts: attempt, cause: error },
-          );
-        } else if (isNetworkError(error)) {
-          const reason = networkReason(error);
+        if (signal.aborted) throw stopped(deadline, request, error);
+        if (error instanceof PartnerApiError) throw translateTokenError(error, call.scopes);
+        if (error instanceof TypeError) {
+          const { where, host } = label(request);
           failure = new APIConnectionError(
-            `Could not reach the partner API at ${url.origin} for ${label} (${reason}; ${attempt} attempt${attempt > 1 ? 's' : ''}). Check baseUrl (PARTNER_BASE_URL) and the network.`,
+            `Could not reach the partner API at ${host} for ${where} (${describeNetworkError(error)}; ${attempt} attempt${attempt > 1 ? 's' : ''}). Check baseUrl (PARTNER_BASE_URL) and the network.`,
             { attempts: attempt, cause: error },
           );
         } else {
-          // Errors of the auth layer (ScopeNotGrantedError, TokenRequestError…) and anything else pass through.
           throw error;
         }
       }
       if (attempt > maxRetries) throw failure;
-      const delay = backoffMs(attempt - 1, options.random());
+      const delay = backoffMs(attempt, options.random);
+      if (delay >= deadline.at - options.now()) throw failure;
       logger?.warn?.(
-        `${label}: ${failure.code}; retry ${attempt} of ${maxRetries} in ${Math.round(delay)} ms`,
+        `${label(request).where}: ${failure.code}; retry ${attempt} of ${maxRetries} in ${Math.round(delay)} ms`,
       );
-      await pause(delay, userSignal);
+      await pause(delay, deadline, request);
     }
-  };
+  }
 
-  async function pause(ms: number, signal: AbortSignal | undefined) {
+  function sendOnce(request: Request, body: ArrayBuffer | undefined, signal: AbortSignal) {
+    // The Request openapi-fetch built is sent as it is (no copy of ours); a body is re-sent from bytes.
+    if (body === undefined) return options.fetch(request, { signal });
+    return options.fetch(request.url, {
+      method: request.method,
+      headers: request.headers,
+      redirect: request.redirect,
+      body,
+      signal,
+    });
+  }
+
+  async function pause(ms: number, deadline: Deadline, request: Request) {
     try {
-      await options.sleep(ms, signal ?? neverAborted);
+      await options.sleep(ms, deadline.signal);
     } catch (error) {
-      if (signal?.aborted) throw abortError(signal);
+      if (deadline.signal.aborted) throw stopped(deadline, request, error);
       throw error;
     }
   }
+}
+
+async function getToken(tokens: TokenSource, scopes: readonly string[] | undefined, signal: AbortSignal) {
+  return tokens.getToken(scopes, signal);
+}
+
+/**
+ * A token endpoint that refuses a requested scope outright (400 `invalid_scope`, which RFC 6749 §5.2
+ * allows instead of granting less) means the scope is not granted to this partner: the same
+ * ScopeNotGrantedError as for a narrowed grant.
+ */
+export function translateTokenError(error: PartnerApiError, scopes: readonly string[] | undefined) {
+  if (error instanceof TokenRequestError && error.error === 'invalid_scope' && scopes?.length) {
+    return new ScopeNotGrantedError([...scopes], undefined);
+  }
+  return error;
 }
 
 async function discard(response: Response): Promise<void> {
@@ -158,22 +315,4 @@ async function discard(response: Response): Promise<void> {
   } catch {
     // nothing left to free
   }
-}
-
-function abortError(signal: AbortSignal): APIUserAbortError {
-  return new APIUserAbortError(undefined, { cause: signal.reason });
-}
-
-// undici rejects with `TypeError: fetch failed` and the socket error as cause.
-function isNetworkError(error: unknown): boolean {
-  return error instanceof TypeError;
-}
-
-function networkReason(error: unknown): string {
-  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
-  if (cause instanceof Error) {
-    const code = (cause as { code?: unknown }).code;
-    return typeof code === 'string' ? `${code}: ${cause.message}` : cause.message;
-  }
-  return String(cause);
 }

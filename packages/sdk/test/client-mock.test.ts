@@ -37,7 +37,10 @@ describe('against the mock', () => {
     const client = clientFor(0);
     const tokensBefore = mock.tokenRequestCount();
     const page = await client.loans.list({ limit: 5 });
-    expect(Array.isArray(page) && page.length).toBe(5);
+    expect(page.items).toHaveLength(5);
+    // The mock announces its total (X-Total-Count): the page says where it sits.
+    expect(page.total).toBeGreaterThan(5);
+    expect(page.nextOffset).toBe(5);
     const ids: unknown[] = [];
     for await (const loan of client.loans.iterate({ pageSize: 10 })) ids.push(loan.id);
     expect(ids).toHaveLength(25);
@@ -85,7 +88,7 @@ describe('against the mock', () => {
       amount: 42,
       note: 'replayed',
     });
-    expect(await client.loans.list({ limit: 1 })).toHaveLength(1);
+    expect((await client.loans.list({ limit: 1 })).items).toHaveLength(1);
     expect(mock.tokenRequestCount() - tokensBefore).toBe(2); // one per scope, each after its 401
   });
 

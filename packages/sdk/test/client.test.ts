@@ -58,6 +58,27 @@ beforeAll(async () => {
       id: `loan-${offset + i}`,
     }));
     if (partner === 'wrapped') return json(response, 200, { total, loans: items });
+    if (partner === 'capped') {
+      // 30 loans, at most 10 per page whatever limit asks, and no X-Total-Count.
+      const capped = Array.from({ length: Math.max(0, Math.min(limit, 10, 30 - offset)) }, (_, i) => ({
+        id: `loan-${offset + i}`,
+      }));
+      return json(response, 200, capped);
+    }
+    if (partner === 'echo') {
+      // A server that echoes the request's Authorization header back in its error body and header.
+      const echoed = request.headers.authorization ?? '';
+      return json(
+        response,
+        400,
+        {
+          error: 'invalid_request',
+          error_description: `bad header ${echoed}`,
+          seen: { authorization: echoed },
+        },
+        { 'x-request-id': echoed },
+      );
+    }
     if (partner === 'ambiguous') return json(response, 200, { loans: items, links: [] });
     if (partner === 'hang') return; // never answers
     if (partner === 'cut-body') {
@@ -73,7 +94,7 @@ beforeAll(async () => {
       response.writeHead(200, { 'content-type': 'text/html' });
       return response.end('<html>login page</html>');
     }
-    json(response, 200, items);
+    json(response, 200, items, { 'x-total-count': String(total) });
   });
 });
 afterAll(() => server.close());
@@ -90,7 +111,7 @@ function client(options: Partial<PartnerClientOptions> & { partnerId?: string; g
     tokenProvider,
     env: {},
     sleep,
-    random: () => 0,
+    random: () => 0.5,
     ...rest,
   });
   return { sdk, tokenProvider, delays };
@@ -150,7 +171,17 @@ describe('raw typed client', () => {
 describe('loans', () => {
   it('list returns the parsed body and passes limit and offset', async () => {
     const { sdk } = client();
-    expect(await sdk.loans.list({ limit: 2, offset: 5 })).toEqual([{ id: 'loan-5' }, { id: 'loan-6' }]);
+    const page = await sdk.loans.list({ limit: 2, offset: 5 });
+    expect(page).toMatchObject({
+      items: [{ id: 'loan-5' }, { id: 'loan-6' }],
+      offset: 5,
+      limit: 2,
+      total: 7,
+      nextOffset: undefined,
+      body: [{ id: 'loan-5' }, { id: 'loan-6' }],
+    });
+    expect(page.response.status).toBe(200);
+    expect((await sdk.loans.list({ limit: 2 })).nextOffset).toBe(2);
   });
 
   it('iterate: the first page only costs one request', async () => {
@@ -163,7 +194,7 @@ describe('loans', () => {
     expect(since(start).map((seen) => seen.url)).toEqual(['/v3/partner/partner-1/loans?limit=3&offset=0']);
   });
 
-  it('iterate: every loan across pages, stopping on the short page', async () => {
+  it('iterate: every loan across pages, stopping at the announced total', async () => {
     const { sdk } = client();
     const start = server.seen.length;
     const ids: unknown[] = [];
@@ -194,13 +225,27 @@ describe('loans', () => {
     expect(since(start).map((seen) => seen.url)).toEqual(['/v3/partner/partner-0/loans?limit=25&offset=0']);
   });
 
-  it('iterate: a total that is an exact multiple of the page size ends on the empty page', async () => {
+  it('iterate: a total that is an exact multiple of the page size costs no extra request', async () => {
     const { sdk } = client({ partnerId: 'partner-6' });
     const start = server.seen.length;
     const loans = [];
     for await (const loan of sdk.loans.iterate({ pageSize: 3 })) loans.push(loan);
     expect(loans).toHaveLength(6);
-    expect(since(start)).toHaveLength(3);
+    expect(since(start)).toHaveLength(2);
+  });
+
+  it('iterate: gets all 30 loans from a server that caps pages at 10 (advancing by what it received)', async () => {
+    const { sdk } = client({ partnerId: 'capped' });
+    const start = server.seen.length;
+    const ids: unknown[] = [];
+    for await (const loan of sdk.loans.iterate({ pageSize: 25 })) ids.push(loan.id);
+    expect(ids).toEqual(Array.from({ length: 30 }, (_, i) => `loan-${i}`));
+    expect(since(start).map((seen) => new URL(seen.url, 'http://x').searchParams.get('offset'))).toEqual([
+      '0',
+      '10',
+      '20',
+      '30',
+    ]);
   });
 
   it('pages: yields each page with its items, body and offset; finds items in a wrapped body', async () => {
@@ -264,7 +309,7 @@ describe('creates', () => {
     expect(delays).toEqual([]);
     failures = [503];
     expect(await sdk.repayments.create({ amount: 2 }, { maxRetries: 1 })).toMatchObject({ amount: 2 });
-    expect(delays).toEqual([500]);
+    expect(delays).toEqual([250]);
   });
 });
 
@@ -272,8 +317,9 @@ describe('errors and retries through the client', () => {
   it('retries a GET on 5xx and 429, then succeeds', async () => {
     const { sdk, delays } = client();
     failures = [500, 429];
-    expect(await sdk.loans.list({ limit: 1 })).toEqual([{ id: 'loan-0' }]);
-    expect(delays).toEqual([500, 1000]);
+    expect((await sdk.loans.list({ limit: 1 })).items).toEqual([{ id: 'loan-0' }]);
+    // Full jitter (random 0.5) under a bound of 0.5 s doubling.
+    expect(delays).toEqual([250, 500]);
   });
 
   it('throws the mapped error with the request id after the retries', async () => {
@@ -343,15 +389,15 @@ describe('errors and retries through the client', () => {
     expect((error as Error).cause).toBeInstanceOf(TypeError);
   });
 
-  it('applies the client’s timeoutMs to every attempt', async () => {
+  it('applies the client’s timeoutMs to the whole call, retries included', async () => {
     const { sdk } = client({ partnerId: 'hang', timeoutMs: 50, maxRetries: 1 });
     const start = server.seen.length;
     const error = await sdk.loans.list().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(APITimeoutError);
     expect((error as Error).message).toBe(
-      'The partner API did not answer GET /v3/partner/hang/loans within 50 ms (per attempt, 2 attempts). Raise timeoutMs or retry later.',
+      'The partner API did not answer GET /v3/partner/hang/loans within 50 ms (timeoutMs bounds the whole call: token, attempts, waits and body). Raise timeoutMs or retry later.',
     );
-    expect(since(start)).toHaveLength(2);
+    expect(since(start)).toHaveLength(1);
   });
 
   it('sends through the fetch option', async () => {
@@ -400,23 +446,23 @@ describe('errors and retries through the client', () => {
     expect(lines[0]).toMatch(
       /^debug GET \/v3\/partner\/partner-1\/loans → 503 \{"attempt":1,"ms":\d+,"requestId":"req-503"\}$/,
     );
-    expect(lines[1]).toBe('warn GET /v3/partner/partner-1/loans → 503; retry 1 of 2 in 500 ms');
+    expect(lines[1]).toBe('warn GET /v3/partner/partner-1/loans → 503; retry 1 of 2 in 250 ms');
     expect(lines[2]).toMatch(/^debug GET \/v3\/partner\/partner-1\/loans → 200/);
     expect(lines.join('\n')).not.toContain('token-');
   });
 });
 
 describe('configuration', () => {
-  it('names the option and the variable that are missing', () => {
+  it('names every option and variable that is missing, at once', () => {
     expect(() => createPartnerClient({ env: { PARTNER_BASE_URL: server.url } })).toThrow(
-      'authUrl is missing: pass createPartnerClient({ authUrl }) or set PARTNER_AUTH_URL (the authentication service address, e.g. https://auth.partner.example).',
+      '3 options are missing: authUrl (PARTNER_AUTH_URL: the authentication service address, e.g. https://auth.partner.example); clientId (PARTNER_CLIENT_ID: the client id from the partner administration console); clientSecret (PARTNER_CLIENT_SECRET: the client secret from the partner administration console). Pass them to createPartnerClient({ … }) or set the environment variables.',
     );
     expect(() =>
       createPartnerClient({
         env: { PARTNER_BASE_URL: server.url, PARTNER_AUTH_URL: server.url, PARTNER_CLIENT_ID: 'x' },
       }),
     ).toThrow(
-      'clientSecret is missing: pass createPartnerClient({ clientSecret }) or set PARTNER_CLIENT_SECRET',
+      'An option is missing: clientSecret (PARTNER_CLIENT_SECRET: the client secret from the partner administration console). Pass it to createPartnerClient({ … }) or set the environment variable.',
     );
   });
 

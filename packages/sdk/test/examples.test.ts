@@ -39,7 +39,9 @@ describe('examples', () => {
   });
 
   it('list-loans', async () => {
-    expect(await run('list-loans')).toMatch(/^first page of loans: \[\{"id":"loan-0001",/);
+    const out = await run('list-loans');
+    expect(out).toMatch(/^first page of loans: 10 of 25, next offset 10\nfirst loan: \{"id":"loan-0001",/);
+    expect(out).toMatch(/\nstatus 200, X-Total-Count 25, 1 loan$/);
   });
 
   it('iterate-loans', async () => {
@@ -69,7 +71,7 @@ describe('examples', () => {
   it('environment-variables', async () => {
     expect(await run('environment-variables')).toBe(
       [
-        'baseUrl is missing: pass createPartnerClient({ baseUrl }) or set PARTNER_BASE_URL (the partner API address, e.g. https://partner-api.example).',
+        '4 options are missing: baseUrl (PARTNER_BASE_URL: the partner API address, e.g. https://partner-api.example); authUrl (PARTNER_AUTH_URL: the authentication service address, e.g. https://auth.partner.example); clientId (PARTNER_CLIENT_ID: the client id from the partner administration console); clientSecret (PARTNER_CLIENT_SECRET: the client secret from the partner administration console). Pass them to createPartnerClient({ … }) or set the environment variables.',
         'connected; first loan: loan-0001',
       ].join('\n'),
     );

@@ -36,22 +36,67 @@ describe('resolveConnection', () => {
     });
   });
 
-  it('names the option and the variable of a missing value', () => {
+  it('names every missing option with its variable, at once', () => {
     const { PARTNER_CLIENT_SECRET: _, ...withoutSecret } = env;
     expect(() => resolveConnection({}, withoutSecret)).toThrow(
       new ConfigurationError(
-        'clientSecret is missing: pass createPartnerClient({ clientSecret }) or set PARTNER_CLIENT_SECRET (the client secret from the partner administration console).',
+        'An option is missing: clientSecret (PARTNER_CLIENT_SECRET: the client secret from the partner administration console). Pass it to createPartnerClient({ … }) or set the environment variable.',
       ),
     );
     expect(() => resolveConnection({}, {})).toThrow(
-      'baseUrl is missing: pass createPartnerClient({ baseUrl }) or set PARTNER_BASE_URL (the partner API address, e.g. https://partner-api.example).',
+      '4 options are missing: baseUrl (PARTNER_BASE_URL: the partner API address, e.g. https://partner-api.example); authUrl (PARTNER_AUTH_URL: the authentication service address, e.g. https://auth.partner.example); clientId (PARTNER_CLIENT_ID: the client id from the partner administration console); clientSecret (PARTNER_CLIENT_SECRET: the client secret from the partner administration console). Pass them to createPartnerClient({ … }) or set the environment variables.',
     );
     expect(() => resolveConnection({}, { ...env, PARTNER_AUTH_URL: '' })).toThrow(
-      'authUrl is missing: pass createPartnerClient({ authUrl }) or set PARTNER_AUTH_URL',
+      'An option is missing: authUrl (PARTNER_AUTH_URL',
     );
     expect(() => resolveConnection({ clientId: ' ' }, env)).toThrow(
       'clientId is empty: pass createPartnerClient({ clientId }) or set PARTNER_CLIENT_ID',
     );
+  });
+
+  it('refuses URLs with credentials in them, without echoing the password', () => {
+    for (const name of ['baseUrl', 'authUrl', 'audience'] as const) {
+      const error = (() => {
+        try {
+          resolveConnection({ [name]: 'https://user:hunter2-secret@api.example' }, env);
+        } catch (e) {
+          return e as Error;
+        }
+        return undefined;
+      })();
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect(error?.message).toBe(
+        `${name} must not carry credentials (user:password@) in the URL; remove them and pass clientId and clientSecret instead.`,
+      );
+      expect(JSON.stringify(error)).not.toContain('hunter2');
+    }
+    // Not even when the value is not a URL of ours.
+    for (const baseUrl of ['user:hunter2@api', 'api.example/user:hunter2@x']) {
+      const message = (() => {
+        try {
+          resolveConnection({ baseUrl }, env);
+        } catch (e) {
+          return (e as Error).message;
+        }
+        return 'accepted';
+      })();
+      expect(message).toMatch(/^baseUrl /);
+      expect(message).not.toContain('hunter2');
+    }
+  });
+
+  it('refuses a plain-http baseUrl on a non-loopback host unless the loud opt-out is set', () => {
+    expect(() => resolveConnection({ baseUrl: 'http://api.example' }, env)).toThrow(
+      'baseUrl http://api.example is plain http on a non-loopback host: the access token would travel unencrypted. Use https (http is accepted only for localhost/127.0.0.1/[::1]).',
+    );
+    expect(() => resolveConnection({ authUrl: 'http://auth.example' }, env)).toThrow(
+      'the client secret would travel unencrypted',
+    );
+    expect(
+      resolveConnection({ baseUrl: 'http://api.example', dangerouslyAllowInsecureHttp: true }, env).baseUrl
+        .href,
+    ).toBe('http://api.example/');
+    expect(resolveConnection({ baseUrl: 'http://localhost:8080' }, env).baseUrl.host).toBe('localhost:8080');
   });
 
   it('says where a bad URL came from', () => {

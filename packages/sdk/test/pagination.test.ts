@@ -39,17 +39,18 @@ describe('selectItems', () => {
 });
 
 describe('paginate', () => {
-  const source = (total: number, wrap = false) => {
+  /** A list of `total` items served as JSON pages, capped at `cap` per page, with or without X-Total-Count. */
+  const source = (total: number, options: { wrap?: boolean; cap?: number; announce?: boolean } = {}) => {
     const asked: { limit: number; offset: number }[] = [];
     const fetchPage = async (query: { limit: number; offset: number }) => {
       asked.push(query);
-      const items = Array.from(
-        { length: Math.max(0, Math.min(query.limit, total - query.offset)) },
-        (_, i) => ({
-          id: query.offset + i,
-        }),
-      );
-      return wrap ? { items, total } : items;
+      const size = Math.min(query.limit, options.cap ?? Number.POSITIVE_INFINITY);
+      const items = Array.from({ length: Math.max(0, Math.min(size, total - query.offset)) }, (_, i) => ({
+        id: query.offset + i,
+      }));
+      const data = options.wrap ? { items, total } : items;
+      const headers: Record<string, string> = options.announce ? { 'x-total-count': String(total) } : {};
+      return { data, response: new Response(JSON.stringify(data), { headers }) };
     };
     return { asked, fetchPage };
   };
@@ -59,23 +60,36 @@ describe('paginate', () => {
     return out;
   };
 
-  it('advances the offset by the page size and stops on a short page', async () => {
+  it('advances the offset by the items received: a server capping pages at 10 loses nothing', async () => {
+    const { asked, fetchPage } = source(30, { cap: 10 });
+    const pages = await collect(paginate({ fetchPage, pageSize: 25 }));
+    expect(pages.flatMap((page) => page.items)).toEqual(Array.from({ length: 30 }, (_, id) => ({ id })));
+    expect(asked.map((query) => query.offset)).toEqual([0, 10, 20, 30]);
+  });
+
+  it('stops on the announced total (X-Total-Count) without the extra empty request', async () => {
+    const { asked, fetchPage } = source(30, { cap: 10, announce: true });
+    const pages = await collect(paginate({ fetchPage, pageSize: 25 }));
+    expect(pages.map((page) => [page.offset, page.items.length, page.total, page.nextOffset])).toEqual([
+      [0, 10, 30, 10],
+      [10, 10, 30, 20],
+      [20, 10, 30, undefined],
+    ]);
+    expect(asked).toHaveLength(3);
+  });
+
+  it('without a total, a short page is not the end: only an empty page is', async () => {
     const { asked, fetchPage } = source(7);
     const pages = await collect(paginate({ fetchPage, pageSize: 3 }));
     expect(pages.map((page) => page.items.length)).toEqual([3, 3, 1]);
     expect(pages.map((page) => page.offset)).toEqual([0, 3, 6]);
-    expect(asked).toEqual([
-      { limit: 3, offset: 0 },
-      { limit: 3, offset: 3 },
-      { limit: 3, offset: 6 },
-    ]);
+    expect(asked.map((query) => query.offset)).toEqual([0, 3, 6, 7]);
   });
 
-  it('stops on an empty page when the total is an exact multiple of the page size', async () => {
-    const { asked, fetchPage } = source(6, true);
+  it('finds the items in a wrapped body', async () => {
+    const { fetchPage } = source(6, { wrap: true });
     const pages = await collect(paginate({ fetchPage, pageSize: 3 }));
     expect(pages.flatMap((page) => page.items)).toEqual([0, 1, 2, 3, 4, 5].map((id) => ({ id })));
-    expect(asked.map((query) => query.offset)).toEqual([0, 3, 6]);
   });
 
   it('yields nothing for an empty result, after one request', async () => {

@@ -1,5 +1,13 @@
 import { describe, expectTypeOf, it } from 'vitest';
-import { createPartnerClient, type LoansPage, type OpenObject, type Page } from '../src/index.js';
+import {
+  createPartnerClient,
+  type JournalUpdateInput,
+  type Loan,
+  type LoanDraft,
+  type Page,
+  type Repayment,
+  type WithResponse,
+} from '../src/index.js';
 
 const client = createPartnerClient({
   authUrl: 'http://127.0.0.1:1',
@@ -55,26 +63,34 @@ describe('typed paths', () => {
 });
 
 describe('resource methods', () => {
-  it('return the parsed bodies', () => {
-    expectTypeOf(client.loans.list()).resolves.toEqualTypeOf<LoansPage>();
-    expectTypeOf(client.loanDrafts.create({ amount: 1 })).resolves.toEqualTypeOf<OpenObject>();
-    expectTypeOf(client.journals.create).parameter(0).toEqualTypeOf<OpenObject>();
+  it('return one page type from list, the declared types from create', () => {
+    expectTypeOf(client.loans.list()).resolves.toEqualTypeOf<Page<Loan>>();
+    expectTypeOf(client.loans.list()).resolves.toHaveProperty('items').toEqualTypeOf<Loan[]>();
+    expectTypeOf(client.loans.list()).resolves.toHaveProperty('total').toEqualTypeOf<number | undefined>();
+    expectTypeOf(client.loanDrafts.create({ amount: 1 })).resolves.toEqualTypeOf<LoanDraft>();
+    expectTypeOf(client.journals.create).parameter(0).toEqualTypeOf<JournalUpdateInput>();
+    expectTypeOf(client.repayments.create).returns.resolves.toEqualTypeOf<Repayment>();
     // @ts-expect-error a create body is an object
     client.repayments.create('amount=1');
     // @ts-expect-error limit is a number
     client.loans.list({ limit: '10' });
   });
 
+  it('withResponse gives the data with status, headers and the raw Response', () => {
+    const answer = client.loans.list().withResponse();
+    expectTypeOf(answer).resolves.toEqualTypeOf<WithResponse<Page<Loan>>>();
+    expectTypeOf(answer).resolves.toHaveProperty('response').toEqualTypeOf<Response>();
+    expectTypeOf(client.loanDrafts.create({}).withResponse()).resolves.toHaveProperty('status').toBeNumber();
+  });
+
   it('iterate items typed by the selector', () => {
     const loans = client.loans.iterate();
-    expectTypeOf(loans).toEqualTypeOf<AsyncGenerator<Record<string, unknown>, void, undefined>>();
+    expectTypeOf(loans).toEqualTypeOf<AsyncGenerator<Loan, void, undefined>>();
     const ids = client.loans.iterate({
       items: (body) => (Array.isArray(body) ? body.map((loan) => String(loan.id)) : []),
     });
     expectTypeOf(ids).toEqualTypeOf<AsyncGenerator<string, void, undefined>>();
-    expectTypeOf(client.loans.pages()).toEqualTypeOf<
-      AsyncGenerator<Page<LoansPage, Record<string, unknown>>, void, undefined>
-    >();
+    expectTypeOf(client.loans.pages()).toEqualTypeOf<AsyncGenerator<Page<Loan>, void, undefined>>();
     // @ts-expect-error pageSize is a number
     client.loans.iterate({ pageSize: '10' });
   });

@@ -7,12 +7,12 @@ describe('retry policy', () => {
     expect([200, 400, 401, 403, 404, 409, 422].some(isRetryableStatus)).toBe(false);
   });
 
-  it('backs off from 0.5 s doubling to an 8 s cap, jitter taking up to 25 % off', () => {
-    expect([0, 1, 2, 3, 4, 5, 9].map((retry) => backoffMs(retry, 0))).toEqual([
-      500, 1000, 2000, 4000, 8000, 8000, 8000,
+  it('backs off with full jitter under a bound of 0.5 s doubling to an 8 s cap (the auth package’s rule)', () => {
+    expect([1, 2, 3, 4, 5, 6, 10].map((retry) => backoffMs(retry, () => 0.999999))).toEqual([
+      499, 999, 1999, 3999, 7999, 7999, 7999,
     ]);
-    expect(backoffMs(0, 0.999999)).toBeCloseTo(375, 2);
-    expect(backoffMs(4, 0.5)).toBe(7000);
+    expect(backoffMs(1, () => 0)).toBe(0);
+    expect(backoffMs(3, () => 0.5)).toBe(1000);
   });
 
   it('reads retry-after-ms, then Retry-After in seconds or as an HTTP date', () => {

@@ -11,6 +11,7 @@ const scripts: Record<string, { status: number; headers?: Record<string, string>
   '/limited': [{ status: 429, headers: { 'retry-after-ms': '1234', 'retry-after': '9' } }, { status: 200 }],
   '/limited-seconds': [{ status: 429, headers: { 'retry-after': '2' } }, { status: 200 }],
   '/limited-60': [{ status: 503, headers: { 'retry-after': '60' } }, { status: 200 }],
+  '/limited-60-again': [{ status: 503, headers: { 'retry-after': '60' } }, { status: 200 }],
   '/limited-long': [{ status: 429, headers: { 'retry-after': '120' } }, { status: 200 }],
   '/create': [{ status: 503 }, { status: 503 }, { status: 201 }],
   '/not-found': [{ status: 404 }],
@@ -43,7 +44,7 @@ function transport(overrides: Partial<TransportOptions> = {}) {
     maxRetries: 2,
     now: Date.now,
     sleep,
-    random: () => 0,
+    random: () => 0.5,
     ...overrides,
   });
   return { send, delays };
@@ -51,19 +52,19 @@ function transport(overrides: Partial<TransportOptions> = {}) {
 const hits = (path: string) => server.seen.filter((seen) => seen.url === path).length;
 
 describe('transport retries', () => {
-  it('retries a GET on 5xx with 0.5 s doubling backoff and returns the success', async () => {
+  it('retries a GET on 5xx with full-jitter backoff under a 0.5 s doubling bound and returns the success', async () => {
     const { send, delays } = transport();
     const response = await send(new Request(`${server.url}/flaky`));
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ n: 2 });
-    expect(delays).toEqual([500, 1000]);
+    expect(delays).toEqual([250, 500]);
     expect(attemptsOf(response).attempts).toBe(3);
   });
 
   it('applies the jitter to the backoff', async () => {
-    const { send, delays } = transport({ random: () => 0.5 });
+    const { send, delays } = transport({ random: () => 0.999 });
     await send(new Request(`${server.url}/always-500`));
-    expect(delays).toEqual([437.5, 875]);
+    expect(delays).toEqual([499, 999]);
   });
 
   it('gives up after maxRetries and returns the last error answer', async () => {
@@ -72,14 +73,14 @@ describe('transport retries', () => {
     const response = await send(new Request(`${server.url}/always-500`));
     expect(response.status).toBe(500);
     expect(hits('/always-500') - before).toBe(2);
-    expect(delays).toEqual([500]);
+    expect(delays).toEqual([250]);
     expect(attemptsOf(response).attempts).toBe(2);
   });
 
   it('retries 408 and honours retry-after-ms over Retry-After, and Retry-After in seconds', async () => {
     const a = transport();
     expect((await a.send(new Request(`${server.url}/timeout-408`))).status).toBe(200);
-    expect(a.delays).toEqual([500]);
+    expect(a.delays).toEqual([250]);
     const b = transport();
     expect((await b.send(new Request(`${server.url}/limited`))).status).toBe(200);
     expect(b.delays).toEqual([1234]);
@@ -88,10 +89,18 @@ describe('transport retries', () => {
     expect(c.delays).toEqual([2000]);
   });
 
-  it('waits out a Retry-After of exactly 60 s, on a 503 too', async () => {
-    const { send, delays } = transport();
+  it('waits out a Retry-After of exactly 60 s, on a 503 too, when the deadline leaves time for it', async () => {
+    const { send, delays } = transport({ timeoutMs: 120_000 });
     expect((await send(new Request(`${server.url}/limited-60`))).status).toBe(200);
     expect(delays).toEqual([60_000]);
+  });
+
+  it('fails fast when the Retry-After is longer than what is left of the deadline', async () => {
+    const { send, delays } = transport({ timeoutMs: 5_000 });
+    const response = await send(new Request(`${server.url}/limited-60-again`));
+    expect(response.status).toBe(503);
+    expect(delays).toEqual([]);
+    expect(attemptsOf(response)).toMatchObject({ attempts: 1, retryAfterMs: 60_000 });
   });
 
   it('does not wait out a Retry-After over 60 s: returns the 429 with the wait asked', async () => {
@@ -99,7 +108,7 @@ describe('transport retries', () => {
     const response = await send(new Request(`${server.url}/limited-long`));
     expect(response.status).toBe(429);
     expect(delays).toEqual([]);
-    expect(attemptsOf(response)).toEqual({ attempts: 1, retryAfterMs: 120_000 });
+    expect(attemptsOf(response)).toEqual({ attempts: 1, retryAfterMs: 120_000, token: undefined });
   });
 
   it('never retries a POST unless the call opts in, and then sends the same body again', async () => {
@@ -127,25 +136,25 @@ describe('transport failures', () => {
     const { send, delays } = transport();
     const error = await send(new Request(`${closedUrl}/v3/x`)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(APIConnectionError);
-    expect(delays).toEqual([500, 1000]);
+    expect(delays).toEqual([250, 500]);
     expect((error as APIConnectionError).attempts).toBe(3);
     expect((error as Error).message).toMatch(
       new RegExp(
-        `^Could not reach the partner API at ${closedUrl} for GET /v3/x \\(ECONNREFUSED: .*; 3 attempts\\)\\. Check baseUrl \\(PARTNER_BASE_URL\\) and the network\\.$`,
+        `^Could not reach the partner API at ${new URL(closedUrl).host} for GET /v3/x \\(ECONNREFUSED: .*; 3 attempts\\)\\. Check baseUrl \\(PARTNER_BASE_URL\\) and the network\\.$`,
       ),
     );
     expect((error as Error).cause).toBeInstanceOf(TypeError);
   });
 
-  it('times out each attempt and throws APITimeoutError after the retries', async () => {
+  it('bounds the whole call by timeoutMs: a hanging attempt leaves no time for a retry', async () => {
     const before = hits('/hang');
     const { send } = transport({ timeoutMs: 100, maxRetries: 1 });
     const error = await send(new Request(`${server.url}/hang`)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(APITimeoutError);
     expect((error as Error).message).toBe(
-      'The partner API did not answer GET /hang within 100 ms (per attempt, 2 attempts). Raise timeoutMs or retry later.',
+      'The partner API did not answer GET /hang within 100 ms (timeoutMs bounds the whole call: token, attempts, waits and body). Raise timeoutMs or retry later.',
     );
-    expect(hits('/hang') - before).toBe(2);
+    expect(hits('/hang') - before).toBe(1);
   });
 
   it('a per-call timeoutMs overrides the client one', async () => {
