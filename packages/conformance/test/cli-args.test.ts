@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,6 +109,72 @@ describe('parseCliArgs', () => {
     );
     expect(usageError(['--report-html', '/nonexistent-dir/r.html'])).toBe(
       '--report-html: the directory /nonexistent-dir does not exist; create it or choose another path',
+    );
+  });
+});
+
+describe('parseCliArgs: a second partner, certification, listening, and hostile input', () => {
+  it('reads --other-partner-id, --certify, --listen and a second client from the environment', () => {
+    const { options } = parseCliArgs(
+      [...remote, '--other-partner-id', 'partner-b', '--certify', '--listen', '10.0.0.5'],
+      { ...env, PARTNER_OTHER_CLIENT_ID: 'other-id', PARTNER_OTHER_CLIENT_SECRET: 'other-secret' },
+    );
+    expect(options).toMatchObject({
+      otherPartnerId: 'partner-b',
+      certify: true,
+      listen: '10.0.0.5',
+      otherClientId: 'other-id',
+      otherClientSecret: 'other-secret',
+    });
+    expect(usageError([...remote], { ...env, PARTNER_OTHER_CLIENT_ID: 'other-id' })).toBe(
+      "PARTNER_OTHER_CLIENT_SECRET is missing: a second partner's client needs both PARTNER_OTHER_CLIENT_ID and PARTNER_OTHER_CLIENT_SECRET",
+    );
+    expect(usageError([...remote, '--other-partner-id', 'a/b'])).toMatch(
+      /^--other-partner-id must be a partner identifier .*; got "a\/b"$/,
+    );
+    expect(usageError([...remote, '--listen', 'user@host'])).toMatch(
+      /^--listen needs a host name or IP address/,
+    );
+  });
+
+  it('refuses a URL with credentials in one line that does not echo the password (exit 2)', () => {
+    for (const [flag, argv, environment] of [
+      [
+        '--auth-url',
+        ['--auth-url', 'https://user:hunter2-pw@auth.example', '--base-url', 'https://api.example'],
+        env,
+      ],
+      [
+        '--base-url',
+        ['--auth-url', 'https://auth.example', '--base-url', 'https://user:hunter2-pw@api.example'],
+        env,
+      ],
+      ['--audience', [...remote, '--audience', 'https://user:hunter2-pw@api.example'], env],
+      [
+        '--auth-url',
+        [],
+        { ...env, PARTNER_AUTH_URL: 'https://u:hunter2-pw@a.example', PARTNER_BASE_URL: 'https://b' },
+      ],
+    ] as const) {
+      const message = usageError([...argv], environment);
+      expect(message).toBe(
+        `${flag} contains credentials (user:password@); give the address without them (https://host/...) and the client credentials in PARTNER_CLIENT_ID / PARTNER_CLIENT_SECRET`,
+      );
+      expect(message).not.toContain('hunter2');
+      expect(message).not.toContain('\n');
+    }
+  });
+
+  it('refuses two reports on one path, and a report path that is not a regular file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'conformance-'));
+    const path = join(dir, 'r.out');
+    expect(usageError(['--report-json', path, '--report-html', path])).toBe(
+      `the same path ${path} is given for two reports; give each report its own file`,
+    );
+    const fifo = join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    expect(usageError(['--report-json', fifo])).toBe(
+      `--report-json: ${fifo} exists and is not a regular file (a FIFO, socket or device); expected a file path to write the report to`,
     );
   });
 });

@@ -191,3 +191,28 @@ describe('partner-conformance (main)', () => {
     expect(await main(['--version'], streams)).toBe(0);
   });
 });
+
+describe('partner-conformance: certification mode and URLs with credentials', () => {
+  it('--certify fails the run (exit 1) when a must check was not verified, naming it', async () => {
+    const streams = io({}, { mock: await withKey() });
+    const code = await main(['--certify', '--only', 'integrity-expired,token-no-store'], streams);
+    expect(code).toBe(1);
+    expect(streams.stdout.text()).toContain(
+      'FAIL — certification needs every must check verified; 1 must check not verified: integrity-expired (exit 1)',
+    );
+    const plain = io({}, { mock: await withKey() });
+    expect(await main(['--only', 'integrity-expired,token-no-store'], plain)).toBe(0);
+    expect(plain.stdout.text()).toContain('PASS — 1 must check not verified: integrity-expired (exit 0)');
+  });
+
+  it('a password in --auth-url: exit 2, one line, the password not echoed anywhere', async () => {
+    const streams = io({ PARTNER_CLIENT_ID: 'a', PARTNER_CLIENT_SECRET: 'b' });
+    const code = await main(
+      ['--auth-url', 'https://user:s3cr3t-pw@auth.example', '--base-url', 'https://api.example'],
+      streams,
+    );
+    expect(code).toBe(2);
+    expect(streams.stderr.text().trim().split('\n')).toHaveLength(1);
+    expect(`${streams.stdout.text()}${streams.stderr.text()}`).not.toContain('s3cr3t-pw');
+  });
+});

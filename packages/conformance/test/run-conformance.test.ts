@@ -33,6 +33,22 @@ describe('runConformance', () => {
     expect(await usage({ expectScopes: ['read:everything'] })).toMatch(
       /^--expect-scopes: unknown scope read:everything\./,
     );
+    expect(await usage({ audience: 'not a url' })).toBe(
+      '--audience is not an http(s) URL: "not a url". Expected the base address of the partner API, e.g. https://api.example.com (API documentation §2.1: the audience identifies the API).',
+    );
+    expect(await usage({ only: ['token-no-store'], skip: ['token-no-store'] })).toBe(
+      '--only and --skip together select no check to run (token-no-store minus token-no-store); a run that checks nothing cannot pass. Remove the ids from --skip or widen --only.',
+    );
+    const withPassword = await usage({
+      authUrl: 'https://u:hunter2-pw@a.example',
+      baseUrl: 'https://b.example',
+      clientId: 'x',
+      clientSecret: 'y',
+    });
+    expect(withPassword).not.toContain('hunter2');
+    expect(await usage({ otherClientId: 'x' })).toMatch(
+      /^PARTNER_OTHER_CLIENT_ID and PARTNER_OTHER_CLIENT_SECRET go together/,
+    );
     expect(await usage({ mock: { faults: ['api-be-nice' as never] } })).toMatch(
       /^the embedded mock did not start: Unknown fault "api-be-nice"\./,
     );
