@@ -1,5 +1,6 @@
 import { verify } from 'node:crypto';
 import { compactVerify, importJWK, type JWK } from 'jose';
+import type { BoundedCache } from './bounded-cache.js';
 import type { FaultSet } from './faults.js';
 import type { KeySet } from './jwks.js';
 import type { Profile } from './profile.js';
@@ -25,6 +26,19 @@ export interface ValidatorContext {
   readonly clock: () => number;
   readonly leewaySeconds: number;
   readonly faults: FaultSet;
+  /**
+   * Tokens whose form and signature were already verified, by exact token string. Used only without
+   * faults (a fault changes what verification means); claims are checked on every request.
+   */
+  readonly verified?: BoundedCache<string, VerifiedToken>;
+}
+
+/** What a verified token's form and signature checks established. */
+export interface VerifiedToken {
+  readonly header: Record<string, unknown>;
+  readonly payload: Record<string, unknown>;
+  /** The key that verified it: the cached result holds only while the JWKS publishes this kid. */
+  readonly kid: string;
 }
 
 /** The only signing algorithm accepted (RFC 8725 §3.1: an explicit allow-list). */
@@ -112,14 +126,25 @@ export async function validateAccessToken(
   context: ValidatorContext,
 ): Promise<AccessTokenResult> {
   const { faults } = context;
-  const parts = token.split('.');
-  if (parts.length !== 3 || !parts.every((part) => b64url.test(part)) || !parts[0] || !parts[1])
-    return invalid('the access token is not a compact JWS', true);
-  const header = decodeJsonObject(parts[0]);
-  const payload = decodeJsonObject(parts[1]);
-  if (!header || !payload) return invalid('the access token is not a compact JWS', true);
-  const signatureProblem = await checkSignature(token, header, context);
-  if (signatureProblem) return invalid(signatureProblem);
+  const cache = faults.size === 0 ? context.verified : undefined;
+  const cached = cache?.get(token);
+  let header: Record<string, unknown>;
+  let payload: Record<string, unknown>;
+  if (cached !== undefined && context.keys.find(cached.kid) !== undefined) ({ header, payload } = cached);
+  else {
+    const parts = token.split('.');
+    if (parts.length !== 3 || !parts.every((part) => b64url.test(part)) || !parts[0] || !parts[1])
+      return invalid('the access token is not a compact JWS', true);
+    const decodedHeader = decodeJsonObject(parts[0]);
+    const decodedPayload = decodeJsonObject(parts[1]);
+    if (!decodedHeader || !decodedPayload) return invalid('the access token is not a compact JWS', true);
+    [header, payload] = [decodedHeader, decodedPayload];
+    const signatureProblem = await checkSignature(token, header, context);
+    if (signatureProblem) return invalid(signatureProblem);
+    // Without faults, a good signature means a kid of the JWKS verified it.
+    if (cache !== undefined && typeof header.kid === 'string')
+      cache.set(token, { header, payload, kid: header.kid });
+  }
   if (context.profile === 'rfc9068' && !faults.has('api-skip-typ-check')) {
     // RFC 9068 §4: the typ header must be at+jwt (or application/at+jwt).
     const typ = typeof header.typ === 'string' ? header.typ.toLowerCase() : '';

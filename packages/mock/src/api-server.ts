@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type ApiOperationId, matchPath, operations, scopeFor } from '@partner-lending/spec';
 import { type AccessTokenClaims, type ValidatorContext, validateAccessToken } from './access-token.js';
 import { formatBearerChallenge } from './bearer-challenge.js';
+import type { BoundedCache } from './bounded-cache.js';
 import {
   type BodyResult,
   bodyLimitBytes,
@@ -20,6 +21,8 @@ export const realm = 'partner-api';
 
 export interface ApiServerContext extends ValidatorContext {
   readonly store: PartnerStore;
+  /** Serialised loans pages by partner, offset and limit (the demo loans never change). */
+  readonly pages?: BoundedCache<string, string>;
 }
 
 type Credentials =
@@ -166,9 +169,14 @@ function sendLoans(
     return sendJson(res, 400, { error: 'invalid_request', error_description: paging.description });
   }
   const all = context.store.loans(partnerId);
-  const page = all.slice(paging.offset, paging.offset + paging.limit);
   const headers = { 'X-Total-Count': String(all.length) };
-  if (context.faults.has('api-undocumented-response')) {
+  const undocumented = context.faults.has('api-undocumented-response');
+  // Every offset past the end gives the same empty page: one cache entry for them.
+  const key = `${paging.offset >= all.length ? 'end' : paging.offset} ${paging.limit} ${partnerId}`;
+  const cached = undocumented ? undefined : context.pages?.get(key);
+  if (cached !== undefined) return sendJsonText(res, 200, cached, headers);
+  const page = all.slice(paging.offset, paging.offset + paging.limit);
+  if (undocumented) {
     const text = JSON.stringify(page);
     res.writeHead(200, {
       ...headers,
@@ -177,7 +185,10 @@ function sendLoans(
     });
     return void res.end(text);
   }
-  sendJson(res, 200, page, headers);
+  // Kept as a string: node:http then sends headers and body in one write.
+  const json = JSON.stringify(page);
+  context.pages?.set(key, json);
+  sendJsonText(res, 200, json, headers);
 }
 
 async function sendCreated(

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { BoundedCache } from './bounded-cache.js';
 import { type RequestTarget, sendJson, splitTarget } from './http-io.js';
 import { type RequestLog, redactAuthorization, redactTarget } from './request-log.js';
 
@@ -26,8 +27,32 @@ export interface ServerOptions {
   readonly clock: () => number;
   readonly requestTimeoutMs: number;
   readonly headersTimeoutMs: number;
+  /** Memoise the redaction of request targets and Authorization headers for the log. */
+  readonly caches: boolean;
   /** Called with every error a handler let escape (a bug: the answer was a 500). */
   readonly onInternalError: (error: unknown) => void;
+}
+
+/** A function's recent results, by argument (at most 256). */
+class Memo {
+  readonly #cache = new BoundedCache<string, string>(256);
+  readonly #compute: (value: string) => string;
+  readonly #enabled: boolean;
+
+  constructor(compute: (value: string) => string, enabled: boolean) {
+    this.#compute = compute;
+    this.#enabled = enabled;
+  }
+
+  get(value: string): string {
+    if (!this.#enabled) return this.#compute(value);
+    let result = this.#cache.get(value);
+    if (result === undefined) {
+      result = this.#compute(value);
+      this.#cache.set(value, result);
+    }
+    return result;
+  }
 }
 
 /** How long an idle keep-alive connection stays open: 5 s. */
@@ -75,6 +100,9 @@ export function createMockServer(options: ServerOptions): Server {
       });
     },
   );
+  // The same clients send the same targets and tokens again and again: redact each value once.
+  const redactedTargets = new Memo(redactTarget, options.caches);
+  const redactedAuthorizations = new Memo(redactAuthorization, options.caches);
   const report = (error: unknown) => {
     options.onInternalError(error);
     for (const watcher of internalErrorWatchers) watcher(error);
@@ -87,10 +115,10 @@ export function createMockServer(options: ServerOptions): Server {
           at,
           server: options.name,
           method: req.method ?? '',
-          target: redactTarget(req.url ?? ''),
+          target: redactedTargets.get(req.url ?? ''),
           status: res.statusCode,
           ...(req.headers.authorization !== undefined && {
-            authorization: redactAuthorization(req.headers.authorization),
+            authorization: redactedAuthorizations.get(req.headers.authorization),
           }),
           ...(exchange.error !== undefined && { error: exchange.error }),
           ...(exchange.partnerId !== undefined && { partnerId: exchange.partnerId }),

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { inspect } from 'node:util';
+import type { VerifiedToken } from './access-token.js';
 import { type ApiServerContext, handleApiRequest } from './api-server.js';
 import { type AuthServerContext, handleAuthRequest, jwksPath, tokenPath } from './auth-server.js';
+import { BoundedCache } from './bounded-cache.js';
 import { MockError } from './errors.js';
 import { type FaultName, parseFaults } from './faults.js';
 import { KeySet, type RsaKeyPair } from './jwks.js';
@@ -18,6 +20,12 @@ export interface MockOptions {
   tokenTtlSeconds?: number;
   /** The client registry. Default: three demo clients (see README). */
   clients?: MockClient[];
+  /**
+   * Caches of the API: signature checks by exact token string (claims such as exp and nbf are still
+   * checked on every request; not used under faults) and serialised loans pages. Default true;
+   * false measures or debugs the uncached path.
+   */
+  caches?: boolean;
   /** Named faults, each breaking one rule. Default []. */
   faults?: FaultName[];
   /** Epoch ms. Default Date.now. Used for iat/exp and for validating exp/nbf. */
@@ -83,6 +91,9 @@ export interface RunningMock {
   close(): Promise<void>;
 }
 
+/** Entries of each API cache (verified tokens, loans pages). */
+const cacheEntries = 1000;
+
 const fail = (message: string): never => {
   throw new MockError('ERR_MOCK_OPTIONS', message);
 };
@@ -145,6 +156,8 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     fail(
       `startMock: emptyIntersection must be 'invalid_scope' or 'empty-token', got ${String(emptyIntersection)}.`,
     );
+  const caches = options.caches ?? true;
+  if (typeof caches !== 'boolean') fail(`startMock: caches must be true or false, got ${String(caches)}.`);
   const clock = options.clock ?? Date.now;
   if (typeof clock !== 'function') fail('startMock: clock must be a function returning epoch milliseconds.');
   const host = options.host ?? '127.0.0.1';
@@ -209,6 +222,10 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     leewaySeconds,
     faults,
     store,
+    ...(caches && {
+      verified: new BoundedCache<string, VerifiedToken>(cacheEntries),
+      pages: new BoundedCache<string, string>(cacheEntries),
+    }),
   };
   const authServer = createMockServer({
     name: 'auth',
@@ -218,6 +235,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     requestTimeoutMs,
     headersTimeoutMs,
     onInternalError: countInternalError,
+    caches,
   });
   const apiServer = createMockServer({
     name: 'api',
@@ -227,6 +245,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     requestTimeoutMs,
     headersTimeoutMs,
     onInternalError: countInternalError,
+    caches,
   });
   try {
     urls.authUrl = origin(host, await listen(authServer, host, authPort));

@@ -1,6 +1,8 @@
 import fc from 'fast-check';
+import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ValidatorContext, validateAccessToken } from '../src/access-token.js';
+import { type ValidatorContext, type VerifiedToken, validateAccessToken } from '../src/access-token.js';
+import { BoundedCache } from '../src/bounded-cache.js';
 import { type FaultName, type MockClient, type Profile, type RunningMock, startMock } from '../src/index.js';
 import { KeySet } from '../src/jwks.js';
 import {
@@ -378,4 +380,97 @@ describe('access-token: robustness (property-based, in process)', () => {
       );
     },
   );
+});
+
+describe('access-token: the verification cache', () => {
+  const audience = 'http://127.0.0.1:1';
+  const issuer = 'http://127.0.0.1:2/';
+  const now = Date.UTC(2026, 0, 1);
+
+  async function setup(faults: FaultName[] = []) {
+    const keys = await KeySet.create(await sharedSigningKey());
+    const verified = new BoundedCache<string, VerifiedToken>(10);
+    let time = now;
+    const context: ValidatorContext = {
+      keys,
+      issuer,
+      audience,
+      profile: 'deployed',
+      clock: () => time,
+      leewaySeconds: 0,
+      faults: new Set(faults),
+      verified,
+    };
+    const iat = Math.floor(now / 1000);
+    const claims = {
+      iss: issuer,
+      aud: [audience],
+      iat,
+      nbf: iat,
+      exp: iat + 60,
+      partnerId: 'p-1',
+      scope: [],
+    };
+    const sign = (payload: Record<string, unknown>) =>
+      new SignJWT(payload)
+        .setProtectedHeader({ alg: 'RS256', kid: keys.signing.kid, typ: 'JWT' })
+        .sign(keys.signing.privateKey);
+    return { context, verified, keys, claims, sign, setTime: (ms: number) => (time = ms) };
+  }
+
+  it('keeps a token whose signature verified, and uses the kept result next time', async () => {
+    const { context, verified, claims, sign, keys } = await setup();
+    const token = await sign(claims);
+    expect((await validateAccessToken(token, context)).valid).toBe(true);
+    expect(verified.size).toBe(1);
+    // Proof that the kept result is what is used: a string never signed, planted as verified, passes.
+    verified.set('planted', { header: { kid: keys.signing.kid }, payload: claims, kid: keys.signing.kid });
+    expect((await validateAccessToken('planted', context)).valid).toBe(true);
+  });
+
+  it('still checks exp, nbf, iss and aud of a kept token on every request', async () => {
+    const { context, verified, claims, sign, setTime } = await setup();
+    const token = await sign(claims);
+    expect((await validateAccessToken(token, context)).valid).toBe(true);
+    setTime(now + 60_000);
+    expect(await validateAccessToken(token, context)).toMatchObject({
+      description: 'the access token expired',
+    });
+    setTime(now - 1000);
+    expect(await validateAccessToken(token, context)).toMatchObject({
+      description: 'the access token is not valid yet (nbf)',
+    });
+    expect(verified.size).toBe(1);
+    const foreign = { ...claims, aud: ['http://elsewhere'] };
+    setTime(now);
+    const other = await sign(foreign);
+    expect(await validateAccessToken(other, context)).toMatchObject({
+      description: 'the token audience is not this API',
+    });
+    expect(await validateAccessToken(other, context)).toMatchObject({
+      description: 'the token audience is not this API',
+    });
+  });
+
+  it('keeps no token whose signature failed, and drops a kept result once its key is retired', async () => {
+    const { context, verified, claims, sign, keys } = await setup();
+    const token = await sign(claims);
+    const tampered = `${token.slice(0, token.lastIndexOf('.') + 1)}${'A'.repeat(342)}`;
+    expect((await validateAccessToken(tampered, context)).valid).toBe(false);
+    expect(verified.size).toBe(0);
+    expect((await validateAccessToken(token, context)).valid).toBe(true);
+    await keys.rotate({ retirePrevious: true });
+    expect(await validateAccessToken(token, context)).toMatchObject({
+      valid: false,
+      description: 'the token kid is not a key of the JWKS',
+    });
+  });
+
+  it('is not used at all under a fault (a fault changes what verification means)', async () => {
+    const { context, verified, claims, sign, keys } = await setup(['api-ignore-scope']);
+    expect((await validateAccessToken(await sign(claims), context)).valid).toBe(true);
+    expect(verified.size).toBe(0);
+    verified.set('planted', { header: { kid: keys.signing.kid }, payload: claims, kid: keys.signing.kid });
+    expect((await validateAccessToken('planted', context)).valid).toBe(false);
+  });
 });

@@ -123,6 +123,48 @@ describe('api-server: GET loans', () => {
   });
 });
 
+describe('api-server: the page cache', () => {
+  it('answers the same pages, headers included, with and without caches, first and second time', async () => {
+    const clock = () => Date.UTC(2026, 0, 1);
+    const plain = await startMock({ signingKey: await sharedSigningKey(), clients, clock, caches: false });
+    const cached = await startMock({ signingKey: await sharedSigningKey(), clients, clock });
+    try {
+      const queries = [
+        '',
+        '?limit=5',
+        '?limit=5&offset=5',
+        '?offset=24',
+        '?offset=25',
+        '?offset=9999',
+        '?limit=100',
+      ];
+      for (const [partner, client] of [
+        ['p-a', clients[0]!],
+        ['p-b', clients[1]!],
+      ] as const) {
+        const expected = [];
+        const plainToken = await tokenFor(plain, client);
+        for (const query of queries) {
+          const answer = await getLoans(plain, `Bearer ${plainToken}`, partner, query);
+          expected.push([answer.status, answer.headers.get('x-total-count'), answer.text]);
+        }
+        const cachedToken = await tokenFor(cached, client);
+        for (let pass = 0; pass < 2; pass += 1) {
+          const got = [];
+          for (const query of queries) {
+            const answer = await getLoans(cached, `Bearer ${cachedToken}`, partner, query);
+            got.push([answer.status, answer.headers.get('x-total-count'), answer.text]);
+          }
+          expect(got).toEqual(expected);
+        }
+        expect(new Set(expected.map((entry) => entry[2])).size).toBe(6); // only the two past the end agree
+      }
+    } finally {
+      await Promise.all([plain.close(), cached.close()]);
+    }
+  });
+});
+
 describe('api-server: creates', () => {
   it('stores a JSON object and answers 201 with it and a generated id', async () => {
     const response = await post(pathUrl(mock, 'journals'), JSON.stringify({ reference: 'r-1', id: 'mine' }));

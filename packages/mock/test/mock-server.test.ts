@@ -250,6 +250,7 @@ describe('mock-server: the last-resort 500', () => {
       clock: () => 0,
       requestTimeoutMs: 1000,
       headersTimeoutMs: 1000,
+      caches: true,
       onInternalError: (error) => reported.push(error),
     });
     const port = await listen(server, '127.0.0.1', 0);
