@@ -2,8 +2,15 @@
 // The README's test command (`pnpm test`): lint, typecheck, spec lint, the generated-file drift check,
 // build, then every vitest project in one run. Ends with a plain `N passed, N failed` line counted
 // from vitest's JSON report, whatever happened before, so CI logs always close with the count.
+//
+// PARTNER_TEST_NODES (paths of other `node` binaries, separated by spaces; `.ci/run` sets it to
+// Node 22 and 24) runs the packages partners install — auth, sdk and token-store-redis, their
+// packed-tarball tests included — once more under each of them, after the main run. Each run prints
+// its own closing line; the last line then sums every run.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { delimiter, dirname, join } from 'node:path';
 
 const env = {
   ...process.env,
@@ -13,12 +20,41 @@ const env = {
 };
 const report = '.reports/vitest.json';
 const extra = process.argv.slice(2);
+/** The projects run again under every other Node version: what partners install. */
+const matrixProjects = ['auth', 'sdk', 'token-store-redis'];
+const otherNodes = (process.env.PARTNER_TEST_NODES ?? '').split(/\s+/).filter(Boolean);
 
-function run(title, command, args) {
+function run(title, command, args, runEnv = env) {
   console.log(`\n▶ ${title}: ${[command, ...args].join(' ')}`);
-  const result = spawnSync(command, args, { stdio: 'inherit', env });
+  const result = spawnSync(command, args, { stdio: 'inherit', env: runEnv });
   return result.status === 0;
 }
+
+/** Counts from a vitest JSON report; a run that failed without a report counts as one failure. */
+function count(file, succeeded) {
+  let passed = 0;
+  let failed = 0;
+  let skipped = 0;
+  if (existsSync(file)) {
+    const json = JSON.parse(readFileSync(file, 'utf8'));
+    passed = json.numPassedTests ?? 0;
+    failed = json.numFailedTests ?? 0;
+    skipped = (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
+    // Suites that failed to load count as failures even when no test inside them ran.
+    failed += (json.testResults ?? []).filter(
+      (suite) => suite.status === 'failed' && suite.assertionResults?.length === 0,
+    ).length;
+  }
+  if (!succeeded && failed === 0) failed = 1;
+  if (passed === 0 && failed === 0) {
+    console.error('✖ no test ran.');
+    failed = 1;
+  }
+  return { passed, failed, skipped, ok: succeeded && failed === 0 };
+}
+
+const line = ({ passed, failed, skipped }) =>
+  `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
 
 const steps = [
   ['lint and format (Biome)', 'pnpm', ['exec', 'biome', 'check', '.']],
@@ -39,9 +75,12 @@ for (const [title, command, args] of steps) {
   }
 }
 
-let passed = 0;
-let failed = 0;
-let skipped = 0;
+const totals = { passed: 0, failed: 0, skipped: 0 };
+const add = (result) => {
+  totals.passed += result.passed;
+  totals.failed += result.failed;
+  totals.skipped += result.skipped;
+};
 if (ok) {
   mkdirSync('.reports', { recursive: true });
   rmSync(report, { force: true });
@@ -54,24 +93,50 @@ if (ok) {
     `--outputFile.json=${report}`,
     ...extra,
   ]);
-  if (existsSync(report)) {
-    const json = JSON.parse(readFileSync(report, 'utf8'));
-    passed = json.numPassedTests ?? 0;
-    failed = json.numFailedTests ?? 0;
-    skipped = (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
-    // Suites that failed to load count as failures even when no test inside them ran.
-    failed += (json.testResults ?? []).filter(
-      (file) => file.status === 'failed' && file.assertionResults?.length === 0,
-    ).length;
+  const main = count(report, tests);
+  add(main);
+  ok = main.ok;
+  const summaries = [`Node ${process.version} (every project): ${line(main)}`];
+  if (otherNodes.length > 0) console.log(`\n${summaries[0]}`);
+  const vitest = join(dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs');
+  for (const node of otherNodes) {
+    const probe = spawnSync(node, ['--version'], { encoding: 'utf8' });
+    if (probe.status !== 0) {
+      console.error(
+        `\n✖ PARTNER_TEST_NODES names ${node}, which does not run (${probe.error?.message ?? probe.stderr}).`,
+      );
+      add({ passed: 0, failed: 1, skipped: 0 });
+      summaries.push(`${node}: did not run`);
+      ok = false;
+      continue;
+    }
+    const version = probe.stdout.trim();
+    const file = `.reports/vitest-node-${version}.json`;
+    rmSync(file, { force: true });
+    // Its directory first on PATH, so that every `node` the tests start (workers, consumers of the
+    // packed tarballs, npm and pnpm themselves) is this version too.
+    const succeeded = run(
+      `tests under Node ${version} (${matrixProjects.join(', ')})`,
+      node,
+      [
+        vitest,
+        'run',
+        ...matrixProjects.flatMap((project) => ['--project', project]),
+        '--reporter=default',
+        '--reporter=json',
+        `--outputFile.json=${file}`,
+      ],
+      { ...env, PATH: `${dirname(node)}${delimiter}${env.PATH ?? ''}` },
+    );
+    const result = count(file, succeeded);
+    add(result);
+    ok = ok && result.ok;
+    summaries.push(`Node ${version} (${matrixProjects.join(', ')}): ${line(result)}`);
+    console.log(`\n${summaries.at(-1)}`);
   }
-  if (!tests && failed === 0) failed = 1;
-  if (passed === 0 && failed === 0) {
-    console.error('✖ no test ran.');
-    failed = 1;
-  }
-  ok = tests && failed === 0;
+  if (otherNodes.length > 0) console.log(`\n${summaries.join('\n')}`);
 } else {
-  failed = 1;
+  totals.failed = 1;
 }
-console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+console.log(`\n${line(totals)}`);
 process.exit(ok ? 0 : 1);
