@@ -596,6 +596,24 @@ describe('Redis down and back', () => {
       const other = createRedisTokenStore({ url: down.url, encryptionKey: KEY_A });
       stores.push(other);
       expect(await other.get(key)).toEqual(again);
+      // Notices flow again after the restart: the old store's notice connection subscribed again, so
+      // it wakes as soon as the other store's token is in — the 60-s lock would outlast the test.
+      const next = cacheKey();
+      let fetches = 0;
+      let started!: () => void;
+      const holding = new Promise<void>((r) => (started = r));
+      const slow = async () => {
+        fetches++;
+        started();
+        await new Promise((r) => setTimeout(r, 200));
+        return token();
+      };
+      const holder = other.singleFlight(next, slow, { timeoutMs: 60_000 });
+      await holding;
+      const waiter = store.singleFlight(next, slow, { timeoutMs: 60_000 });
+      expect(await waiter).toEqual(await holder);
+      expect(fetches).toBe(1);
+      expect(events.filter((e) => e.type === 'lock-waiting').length).toBeGreaterThan(0);
     } finally {
       await down.stop();
     }
