@@ -569,7 +569,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       }
       // The warm path: no await, no allocation beyond the event.
       const held = memory.get(key);
-      if (held !== undefined && held.covers) {
+      if (held?.covers) {
         const now = clock.now();
         if (now < held.refreshAt) return Promise.resolve(serve(held));
       }

@@ -220,6 +220,12 @@ export async function sendTokenRequest<T>(
     await deps.sleep(delayMs, deps.signal);
   }
 
+  async function readOrDiscard(response: Response, read: boolean) {
+    if (read) return readOAuthError(response, secrets);
+    await discard(response);
+    return {};
+  }
+
   async function attemptOnce(attempt: number, requestedAt: number, signal: AbortSignal): Promise<T> {
     const response = await deps.fetch(buildTokenRequest(params, signal));
     const { status } = response;
@@ -243,7 +249,7 @@ export async function sendTokenRequest<T>(
       const waitMs = Math.min(retryAfter, retry.maxRetryAfterMs);
       deps.onThrottle(clock.now() + waitMs);
       emit({ type: 'throttled', scopes: params.scopes, retryAfterMs: waitMs, status });
-      const oauth = last ? await readOAuthError(response, secrets) : (await discard(response), {});
+      const oauth = await readOrDiscard(response, last);
       const error = new TokenThrottledError(
         `the token endpoint ${where} answered ${status} asking to retry after ${Math.ceil(waitMs / 1000)} s${
           oauth.error ? ` (${oauth.error})` : ''
@@ -253,7 +259,7 @@ export async function sendTokenRequest<T>(
       if (last) throw error;
       throw new Retryable(error, 'status', status, waitMs);
     }
-    const oauth = last ? await readOAuthError(response, secrets) : (await discard(response), {});
+    const oauth = await readOrDiscard(response, last);
     const error = statusError(params.tokenUrl, status, oauth, attempt);
     if (last) throw error;
     throw new Retryable(

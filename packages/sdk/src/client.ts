@@ -268,7 +268,6 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     }
   }
   const tokenProvider = provider;
-  const basePath = connection.baseUrl.pathname.replace(/\/+$/, '');
 
   /** One frozen scopes array per operation, so the provider resolves its cache key once. */
   const scopesOf = new Map<string, readonly string[] | undefined>();

@@ -89,7 +89,8 @@ export interface PaginateOptions<Item> {
   fetchPage: (query: { limit: number; offset: number }) => Promise<{ data: unknown; response: Response }>;
   pageSize: number;
   offset?: number | undefined;
-  items?: ItemsSelector<never, Item> | ItemsSelector<any, Item> | undefined;
+  // biome-ignore lint/suspicious/noExplicitAny: the selector is typed against the body by the caller.
+  items?: ItemsSelector<any, Item> | undefined;
 }
 
 /**
