@@ -4,6 +4,9 @@ export default defineProject({
   test: {
     name: 'docs',
     include: ['test/**/*.test.ts'],
-    typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: './tsconfig.json' },
+    // Builds the site once (VitePress, into a temporary folder) for the tests that read it.
+    globalSetup: ['test/global-setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 180_000,
   },
 });

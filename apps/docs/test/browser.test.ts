@@ -1,25 +1,25 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { apiOperationIds, operations, scopeFor } from '@partner-lending/spec';
+import { operations } from '@partner-lending/spec';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BuildResult, buildSite, packageRoot } from '../src/build/site.js';
-import { type StaticServer, startStaticServer } from '../src/build/static-server.js';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadGuides } from '../src/site/guides.js';
+import { docsRoot } from './helpers/build-site.js';
+import { type StaticServer, startStaticServer } from './helpers/static-server.js';
 
-// The built site in Debian's Chromium (never a downloaded browser), served from 127.0.0.1. The test
-// builds the site itself, into a temporary folder, with the same buildSite() as `pnpm build`: it never
-// looks at a stale dist. Every request that leaves loopback is blocked and recorded as a failure.
+// The built site (VitePress, built once for this run by global-setup.ts) in Debian's Chromium — never
+// a downloaded browser — served from 127.0.0.1. Every request that leaves loopback is blocked and
+// recorded as a failure, as are failed requests, HTTP errors and console errors or warnings.
 
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const artifacts = join(packageRoot, 'test-results');
+const artifacts = join(docsRoot, 'test-results');
+const guides = loadGuides(join(docsRoot, 'guides'));
 
-let outDir: string;
-let site: BuildResult;
 let server: StaticServer;
 let browser: Browser;
 let context: BrowserContext;
 const problems: string[] = [];
+const blocked: string[] = [];
 
 function isLoopback(url: URL): boolean {
   return url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.hostname === '[::1]';
@@ -33,9 +33,10 @@ async function open(path: string): Promise<Page> {
     }
   });
   page.on('pageerror', (error) => problems.push(`${path}: uncaught ${error.message}`));
-  page.on('requestfailed', (request) =>
-    problems.push(`${path}: request failed: ${request.url()} (${request.failure()?.errorText})`),
-  );
+  page.on('requestfailed', (request) => {
+    if (!blocked.includes(request.url()))
+      problems.push(`${path}: request failed: ${request.url()} (${request.failure()?.errorText})`);
+  });
   page.on('response', (response) => {
     if (response.status() >= 400) problems.push(`${path}: HTTP ${response.status()} for ${response.url()}`);
   });
@@ -44,90 +45,112 @@ async function open(path: string): Promise<Page> {
   return page;
 }
 
+/** Opens the local search, types the query, and returns the result links' paths. */
+async function search(page: Page, query: string): Promise<string[]> {
+  await page.locator('.VPNavBarSearch button').click();
+  const input = page.locator('#localsearch-input');
+  await input.fill(query);
+  const results = page.locator('#localsearch-list li > a');
+  await results.first().waitFor({ timeout: 20_000 });
+  await page.waitForTimeout(300); // let the debounced list settle on the last query
+  const hrefs = await results.evaluateAll((links) => links.map((a) => (a as HTMLAnchorElement).pathname));
+  return hrefs;
+}
+
 beforeAll(async () => {
-  outDir = await mkdtemp(join(tmpdir(), 'partner-docs-'));
-  site = await buildSite({ outDir });
-  server = await startStaticServer(outDir);
+  server = await startStaticServer(inject('siteDir'));
   browser = await chromium.launch({
     executablePath: chromiumPath,
+    headless: true,
     args: [
       '--no-sandbox',
       '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
       '--disable-background-networking',
       '--disable-component-update',
-      '--disable-sync',
+      '--no-first-run',
     ],
   });
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   await context.route('**/*', async (route) => {
     const url = new URL(route.request().url());
     if (url.protocol === 'http:' && isLoopback(url)) return route.continue();
-    problems.push(`external request blocked: ${url.href}`);
+    blocked.push(url.href);
     return route.abort('blockedbyclient');
   });
   await mkdir(artifacts, { recursive: true });
-}, 60_000);
+});
 
 afterAll(async () => {
   await context?.close();
   await browser?.close();
   await server?.close();
-  if (outDir) await rm(outDir, { recursive: true, force: true });
 });
 
-describe('docs site in Chromium', { timeout: 60_000 }, () => {
-  it('home page links to the API reference and to every guide', async () => {
+describe('docs site in Chromium', () => {
+  it('blocks and records a request to another origin (the guard this test relies on)', async () => {
+    const page = await context.newPage();
+    await page.goto(server.url);
+    const outcome = await page.evaluate(() =>
+      fetch('https://example.invalid/probe').then(
+        () => 'loaded',
+        () => 'refused',
+      ),
+    );
+    expect(outcome).toBe('refused');
+    // The page's Content-Security-Policy may refuse it before the route does; either way it never leaves.
+    expect(blocked.filter((u) => u.startsWith('https://example.invalid')).length).toBeLessThanOrEqual(1);
+    blocked.length = 0;
+    await page.close();
+  });
+
+  it('home page links to the guides, the API at a glance and the reference; "Start here" opens the first guide', async () => {
     const page = await open('index.html');
     await expect(page.title()).resolves.toBe('Partner Lending toolkit');
     const hrefs = await page
-      .locator('main a')
-      .evaluateAll((links) => links.map((a) => a.getAttribute('href')));
-    expect(hrefs).toContain('reference.html');
-    for (const guide of site.guides) expect(hrefs).toContain(`${guide.slug}.html`);
+      .locator('.VPContent a')
+      .evaluateAll((links) => links.map((a) => (a as HTMLAnchorElement).pathname));
+    expect(hrefs).toContain('/reference.html');
+    expect(hrefs).toContain('/api-at-a-glance.html');
+    for (const guide of guides) expect(hrefs).toContain(`/${guide.slug}.html`);
     await page.screenshot({ path: join(artifacts, 'home.png'), fullPage: true });
-    await page.getByRole('link', { name: `Start here: ${site.guides[0]?.title}` }).click();
-    await expect(page.locator('h1').textContent()).resolves.toBe(site.guides[0]?.title);
+    await page.getByRole('link', { name: 'Start here' }).click();
+    await page.waitForURL(`**/${guides[0]!.slug}.html`);
+    await expect(page.locator('.vp-doc h1').first().textContent()).resolves.toContain(guides[0]!.title);
     await page.close();
-    expect(problems).toEqual([]);
   });
 
-  it('each guide renders with its title, content, highlighted code and navigation', async () => {
-    const pages = site.pages;
-    for (const [index, guide] of site.guides.entries()) {
+  it('each guide has its title, highlighted code, the sidebar in NN order and previous/next links', async () => {
+    for (const [index, guide] of guides.entries()) {
       const path = `${guide.slug}.html`;
       const page = await open(path);
-      await expect(page.title(), path).resolves.toBe(`${guide.title} · Partner Lending toolkit`);
-      await expect(page.locator('article h1').textContent(), path).resolves.toBe(guide.title);
-      const text = (await page.locator('article').textContent())?.length ?? 0;
-      expect(text, `${path} article length`).toBeGreaterThan(800);
-      expect(await page.locator('article pre code.hljs').count(), `${path} code blocks`).toBeGreaterThan(0);
+      await expect(page.title(), path).resolves.toBe(`${guide.title} | Partner Lending toolkit`);
+      await expect(page.locator('.vp-doc h1').first().textContent(), path).resolves.toContain(guide.title);
+      expect((await page.locator('.vp-doc').textContent())?.length ?? 0, path).toBeGreaterThan(800);
       expect(
-        await page.locator('article pre code span[class^="hljs-"]').count(),
+        await page.locator('.vp-doc pre.shiki span[style*="--shiki"]').count(),
         `${path} highlighting`,
       ).toBeGreaterThan(0);
       const sidebar = await page
-        .locator('nav.sidebar a:not(.toc a)')
-        .evaluateAll((links) => links.map((a) => a.getAttribute('href')));
-      expect(sidebar, `${path} sidebar`).toEqual(pages.map((entry) => entry.href));
-      await expect(page.locator('nav.sidebar a[aria-current="page"]').getAttribute('href')).resolves.toBe(
-        path,
-      );
-      // Previous/next follow the navigation order: home, the guides, the API reference.
-      await expect(page.locator('a[rel="prev"]').getAttribute('href')).resolves.toBe(pages[index]?.href);
-      await expect(page.locator('a[rel="next"]').getAttribute('href')).resolves.toBe(pages[index + 2]?.href);
-      const css = await page
-        .locator('pre code.hljs')
+        .locator('.VPSidebar .VPSidebarItem.level-0')
         .first()
-        .evaluate((el) => getComputedStyle(el).fontFamily);
-      expect(css, `${path} code font (site CSS loaded)`).toMatch(/monospace/);
+        .locator('a')
+        .evaluateAll((links) => links.map((a) => (a as HTMLAnchorElement).pathname));
+      expect(sidebar, `${path} sidebar`).toEqual(guides.map((g) => `/${g.slug}.html`));
+      await expect(
+        page.locator('.VPSidebar a.VPLink.active, .VPSidebar .is-active a').first().getAttribute('href'),
+      ).resolves.toContain(`/${guide.slug}`);
+      const prev = page.locator('.pager-link.prev');
+      const next = page.locator('.pager-link.next');
+      if (index > 0)
+        await expect(prev.getAttribute('href')).resolves.toBe(`/${guides[index - 1]!.slug}.html`);
+      if (index < guides.length - 1)
+        await expect(next.getAttribute('href')).resolves.toBe(`/${guides[index + 1]!.slug}.html`);
+      if (index === 1) await page.screenshot({ path: join(artifacts, 'guide.png') });
       await page.close();
     }
-    expect(problems).toEqual([]);
   });
 
-  it('the API reference lists the five operations with their scopes, from the local Redoc and spec', async () => {
+  it('the API reference renders every operation with its scope from the local Redoc and links back to the guides', async () => {
     const page = await open('reference.html');
     await page.waitForFunction(() => document.documentElement.dataset.reference !== undefined, null, {
       timeout: 45_000,
@@ -149,17 +172,52 @@ describe('docs site in Chromium', { timeout: 60_000 }, () => {
         `partnerOAuth (${operation.scope})`,
       );
     }
-    expect(apiOperationIds.map((id) => scopeFor(id))).toHaveLength(4);
-    await page
-      .locator('[id$="/operation/listLoans"] h2')
+    // Operation → guide: the pagination guide links to listLoans, so listLoans links back to it.
+    const listLoans = page.locator('[id$="/operation/listLoans"]');
+    const back = listLoans.locator('a[href*="/pagination.html"]').first();
+    await expect(back.count()).resolves.toBe(1);
+    await listLoans
+      .locator('h2')
       .first()
       .evaluate((heading) => heading.scrollIntoView());
     await page.screenshot({ path: join(artifacts, 'reference.png') });
+    await back.click();
+    await page.waitForURL('**/pagination.html*');
+    await expect(page.locator('.vp-doc h1').first().textContent()).resolves.toContain('Pagination');
     await page.close();
-    expect(problems).toEqual([]);
   });
 
-  it('made no external request, no failed request and logged no console error', () => {
+  it.each([
+    ['insufficient_scope', ['/errors.html', '/authentication.html', '/certification.html'], '/reference/'],
+    ['Retry-After', ['/errors.html', '/authentication.html', '/api-at-a-glance.html'], '/reference/'],
+    ['partner isolation', ['/api-at-a-glance.html', '/security.html', '/certification.html'], '/reference/'],
+    ['invalid_target', ['/api-at-a-glance.html'], '/reference/authentication.html'],
+  ])('searching "%s" finds a guide page and the reference', async (query, pages, reference) => {
+    const page = await open('index.html');
+    const hrefs = await search(page, query);
+    expect(
+      hrefs.some((href) => pages.includes(href)),
+      `${query}: ${hrefs.join(', ')}`,
+    ).toBe(true);
+    expect(
+      hrefs.some((href) => href.startsWith(reference)),
+      `${query}: ${hrefs.join(', ')}`,
+    ).toBe(true);
+    if (query === 'insufficient_scope') await page.screenshot({ path: join(artifacts, 'search.png') });
+    await page.close();
+  });
+
+  it('a search for a word no page has finds nothing (the result lists above are not everything)', async () => {
+    const page = await open('index.html');
+    await page.locator('.VPNavBarSearch button').click();
+    await page.locator('#localsearch-input').fill('zyxwvutsrqp');
+    await expect(page.locator('.no-results').waitFor({ timeout: 20_000 })).resolves.toBeUndefined();
+    await expect(page.locator('#localsearch-list li > a').count()).resolves.toBe(0);
+    await page.close();
+  });
+
+  it('made no external request, no failed request and logged no console error or warning', () => {
+    expect(blocked, 'requests to another origin').toEqual([]);
     expect(problems).toEqual([]);
   });
 });

@@ -7,24 +7,27 @@ import { checks as conformanceChecks } from '@partner-lending/conformance';
 import { startMock } from '@partner-lending/mock';
 import { apiOperationIds, operations } from '@partner-lending/spec';
 import ts from 'typescript';
+import { createMarkdownRenderer } from 'vitepress';
 import { describe, expect, it } from 'vitest';
-import { loadGuides } from '../src/build/guides.js';
-import { packageRoot } from '../src/build/site.js';
 import {
   extractSnippets,
   noTypecheckFlag,
   runnableSnippets,
   type Snippet,
   typeCheckedSnippets,
-} from '../src/build/snippets.js';
+} from '../src/site/fences.js';
+import { loadGuides } from '../src/site/guides.js';
+import { docsRoot as packageRoot } from './helpers/build-site.js';
 
 // Every ```ts block of every guide is written to its own module under test-results/snippets (inside
 // apps/docs, so `@partner-lending/*` resolve to the workspace packages' built d.ts exactly as a
 // partner's project would resolve the published ones) and type-checked with the repository's strict
 // compiler options. A failure names the guide and the line.
 
-const guides = await loadGuides(join(packageRoot, 'guides'));
-const snippets = guides.flatMap((guide) => extractSnippets(guide.markdown, guide.file));
+// The blocks are found by VitePress's own Markdown parser: what is checked is what the site shows.
+const markdown = await createMarkdownRenderer(packageRoot);
+const guides = loadGuides(join(packageRoot, 'guides'));
+const snippets = guides.flatMap((guide) => extractSnippets(markdown.parse(guide.markdown, {}), guide.file));
 const checked = typeCheckedSnippets(snippets);
 const snippetDir = join(packageRoot, 'test-results/snippets');
 
