@@ -364,7 +364,7 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     } catch (error) {
       if (error instanceof PartnerApiError) throw error;
       // The deadline and the caller's signal also cover the partner id lookup and the body.
-      if (deadline.signal.aborted) throw stopped(deadline, answered, error);
+      if (deadline.signal.aborted) throw stopped(deadline, answered ?? `${method} ${path}`, error);
       // undici rejects the body with `TypeError: terminated` when the connection drops mid-answer.
       if (answered && error instanceof TypeError) {
         const reason = error.cause instanceof Error ? error.cause.message : error.message;
@@ -450,12 +450,15 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
 
   const loans: LoansResource = {
     list: <Item = Loan>({ limit, offset, items, ...opts }: ListLoansOptions<Item> = {}) => {
-      checkCallOptions({ limit, offset });
       const query = {
         ...(limit === undefined ? {} : { limit }),
         ...(offset === undefined ? {} : { offset }),
       };
-      const inner = fetchPage(query, opts).then(({ data, response }) => ({
+      // Bad options reject the promise (as every failure of a call does) rather than throw.
+      const inner = (async () => {
+        checkCallOptions({ limit, offset });
+        return fetchPage(query, opts);
+      })().then(({ data, response }) => ({
         data: pageOf<Item>(data, response, { offset: offset ?? 0, limit, items }),
         response,
       }));

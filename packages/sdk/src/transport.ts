@@ -147,11 +147,15 @@ const label = (request: Request) => {
 };
 
 /** The error for a call that stopped on its deadline or the caller's signal. */
-export function stopped(deadline: Deadline, request: Request | undefined, cause: unknown): PartnerApiError {
+export function stopped(
+  deadline: Deadline,
+  request: Request | string | undefined,
+  cause: unknown,
+): PartnerApiError {
   if (deadline.userSignal?.aborted) {
     return new APIUserAbortError(undefined, { cause: deadline.userSignal.reason });
   }
-  const what = request ? label(request).where : 'the call';
+  const what = typeof request === 'string' ? request : request ? label(request).where : 'the call';
   const ms = deadline.timeoutMs;
   if (deadline.phase === 'token') {
     return new APITimeoutError(
