@@ -73,6 +73,12 @@ export class CheckContext {
   readonly now: () => number;
   readonly sleep: (ms: number) => Promise<void>;
   #main: TokenOutcome | undefined;
+  /** Whether token requests also send RFC 8707 `resource` (set by the preflight when only that works). */
+  useResource = false;
+  /** What the preflight learned the hard way (a refused all-scopes ask, a `resource` parameter…). */
+  readonly preflightNotes: string[] = [];
+  /** The preflight's first ask, for every scope: what scope-authorised-set judges. */
+  allScopesAsk: TokenOutcome | undefined;
   readonly #tokens = new Map<string, Promise<TokenOutcome>>();
   readonly #memo = new Map<string, Promise<unknown>>();
 
@@ -137,6 +143,8 @@ export class CheckContext {
       ['audience', options.audience ?? this.target.audience],
     ];
     if (options.scopes !== undefined) form.push(['scope', options.scopes.join(' ')]);
+    // RFC 8707: some servers ignore `audience` and take the API from `resource`; the preflight found so.
+    if (this.useResource) form.push(['resource', options.audience ?? this.target.audience]);
     return form;
   }
 

@@ -25,9 +25,32 @@ export async function preflight(context: CheckContext): Promise<TokenOutcome> {
     // Sorted: the canonical ask, so that A is learned even from a server that minds the order (scope-order
     // reports that separately).
     outcome = await context.requestToken({ scopes: [...scopes].sort() });
-    // An empty intersection with all four scopes cannot happen for a client with scopes; ask with none.
-    if (!outcome.accessToken && errorCodeOf(outcome.exchange) === 'invalid_scope')
-      outcome = await context.requestToken({});
+    context.allScopesAsk = outcome;
+    const refusal = errorCodeOf(outcome.exchange);
+    // A strict server refuses to grant a subset (invalid_scope, invalid_target): learn A another way, so
+    // that every other check still runs with real tokens; scope-authorised-set reports the refusal.
+    if (!outcome.accessToken && (refusal === 'invalid_scope' || refusal === 'invalid_target')) {
+      const expected = context.settings.expectScopes;
+      const singles = await Promise.all(scopes.map((scope) => context.tokenFor([scope])));
+      const learned = scopes.filter((scope, index) => (singles[index]!.granted ?? []).includes(scope));
+      const ask = learned.length > 0 ? learned : expected;
+      outcome = await context.requestToken(ask && ask.length > 0 ? { scopes: [...ask].sort() } : {});
+      context.preflightNotes.push(
+        `asking for every scope got ${context.describe(context.allScopesAsk.exchange)}; the authorised set was learned one scope at a time: ${learned.length > 0 ? learned.join(' ') : `none granted${expected ? `, using --expect-scopes ${expected.join(' ')}` : ''}`}`,
+      );
+    }
+    // An opaque token, where a JWT was expected: the server may have ignored `audience` and want RFC 8707
+    // `resource` instead. Ask once more with it.
+    if (outcome.accessToken && !outcome.jwt) {
+      context.useResource = true;
+      const retry = await context.requestToken({ scopes: outcome.requested });
+      if (retry.jwt) {
+        outcome = retry;
+        context.preflightNotes.push(
+          'the token endpoint ignored `audience` and issued an opaque token; with the RFC 8707 `resource` parameter it issued a JWT, so every token request of this run also sends `resource`',
+        );
+      } else context.useResource = false;
+    }
   } catch (error) {
     throw unreachable('token endpoint', tokenUrl, '--auth-url', error);
   }
@@ -41,7 +64,7 @@ export async function preflight(context: CheckContext): Promise<TokenOutcome> {
   if (!outcome.accessToken)
     throw new ConformanceError(
       'ERR_PREFLIGHT',
-      `The token endpoint ${tokenUrl} answered ${exchange.status}${error ? ` ${error}` : ''} without an access_token; expected a client-credentials token (seed §4.1).${exchange.status === 404 ? ' Is --auth-url the address of the authentication service?' : ''}`,
+      `The token endpoint ${tokenUrl} answered ${exchange.status}${error ? ` ${error}` : ''} without an access_token; expected a client-credentials token (API documentation §4.1).${exchange.status === 404 ? ' Is --auth-url the address of the authentication service?' : ''}${error === 'invalid_scope' || error === 'invalid_target' ? ' Asking for every scope, then for each scope alone, was refused: give --expect-scopes with the scopes the partner console shows, and check --audience.' : ''}`,
     );
   context.main = outcome;
   try {
@@ -49,7 +72,7 @@ export async function preflight(context: CheckContext): Promise<TokenOutcome> {
   } catch (cause) {
     throw new ConformanceError(
       'ERR_PREFLIGHT',
-      `The token response of ${tokenUrl} holds no partnerId (seed §2.2): the API paths cannot be built.`,
+      `The token response of ${tokenUrl} holds no partnerId (API documentation §2.2), nor does the token${outcome.jwt ? '' : ' (opaque: the token endpoint ignored `audience` and issued an opaque token, also when asked with the RFC 8707 `resource` parameter)'}: the API paths cannot be built.`,
       { cause },
     );
   }

@@ -77,6 +77,8 @@ export interface TargetInfo {
   kind: string;
   /** The token profile observed: deployed-like (arrays, lowercase bearer) or RFC 9068. */
   profile: string;
+  /** What the preflight had to work around (a refused all-scopes ask, the `resource` parameter…). */
+  notes?: string[];
   checks: ReadonlyArray<Pick<Check, 'id' | 'category'>>;
 }
 
@@ -302,6 +304,7 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
       audience: target.audience,
       kind,
       profile: observedProfile(context),
+      notes: [...context.preflightNotes],
       checks: [...run, ...skipped],
     };
     options.onTarget?.(info);

@@ -46,6 +46,10 @@ export class SuiteIssuer {
     const kid = `conformance-issuer-${randomUUID()}`;
     const jwk = { ...(await exportJWK(pair.publicKey)), kid, alg: 'RS256', use: 'sig' };
     let self: SuiteIssuer | undefined;
+    // Each attack has its own issuer path (`/<attack>`), so that a fetch is attributed to the attack that
+    // caused it even when checks run at once: OpenID discovery appends the well-known suffix to the issuer
+    // (`/<attack>/.well-known/openid-configuration`), RFC 8414 inserts it after the host
+    // (`/.well-known/oauth-authorization-server/<attack>`).
     const server = createServer((req, res) => {
       const path = new URL(req.url ?? '/', 'http://x').pathname;
       self?.hits.push({ method: req.method ?? 'GET', path, at: Date.now() });
@@ -53,16 +57,20 @@ export class SuiteIssuer {
         res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
         res.end(JSON.stringify(body));
       };
-      if (path === '/.well-known/jwks.json') return send(200, { keys: [jwk] });
-      if (path === '/.well-known/openid-configuration' || path === '/.well-known/oauth-authorization-server')
+      if (/^(\/[\w-]+)?\/\.well-known\/jwks\.json$/.test(path)) return send(200, { keys: [jwk] });
+      const oidc = /^(\/[\w-]+)?\/\.well-known\/openid-configuration$/.exec(path);
+      const rfc8414 = /^\/\.well-known\/oauth-authorization-server(\/[\w-]+)?$/.exec(path);
+      if (oidc || rfc8414) {
+        const base = `${self?.url}${oidc?.[1] ?? rfc8414?.[1] ?? ''}`;
         return send(200, {
-          issuer: self?.url,
-          jwks_uri: self?.jwksUrl,
-          token_endpoint: `${self?.url}/oauth/token`,
+          issuer: base,
+          jwks_uri: `${base}/.well-known/jwks.json`,
+          token_endpoint: `${base}/oauth/token`,
           response_types_supported: ['token'],
           subject_types_supported: ['public'],
           id_token_signing_alg_values_supported: ['RS256'],
         });
+      }
       send(404, { error: 'not_found' });
     });
     server.requestTimeout = 10_000;
@@ -82,22 +90,34 @@ export class SuiteIssuer {
     return this.#jwk.kid!;
   }
 
-  /** The same claims as `token`, with `iss` set to this issuer (its trailing-slash habit kept), signed by its key. */
+  /**
+   * The same claims as `token`, with `iss` set to this issuer's `/foreign-issuer` path (the token's
+   * trailing-slash habit kept), signed by its key.
+   */
   foreignIssuerToken(token: string): Promise<string> {
     const { header, payload } = this.#decode(token);
-    const iss = typeof payload.iss === 'string' && payload.iss.endsWith('/') ? `${this.url}/` : this.url;
+    const base = `${this.url}/foreign-issuer`;
+    const iss = typeof payload.iss === 'string' && payload.iss.endsWith('/') ? `${base}/` : base;
     return this.#sign({ ...payload, iss }, { ...this.#header(header), kid: this.kid });
   }
 
-  /** The same claims as `token`, signed by this issuer's key, with a `jku` header naming its key set. */
+  /** The same claims as `token`, signed by this issuer's key, with a `jku` header naming its `/jku` key set. */
   jkuToken(token: string): Promise<string> {
     const { header, payload } = this.#decode(token);
-    return this.#sign(payload, { ...this.#header(header), kid: this.kid, jku: this.jwksUrl });
+    return this.#sign(payload, {
+      ...this.#header(header),
+      kid: this.kid,
+      jku: `${this.url}/jku/.well-known/jwks.json`,
+    });
   }
 
-  /** The requests for the key set or the metadata received since `since` (epoch ms). */
-  keyFetchesSince(since: number): IssuerHit[] {
-    return this.hits.filter((hit) => hit.at >= since && hit.path.startsWith('/.well-known/'));
+  /** The requests for a key set or metadata under an attack's path (`foreign-issuer`, `jku`). */
+  fetchesOf(attack: string): IssuerHit[] {
+    return this.hits.filter(
+      (hit) =>
+        hit.path.startsWith(`/${attack}/.well-known/`) ||
+        hit.path === `/.well-known/oauth-authorization-server/${attack}`,
+    );
   }
 
   close(): Promise<void> {

@@ -120,7 +120,11 @@ describe('self-proof: the catalogue against the mock', () => {
     const interop = readFileSync(new URL('./interop.test.ts', import.meta.url), 'utf8');
     for (const [id, name] of Object.entries(provenByServer)) {
       expect(checkIds).toContain(id);
-      expect(interop, `no test named ${JSON.stringify(name)}`).toContain(`'${name.replace(/'/g, "\\'")}'`);
+      const quoted = [`'${name.replace(/'/g, "\\'")}'`, `"${name}"`, `\`${name}\``];
+      expect(
+        quoted.some((text) => interop.includes(`it(\n    ${text}`) || interop.includes(`it(${text}`)),
+        `no test named ${JSON.stringify(name)} in test/interop.test.ts`,
+      ).toBe(true);
     }
     const used = new Set(Object.values(redFor).flatMap((cases) => cases.flatMap((c) => c.faults)));
     expect(faultNames.filter((fault) => !used.has(fault) && !unobservable[fault])).toEqual([]);

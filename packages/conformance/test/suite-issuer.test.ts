@@ -14,26 +14,32 @@ describe('SuiteIssuer', () => {
       .sign(privateKey);
     const issuer = await SuiteIssuer.start();
     try {
-      const since = Date.now();
-      for (const doc of ['openid-configuration', 'oauth-authorization-server']) {
-        const meta = await (await fetch(`${issuer.url}/.well-known/${doc}`)).json();
-        expect(meta).toMatchObject({ issuer: issuer.url, jwks_uri: issuer.jwksUrl });
-      }
-      const jwks = await (await fetch(issuer.jwksUrl)).json();
-      expect(issuer.keyFetchesSince(since).map((hit) => hit.path)).toEqual([
-        '/.well-known/openid-configuration',
-        '/.well-known/oauth-authorization-server',
-        '/.well-known/jwks.json',
+      const base = `${issuer.url}/foreign-issuer`;
+      const oidc = await (await fetch(`${base}/.well-known/openid-configuration`)).json();
+      const rfc8414 = await (
+        await fetch(`${issuer.url}/.well-known/oauth-authorization-server/foreign-issuer`)
+      ).json();
+      for (const meta of [oidc, rfc8414])
+        expect(meta).toMatchObject({ issuer: base, jwks_uri: `${base}/.well-known/jwks.json` });
+      const jwks = await (await fetch(oidc.jwks_uri)).json();
+      expect(issuer.fetchesOf('foreign-issuer').map((hit) => hit.path)).toEqual([
+        '/foreign-issuer/.well-known/openid-configuration',
+        '/.well-known/oauth-authorization-server/foreign-issuer',
+        '/foreign-issuer/.well-known/jwks.json',
       ]);
+      expect(issuer.fetchesOf('jku')).toEqual([]);
 
       const foreign = await issuer.foreignIssuerToken(valid);
-      expect(joseDecode(foreign)).toEqual({ ...joseDecode(valid), iss: `${issuer.url}/` });
+      expect(joseDecode(foreign)).toEqual({ ...joseDecode(valid), iss: `${base}/` });
       expect(decodeJwt(foreign)!.header).toMatchObject({ alg: 'RS256', kid: issuer.kid, typ: 'JWT' });
       await expect(compactVerify(foreign, createLocalJWKSet(jwks))).resolves.toBeDefined();
 
       const jku = await issuer.jkuToken(valid);
       expect(joseDecode(jku)).toEqual(joseDecode(valid));
-      expect(decodeJwt(jku)!.header).toMatchObject({ jku: issuer.jwksUrl, kid: issuer.kid });
+      expect(decodeJwt(jku)!.header).toMatchObject({
+        jku: `${issuer.url}/jku/.well-known/jwks.json`,
+        kid: issuer.kid,
+      });
       await expect(compactVerify(jku, createLocalJWKSet(jwks))).resolves.toBeDefined();
     } finally {
       await issuer.close();

@@ -70,7 +70,7 @@ export class ConsoleReporter {
     this.#stream.write(
       `${this.#paint(1, `${tool.name} ${tool.version}`)}\n` +
         `target   ${info.kind}\n  auth   ${info.authUrl}\n  api    ${info.baseUrl}\n  aud    ${info.audience}\n` +
-        `profile  ${info.profile}\n\n`,
+        `profile  ${info.profile}\n${(info.notes ?? []).map((note) => `note     ${note}\n`).join('')}\n`,
     );
     for (const [index, check] of info.checks.entries()) {
       this.#order.set(check.id, index);

@@ -6,6 +6,8 @@ export interface HtmlReportMeta {
   kind: string;
   /** The token profile observed. */
   profile: string;
+  /** What the preflight had to work around. */
+  notes?: string[];
 }
 
 export function htmlEscape(text: string): string {
@@ -111,7 +113,7 @@ export function formatHtmlReport(report: Report, meta: HtmlReportMeta): string {
 <dt>Auth server</dt><dd><code>${htmlEscape(report.target.authUrl)}</code></dd>
 <dt>Partner API</dt><dd><code>${htmlEscape(report.target.baseUrl)}</code></dd>
 <dt>Audience</dt><dd><code>${htmlEscape(report.target.audience)}</code></dd>
-<dt>Profile</dt><dd>${htmlEscape(meta.profile)}</dd>
+<dt>Profile</dt><dd>${htmlEscape(meta.profile)}</dd>${(meta.notes ?? []).map((note) => `\n<dt>Preflight</dt><dd>${htmlEscape(note)}</dd>`).join('')}
 <dt>Writes</dt><dd>${htmlEscape(writes)}</dd>
 <dt>Date</dt><dd>${htmlEscape(report.startedAt)}</dd>
 <dt>Duration</dt><dd>${(report.durationMs / 1000).toFixed(2)} s</dd>

@@ -12,8 +12,8 @@ async function otherPartner(
 ): Promise<{ id: string; proof: string } | { id: undefined; reason: string }> {
   const client = context.settings.otherClient;
   if (client) {
-    const exchange = await context.postToken(context.tokenForm({ client, scopes: undefined }));
-    const outcome = context.readToken(exchange, undefined, context.target.audience);
+    const exchange = await context.postToken(context.tokenForm({ client, scopes: ['read:loans'] }));
+    const outcome = context.readToken(exchange, ['read:loans'], context.target.audience);
     const id = outcome.body?.partnerId ?? outcome.jwt?.payload.partnerId;
     if (!outcome.accessToken || typeof id !== 'string')
       return {

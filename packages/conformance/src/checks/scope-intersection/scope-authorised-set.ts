@@ -20,6 +20,14 @@ export default defineCheck({
   async run(context) {
     const granted = context.authorised;
     const problems: string[] = [];
+    const ask = context.allScopesAsk;
+    if (ask && !ask.accessToken) {
+      context.cite(ask.exchange);
+      problems.push(
+        `asking for every scope (${formatScopes(scopes)}) was refused: ${context.describe(ask.exchange)}; expected a token with the intersection of the requested and the authorised scopes (API documentation §2.2, §4.1 rules 1–2)`,
+        ...context.preflightNotes,
+      );
+    }
     const unknown = granted.filter((scope) => !isScope(scope));
     if (unknown.length > 0)
       problems.push(`granted scopes the spec does not declare: ${formatScopes(unknown)}`);

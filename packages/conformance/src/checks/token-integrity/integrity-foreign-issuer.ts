@@ -21,7 +21,7 @@ export default defineCheck({
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);
-    const attack = await issuerAttack(context, 'foreign issuer', (issuer, token) =>
+    const attack = await issuerAttack(context, 'foreign issuer', 'foreign-issuer', (issuer, token) =>
       issuer.foreignIssuerToken(token),
     );
     if ('reason' in attack) return notVerified(attack.reason);

@@ -20,7 +20,9 @@ export default defineCheck({
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);
-    const attack = await issuerAttack(context, 'jku header', (issuer, token) => issuer.jkuToken(token));
+    const attack = await issuerAttack(context, 'jku header', 'jku', (issuer, token) =>
+      issuer.jkuToken(token),
+    );
     if ('reason' in attack) return notVerified(attack.reason);
     return judge(attack.problems, attack.notes);
   },

@@ -9,15 +9,15 @@ import type { SuiteIssuer } from '../../suite-issuer.js';
 export async function issuerAttack(
   context: CheckContext,
   label: string,
+  attack: 'foreign-issuer' | 'jku',
   make: (issuer: SuiteIssuer, token: string) => Promise<string>,
 ): Promise<{ problems: string[]; notes: string[] } | { reason: string }> {
   const found = await context.issuer();
   if (!found.issuer) return { reason: found.reason };
   const { issuer } = found;
   const token = await make(issuer, context.main.accessToken!);
-  const since = Date.now();
   const exchange = await context.callApi('listLoans', { token });
-  const fetched = issuer.keyFetchesSince(since);
+  const fetched = issuer.fetchesOf(attack);
   const fetchNote =
     fetched.length > 0
       ? `the target fetched the suite's ${[...new Set(fetched.map((hit) => hit.path))].join(', ')} at ${issuer.url}`
