@@ -6,9 +6,16 @@ import { createRedisTokenStore } from '../dist/index.js';
 import { CLIENT_ID, CLIENT_SECRET } from '../test/support/token-server.mjs';
 
 const job = JSON.parse(process.env.FLEET_JOB ?? '{}');
+const readyAt = [];
 const store =
   job.store === 'redis'
-    ? createRedisTokenStore({ url: job.redisUrl, encryptionKey: job.encryptionKey })
+    ? createRedisTokenStore({
+        url: job.redisUrl,
+        encryptionKey: job.encryptionKey,
+        onEvent: (event) => {
+          if (event.type === 'redis-ready') readyAt.push(Date.now());
+        },
+      })
     : undefined;
 const storeErrors = {};
 const provider = createTokenProvider({
@@ -53,6 +60,6 @@ if (job.mode === 'cold') {
     }),
   );
 }
-console.log(JSON.stringify({ calls, failed, errors, storeErrors }));
+console.log(JSON.stringify({ calls, failed, errors, storeErrors, readyAt }));
 await store?.close();
 lines.close();

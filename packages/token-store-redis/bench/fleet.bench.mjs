@@ -49,12 +49,13 @@ async function fleet(job, during) {
   for (const w of workers) w.go();
   const duringResult = during ? await during() : undefined;
   const results = await Promise.all(workers.map((w) => w.done));
-  const sum = { calls: 0, failed: 0, errors: {}, storeErrors: {} };
+  const sum = { calls: 0, failed: 0, errors: {}, storeErrors: {}, readyAt: [] };
   for (const r of results) {
     sum.calls += r.calls;
     sum.failed += r.failed;
     for (const [k, v] of Object.entries(r.errors)) sum.errors[k] = (sum.errors[k] ?? 0) + v;
     for (const [k, v] of Object.entries(r.storeErrors)) sum.storeErrors[k] = (sum.storeErrors[k] ?? 0) + v;
+    sum.readyAt.push(r.readyAt);
   }
   return { ...sum, during: duringResult };
 }
@@ -123,11 +124,18 @@ try {
   );
   const outageRequests = server.tokenRequests() - before;
   const downLifetimes = (upAt - downAt) / (TOKEN_SECONDS * 1000);
+  const { restartedAt, requests } = outage.during;
+  // Each process's first redis-ready after the restart: when its store was back.
+  const back = outage.readyAt.map((times) => times.find((t) => t >= restartedAt - 50) ?? Number.NaN);
+  const allBack = Math.max(...back);
+  const atAllBack = requests.find(([t]) => t >= allBack)?.[1] ?? server.tokenRequests();
+  const atRestart = requests[0]?.[1] ?? 0;
   console.log(
     `\n3. the same fleet with redis-server killed at ${downAt / 1000} s and restarted at ${upAt / 1000} s (goal: 0 failed)\n` +
       `   failed calls: ${outage.failed} of ${outage.calls}${outage.failed ? ` (${JSON.stringify(outage.errors)})` : ''}\n` +
-      `   token requests while Redis was down: ${outage.during.whileDown} in ${fmt(downLifetimes, 1)} lifetimes = ${fmt(outage.during.whileDown / downLifetimes)} per lifetime (each process asks for itself; memory-store fleet: ${fmt(soak.memory.requests / lifetimes)})\n` +
-      `   token requests over the whole run: ${outageRequests} = ${fmt(outageRequests / lifetimes)} per lifetime\n` +
+      `   token requests while Redis was down: ${outage.during.whileDown} in ${fmt(downLifetimes, 1)} lifetimes = ${fmt(outage.during.whileDown / downLifetimes)} per lifetime (each process asks for itself, as the memory-store fleet: ${fmt(soak.memory.requests / lifetimes)})\n` +
+      `   stores reconnected ${fmt(Math.min(...back) - restartedAt, 0)}–${fmt(allBack - restartedAt, 0)} ms after the restart (backoff with jitter); token requests meanwhile: ${atAllBack - atRestart}\n` +
+      `   token requests over the whole run: ${outageRequests} = ${fmt(outageRequests / lifetimes)} per lifetime (${fmt(soak.redis.requests / lifetimes)} without the outage)\n` +
       `   store failures reported through onEvent: ${JSON.stringify(outage.storeErrors)}`,
   );
 } finally {

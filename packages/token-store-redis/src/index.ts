@@ -3,9 +3,11 @@ export { DEFAULT_NAMESPACE } from './redis-keys.js';
 export {
   createRedisTokenStore,
   type RedisClient,
+  type RedisConnection,
   type RedisOperation,
   type RedisTokenStore,
   type RedisTokenStoreEvent,
   type RedisTokenStoreOptions,
+  type RedisTokenStoreSettings,
 } from './redis-token-store.js';
 export type { EncryptionKeyInput, UnreadableReason } from './token-cipher.js';

@@ -46,11 +46,22 @@ export type RedisTokenStoreEvent =
   /** Another process holds the lock: this one waits for its notice (at most `timeoutMs`). */
   | { type: 'lock-waiting'; tag: string; lockTtlMs: number };
 
-export interface RedisTokenStoreOptions {
-  /** A Redis URL (`redis://[[user]:password@]host[:port][/db]`, `rediss://` for TLS); the store creates, connects and closes its client. Exactly one of url / client. */
-  url?: string | undefined;
-  /** A node-redis client the application created and connects (`await client.connect()`); the store never closes it. */
-  client?: RedisClient | undefined;
+/** Where Redis is: exactly one of `url` and `client`. */
+export type RedisConnection =
+  | {
+      /** A Redis URL (`redis://[[user]:password@]host[:port][/db]`, `rediss://` for TLS); the store creates, connects and closes its client. */
+      url: string | undefined;
+      client?: never;
+    }
+  | {
+      /** A node-redis client the application created and connects (`await client.connect()`); the store never closes it. */
+      client: RedisClient;
+      url?: never;
+    };
+
+export type RedisTokenStoreOptions = RedisConnection & RedisTokenStoreSettings;
+
+export interface RedisTokenStoreSettings {
   /** Prefix of every key and of the notice channel. Default `partner-lending:token-store:`. */
   namespace?: string;
   /**
@@ -63,7 +74,7 @@ export interface RedisTokenStoreOptions {
   commandTimeoutMs?: number;
   /** Longest wait for a connection; calls made before the first connection wait at most this long. Default 2 000. */
   connectTimeoutMs?: number;
-  /** Cap of the reconnection backoff of a client the store created (it doubles from 100 ms, with jitter). Default 5 000. */
+  /** Cap of the reconnection backoff of a client the store created (it doubles from 100 ms, with jitter). Default 2 000. */
   maxReconnectDelayMs?: number;
   /** Observability hook (see RedisTokenStoreEvent). Default: none. */
   onEvent?: (event: RedisTokenStoreEvent) => void;
@@ -112,7 +123,7 @@ function messageOf(error: unknown): string {
  * fleet of processes, fetched by one process at a time, encrypted at rest.
  */
 export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTokenStore {
-  const { url, client: given } = options;
+  const { url, client: given } = options as { url?: string; client?: RedisClient };
   if ((url === undefined || url === '') === (given === undefined)) {
     throw new TypeError(
       given === undefined
@@ -128,7 +139,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
   }
   const commandTimeoutMs = positive(options.commandTimeoutMs, 1_000, 'commandTimeoutMs');
   const connectTimeoutMs = positive(options.connectTimeoutMs, 2_000, 'connectTimeoutMs');
-  const maxReconnectDelayMs = positive(options.maxReconnectDelayMs, 5_000, 'maxReconnectDelayMs');
+  const maxReconnectDelayMs = positive(options.maxReconnectDelayMs, 2_000, 'maxReconnectDelayMs');
   const onEvent = options.onEvent;
   const emit = (event: RedisTokenStoreEvent): void => {
     if (!onEvent) return;

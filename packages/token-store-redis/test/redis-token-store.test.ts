@@ -9,7 +9,7 @@ import {
   type RedisTokenStore,
   RedisTokenStoreError,
   type RedisTokenStoreEvent,
-  type RedisTokenStoreOptions,
+  type RedisTokenStoreSettings,
 } from '../src/index.js';
 import { redisNames } from '../src/redis-keys.js';
 import { type RedisServer, startRedis } from './support/redis-server.mjs';
@@ -42,7 +42,7 @@ function token(overrides: Partial<StoredToken> = {}): StoredToken {
 /** A provider-style cache key, unique per test so that tests do not see each other's entries. */
 const cacheKey = () => `partner-lending-auth:v1|https://auth.test/oauth/token|abc|https://api.test|${seq++}`;
 
-function open(options: Partial<RedisTokenStoreOptions> = {}) {
+function open(options: Partial<RedisTokenStoreSettings> = {}) {
   const events: RedisTokenStoreEvent[] = [];
   const store = createRedisTokenStore({
     url: redis.url,
@@ -667,6 +667,7 @@ describe('options', () => {
     expect(() => createRedisTokenStore({ url: process.env.NO_SUCH_VARIABLE_FOR_TEST })).toThrow(
       'createRedisTokenStore needs { url } (e.g. redis://localhost:6379) or { client }; url is empty or undefined — is the variable you read it from (REDIS_URL?) set?',
     );
+    // @ts-expect-error -- url and client exclude each other; plain JavaScript callers get the TypeError.
     expect(() => createRedisTokenStore({ url: redis.url, client: raw })).toThrow(/not both/);
     expect(() => createRedisTokenStore({ url: redis.url, commandTimeoutMs: 0 })).toThrow(
       'createRedisTokenStore: commandTimeoutMs must be a finite number > 0, got 0.',
