@@ -1,12 +1,4 @@
-import { createHash } from 'node:crypto';
-import {
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  customFetch,
-  type JSONWebKeySet,
-  type JWTPayload,
-  jwtVerify,
-} from 'jose';
+import type { JSONWebKeySet, JWTPayload } from 'jose';
 import { type AccessToken, toAccessToken } from './access-token.js';
 import { type Clock, raceSignal, realSleep, type Sleep, systemClock } from './clock.js';
 import { PartnerAuthError, ScopeNotGrantedError, TokenThrottledError } from './errors.js';
@@ -186,7 +178,9 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
         'createTokenProvider: verify needs exactly one of jwksUrl (the JWKS address) or jwks (the key set).',
       );
     }
-    let keySet: ReturnType<typeof createLocalJWKSet> | ReturnType<typeof createRemoteJWKSet>;
+    // jose is loaded on the first verification, not when the package is imported (most of the
+    // cold-import time was jose's module graph).
+    let makeKeySet: (jose: typeof import('jose')) => Parameters<typeof import('jose').jwtVerify>[1];
     if (jwksUrl !== undefined) {
       let url: URL;
       try {
@@ -198,24 +192,37 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
         );
       }
       assertSecureUrl(url, 'verify.jwksUrl', allowInsecure);
-      keySet = createRemoteJWKSet(url, { [customFetch]: fetchImpl });
+      makeKeySet = (jose) => jose.createRemoteJWKSet(url, { [jose.customFetch]: fetchImpl });
     } else {
-      keySet = createLocalJWKSet(jwks as JSONWebKeySet);
+      if (!Array.isArray((jwks as { keys?: unknown }).keys)) {
+        throw new TypeError('createTokenProvider: verify.jwks must be a JWKS object: { keys: [...] }.');
+      }
+      makeKeySet = (jose) => jose.createLocalJWKSet(jwks as JSONWebKeySet);
     }
-    verifyJwt = async (jwt) =>
-      (
-        await jwtVerify(jwt, keySet, {
+    let keySet: ReturnType<typeof makeKeySet> | undefined;
+    verifyJwt = async (jwt) => {
+      const jose = await import('jose');
+      keySet ??= makeKeySet(jose);
+      return (
+        await jose.jwtVerify(jwt, keySet as never, {
           algorithms: [...ALLOWED_ALGORITHMS],
           ...(issuer !== undefined ? { issuer } : {}),
           clockTolerance: Math.ceil(clockSkewMs / 1000),
           currentDate: new Date(clock.now()),
         })
       ).payload;
+    };
   }
 
   // The client id is a credential (API documentation §2.1): keys carry a hash of it, never the id itself.
-  const clientTag = createHash('sha256').update(clientId).digest('hex').slice(0, 16);
-  const keyPrefix = `partner-lending-auth:v1|${tokenUrl.href}|${clientTag}|${audience}|`;
+  // node:crypto is loaded on the first getToken, not when the package is imported.
+  let keyPrefix = '';
+  let preparing: Promise<void> | undefined;
+  const prepare = (): Promise<void> =>
+    (preparing ??= import('node:crypto').then(({ createHash }) => {
+      const clientTag = createHash('sha256').update(clientId).digest('hex').slice(0, 16);
+      keyPrefix = `partner-lending-auth:v1|${tokenUrl.href}|${clientTag}|${audience}|`;
+    }));
   const keys = new Map<string, string>();
   const keyFor = (scopes: ScopeSet): string => {
     const joined = scopes.join(' ');
@@ -231,9 +238,10 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   const known = new Map<string, ScopeSet>();
   /** Normalised scopes and key per scopes array the caller passes (the SDK passes the same arrays). */
   const resolved = new WeakMap<readonly string[], { key: string; wanted: ScopeSet }>();
-  const defaultResolved = { key: keyFor(defaultScopes), wanted: defaultScopes };
+  let defaultResolved: { key: string; wanted: ScopeSet } | undefined;
   const resolve = (scopes: readonly string[] | undefined): { key: string; wanted: ScopeSet } => {
-    if (scopes === undefined) return defaultResolved;
+    if (scopes === undefined)
+      return (defaultResolved ??= { key: keyFor(defaultScopes), wanted: defaultScopes });
     let hit = resolved.get(scopes);
     if (hit === undefined) {
       const wanted = normalizeScopes(scopes);
@@ -556,10 +564,11 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     return fresh.view;
   };
 
-  return {
+  const self: TokenProvider = {
     getToken(getOptions = {}) {
       const { signal } = getOptions;
       if (signal?.aborted) return Promise.reject(signal.reason);
+      if (keyPrefix === '') return prepare().then(() => self.getToken(getOptions));
       let key: string;
       let wanted: ScopeSet;
       try {
@@ -577,6 +586,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     },
 
     async invalidate(token) {
+      await prepare();
       const target = typeof token === 'string' ? token : token?.accessToken;
       for (const [key, scopes] of known) {
         const held = memory.get(key);
@@ -594,6 +604,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       }
     },
   };
+  return self;
 }
 
 /** The hard window is at most this share of a token's lifetime. */

@@ -1,4 +1,4 @@
-import { decodeJwt, type JWTPayload } from 'jose';
+import type { JWTPayload } from 'jose';
 import { TokenResponseError } from './errors.js';
 import { normalizeScopes, parseScopeString, type ScopeSet } from './scope-set.js';
 import type { StoredToken } from './token-store.js';
@@ -179,6 +179,8 @@ export async function processTokenResponse(
   const responseJti = optionalString(body, 'jti');
 
   let claims: JWTPayload;
+  // Loaded on the first token, not at import (see token-provider.ts).
+  const { decodeJwt } = await import('jose');
   try {
     claims = decodeJwt(accessToken);
   } catch (cause) {
