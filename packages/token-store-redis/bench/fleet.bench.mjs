@@ -119,7 +119,14 @@ try {
       await new Promise((r) => setTimeout(r, upAt - downAt));
       const atRestart = server.tokenRequests();
       await redis.restart();
-      return { whileDown: atRestart - atKill };
+      const restartedAt = Date.now();
+      // Token requests from the restart on, until every store has reconnected (its backoff).
+      const requests = [];
+      for (let t = 0; t < durationMs - upAt; t += 50) {
+        requests.push([Date.now(), server.tokenRequests()]);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return { whileDown: atRestart - atKill, restartedAt, requests };
     },
   );
   const outageRequests = server.tokenRequests() - before;

@@ -419,8 +419,14 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
   const notice = (tag: string, kind: 'ok' | 'failed', lockId: string, code = '') =>
     `${tag}|${kind}|${lockId}|${code.replace(/[^A-Za-z0-9_]/g, '')}`;
 
-  const fresh = (token: StoredToken | undefined, replacing: string | undefined): token is StoredToken =>
-    token !== undefined && token.accessToken !== replacing && token.expiresAt > Date.now();
+  const fresh = (token: StoredToken | undefined, replacing: string | undefined): token is StoredToken => {
+    if (token === undefined || token.accessToken === replacing) return false;
+    const left = token.expiresAt - Date.now();
+    if (left <= 0) return false;
+    // A refresh wants a token newer than the one it replaces. A stored one past half its lifetime is
+    // no such token (a process that went its own way while Redis was down may hold a newer one).
+    return replacing === undefined || left > (token.expiresAt - token.obtainedAt) / 2;
+  };
 
   const hold = async (
     names: RedisNames,

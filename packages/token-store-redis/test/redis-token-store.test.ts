@@ -490,6 +490,29 @@ describe('single flight in one process and between stores', () => {
     expect(fetches).toBe(1);
   });
 
+  it('a refresh does not take a stored token past half its lifetime: it may be older than the one replaced', async () => {
+    const { store } = open();
+    const key = cacheKey();
+    const now = Date.now();
+    const aging = token({ obtainedAt: now - 50_000, expiresAt: now + 10_000 });
+    await store.set(key, aging, 10_000);
+    const mine = 'a token this process got by itself while Redis was down';
+    const next = token();
+    let fetches = 0;
+    const fetchToken = async () => {
+      fetches++;
+      return next;
+    };
+    // A miss takes any valid token...
+    expect(await store.singleFlight(key, fetchToken, { timeoutMs: 5_000 })).toEqual(aging);
+    expect(fetches).toBe(0);
+    // ...a refresh of another token does not take this aging one, but a young one.
+    expect(await store.singleFlight(key, fetchToken, { timeoutMs: 5_000, replacing: mine })).toEqual(next);
+    expect(fetches).toBe(1);
+    expect(await store.singleFlight(key, fetchToken, { timeoutMs: 5_000, replacing: mine })).toEqual(next);
+    expect(fetches).toBe(1);
+  });
+
   it("propagates the holder's error to its caller as is, and to waiting processes as ERR_REMOTE_FETCH_FAILED", async () => {
     const a = open().store;
     const b = open().store;
