@@ -238,15 +238,18 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   const known = new Map<string, ScopeSet>();
   /** Normalised scopes and key per scopes array the caller passes (the SDK passes the same arrays). */
   const resolved = new WeakMap<readonly string[], { key: string; wanted: ScopeSet }>();
+  /** The same for one-scope arrays built per call (`{ scopes: ['read:loans'] }`), by the scope. */
+  const single = new Map<string, { key: string; wanted: ScopeSet }>();
   let defaultResolved: { key: string; wanted: ScopeSet } | undefined;
   const resolve = (scopes: readonly string[] | undefined): { key: string; wanted: ScopeSet } => {
     if (scopes === undefined)
       return (defaultResolved ??= { key: keyFor(defaultScopes), wanted: defaultScopes });
-    let hit = resolved.get(scopes);
+    let hit = resolved.get(scopes) ?? (scopes.length === 1 ? single.get(scopes[0] as string) : undefined);
     if (hit === undefined) {
       const wanted = normalizeScopes(scopes);
       hit = { key: keyFor(wanted), wanted };
       if (Object.isFrozen(scopes)) resolved.set(scopes, hit);
+      else if (scopes.length === 1 && single.size < 64) single.set(scopes[0] as string, hit);
     }
     return hit;
   };
