@@ -103,3 +103,16 @@ describe('reference', () => {
     );
   });
 });
+
+describe('the site as written', () => {
+  it('every operation of the spec is explained by at least one page that links to it', async () => {
+    const { readSources } = await import('../../src/site/generate.js');
+    const { explainedIn } = await import('../../src/site/reference.js');
+    const sources = readSources();
+    const entries = operationsOf(sources.spec);
+    expect(entries.length).toBe(5);
+    for (const entry of entries) {
+      expect(explainedIn(entry, sources.links).length, entry.operation.operationId).toBeGreaterThan(0);
+    }
+  });
+});
