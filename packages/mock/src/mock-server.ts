@@ -55,6 +55,9 @@ class Memo {
   }
 }
 
+/** After an error answer (400, 408, 431), how long the client may keep the connection: 1 s. */
+export const clientErrorGraceMs = 1000;
+
 /** How long an idle keep-alive connection stays open: 5 s. */
 export const keepAliveTimeoutMs = 5000;
 
@@ -142,6 +145,9 @@ export function createMockServer(options: ServerOptions): Server {
     const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
     const large = error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : status;
     socket.end(`HTTP/1.1 ${large}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    // A client that never closes its side (a slowloris, say) would hold the connection open for
+    // ever: close it anyway once it had a moment to read the answer.
+    setTimeout(() => socket.destroy(), clientErrorGraceMs).unref();
   });
   // A client may half-close its side once the request is sent (socket.end()): node:http would then
   // abort the request and close the connection before the answer; keep it open until we answer.
