@@ -346,7 +346,7 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     try {
       let params = rest.params;
       if (path.includes('{partner_id}') && params?.path?.partner_id === undefined) {
-        const partnerId = await untilStopped(partnerIdFor(scopes, deadline), deadline);
+        const partnerId = knownPartnerId ?? (await untilStopped(partnerIdFor(scopes, deadline), deadline));
         params = { ...params, path: { ...params?.path, partner_id: partnerId } };
       }
       // biome-ignore lint/suspicious/noExplicitAny: dispatching by method name on the untyped runtime.

@@ -48,12 +48,69 @@ const { createPartnerClient, PermissionDeniedError } = require('@partner-lending
     const client = createPartnerClient({ authUrl: mock.authUrl, baseUrl: mock.baseUrl, clientId: full.clientId, clientSecret: full.clientSecret });
     const page = await client.loans.list({ limit: 3 });
     const denied = await client.loans.list({ partnerId: other.partnerId }).catch((e) => e instanceof PermissionDeniedError);
-    console.log(JSON.stringify({ format: 'cjs', count: page.length, denied }));
+    console.log(JSON.stringify({ format: 'cjs', count: page.items.length, denied }));
   } finally {
     await mock.close();
   }
 })().catch((error) => { console.error(error); process.exitCode = 1; });
 `;
+
+// A partner's TypeScript: module augmentation of the loan and a create body, which must flow into
+// list, iterate, pages and create. Compiles only when it does: `loan.amount` is `unknown` otherwise,
+// and the @ts-expect-error lines need the declared fields.
+const consumerTypes = `
+import { createPartnerClient, type Loan, PartnerApiError } from '@partner-lending/sdk';
+
+declare module '@partner-lending/sdk' {
+  interface Loan {
+    id: string;
+    amount: number;
+  }
+  interface RepaymentInput {
+    loanId: string;
+    amount: number;
+  }
+}
+
+const client = createPartnerClient();
+
+export async function total(): Promise<number> {
+  const page = await client.loans.list({ limit: 10 });
+  const ids: string[] = page.items.map((loan) => loan.id);
+  let sum = 0;
+  for await (const loan of client.loans.iterate()) sum += loan.amount;
+  for await (const each of client.loans.pages()) sum += each.items[0]?.amount ?? 0;
+  await client.repayments.create({ loanId: ids[0] ?? 'loan-0001', amount: 1 });
+  // @ts-expect-error amount is a number once declared
+  await client.repayments.create({ loanId: 'loan-0001', amount: '1' });
+  // @ts-expect-error loanId is required once declared
+  await client.repayments.create({ amount: 1 });
+  const { data, status, headers } = await client.loans.list().withResponse();
+  const first: Loan | undefined = data.items[0];
+  try {
+    await client.loans.list();
+  } catch (error) {
+    if (error instanceof PartnerApiError) return error.code.length;
+  }
+  return sum + status + (first?.amount ?? 0) + (headers.get('x-total-count') === null ? 0 : 1);
+}
+`;
+
+const tsconfig = (module: string, moduleResolution: string) =>
+  JSON.stringify({
+    compilerOptions: {
+      module,
+      moduleResolution,
+      target: 'es2022',
+      lib: ['es2022', 'dom', 'dom.asynciterable'],
+      types: [],
+      strict: true,
+      noEmit: true,
+      // The packages' own declarations are checked by attw below; this checks the consumer's code.
+      skipLibCheck: true,
+    },
+    files: ['consumer-types.mts'],
+  });
 
 beforeAll(async () => {
   for (const dir of [...installed, ...linted]) {
@@ -69,12 +126,19 @@ beforeAll(async () => {
   const tarballs = (await readdir(project))
     .filter((name) => name.endsWith('.tgz'))
     .map((name) => `./${name}`);
-  await run('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock', ...tarballs], {
-    cwd: project,
-    env,
-  });
+  await run(
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--no-package-lock', 'typescript@5.9.3', ...tarballs],
+    {
+      cwd: project,
+      env,
+    },
+  );
   await writeFile(join(project, 'consumer.mjs'), consumerEsm);
   await writeFile(join(project, 'consumer.cjs'), consumerCjs);
+  await writeFile(join(project, 'consumer-types.mts'), consumerTypes);
+  await writeFile(join(project, 'tsconfig.nodenext.json'), tsconfig('nodenext', 'nodenext'));
+  await writeFile(join(project, 'tsconfig.bundler.json'), tsconfig('esnext', 'bundler'));
 }, 300_000);
 
 afterAll(async () => {
@@ -106,6 +170,33 @@ describe('installed from the tarballs', { timeout: 120_000 }, () => {
   it('runs a CJS consumer against the installed mock', async () => {
     const { stdout } = await run('node', ['consumer.cjs'], { cwd: project, env, timeout: 60_000 });
     expect(JSON.parse(stdout)).toEqual({ format: 'cjs', count: 3, denied: true });
+  });
+});
+
+describe('types in a consumer project', { timeout: 120_000 }, () => {
+  const tsc = 'node_modules/typescript/bin/tsc';
+  it.each(['nodenext', 'bundler'])(
+    'module augmentation flows into list, iterate, pages and create under moduleResolution %s',
+    async (resolution) => {
+      const result = await run('node', [tsc, '-p', `tsconfig.${resolution}.json`], {
+        cwd: project,
+        env,
+      }).catch((error: { stdout?: string; stderr?: string }) => error);
+      expect(`${result.stdout ?? ''}${result.stderr ?? ''}`).toBe('');
+    },
+  );
+
+  it('fails to compile without the augmentation (the check above is not vacuous)', async () => {
+    const plain = consumerTypes.replace(/declare module[\s\S]*?\n}\n/, '');
+    await writeFile(join(project, 'consumer-types.mts'), plain);
+    try {
+      const result = await run('node', [tsc, '-p', 'tsconfig.nodenext.json'], { cwd: project, env }).catch(
+        (error: { stdout?: string }) => error,
+      );
+      expect(result.stdout).toMatch(/error TS/);
+    } finally {
+      await writeFile(join(project, 'consumer-types.mts'), consumerTypes);
+    }
   });
 });
 
