@@ -232,13 +232,14 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     return error;
   };
 
+  const closedError = () =>
+    new RedisTokenStoreError(
+      'ERR_STORE_CLOSED',
+      'the Redis token store was closed; create a new one (or stop calling it after close()).',
+    );
+
   const ensureOpen = async (operation: RedisOperation) => {
-    if (closed) {
-      throw new RedisTokenStoreError(
-        'ERR_STORE_CLOSED',
-        'the Redis token store was closed; create a new one (or stop calling it after close()).',
-      );
-    }
+    if (closed) throw closedError();
     await firstReady;
     if (!client.isReady) {
       noteDown(new Error('not connected'));
@@ -545,6 +546,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
 
     singleFlight(key, fetchToken, { timeoutMs, replacing, signal }) {
       if (signal?.aborted) return Promise.reject(signal.reason);
+      if (closed) return Promise.reject(closedError());
       const id = `${key}\0${replacing ?? ''}`;
       let shared = flights.get(id);
       if (!shared) {

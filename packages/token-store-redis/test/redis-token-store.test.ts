@@ -400,7 +400,7 @@ describe('out-of-order writes', () => {
       () => new Promise<StoredToken>((resolve) => (finishB = () => resolve(fresh))),
       { timeoutMs: 10_000 },
     );
-    for (let i = 0; i < 50 && finishB === undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 250 && finishB === undefined; i++) await new Promise((r) => setTimeout(r, 20));
     expect(finishB).toBeTypeOf('function'); // B holds the lock now
     // B finishes first with the fresh token; then A, late, with the stale one.
     finishB();
@@ -432,7 +432,7 @@ describe('out-of-order writes', () => {
         ),
       { timeoutMs: 10_000 },
     );
-    for (let i = 0; i < 50 && finishB === undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 250 && finishB === undefined; i++) await new Promise((r) => setTimeout(r, 20));
     finishA();
     await aDone;
     expect(await raw.exists(names.lock)).toBe(1); // A did not delete B's lock
@@ -546,7 +546,7 @@ describe('single flight in one process and between stores', () => {
     const aDone = a.singleFlight(key, () => new Promise<StoredToken>((r) => (release = () => r(token()))), {
       timeoutMs: 60_000,
     });
-    for (let i = 0; i < 50 && release === undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 250 && release === undefined; i++) await new Promise((r) => setTimeout(r, 20));
     await expect(b.store.singleFlight(key, async () => token(), { timeoutMs: 300 })).rejects.toMatchObject({
       code: 'ERR_SINGLE_FLIGHT_TIMEOUT',
     });
@@ -566,7 +566,7 @@ describe('single flight in one process and between stores', () => {
     const fetchToken = () => new Promise<StoredToken>((r) => (release = () => r(t)));
     const aborted = store.singleFlight(key, fetchToken, { timeoutMs: 10_000, signal: controller.signal });
     const patient = store.singleFlight(key, fetchToken, { timeoutMs: 10_000 });
-    for (let i = 0; i < 50 && release === undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 250 && release === undefined; i++) await new Promise((r) => setTimeout(r, 20));
     const reason = new Error('caller gave up');
     controller.abort(reason);
     await expect(aborted).rejects.toBe(reason);
@@ -674,6 +674,9 @@ describe('a client the application owns', () => {
     await store.close();
     expect(client.isReady).toBe(true);
     await expect(store.get(key)).rejects.toMatchObject({ code: 'ERR_STORE_CLOSED' });
+    await expect(store.singleFlight(key, async () => token(), { timeoutMs: 1_000 })).rejects.toMatchObject({
+      code: 'ERR_STORE_CLOSED',
+    });
     await client.close();
   });
 
