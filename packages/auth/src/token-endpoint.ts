@@ -14,7 +14,7 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /**
- * The token endpoint from `tokenUrl` (used as is) or `authUrl` (`{auth_url}/oauth/token`, seed §4.1).
+ * The token endpoint from `tokenUrl` (used as is) or `authUrl` (`{auth_url}/oauth/token`, API documentation §4.1).
  * Exactly one must be given.
  */
 export function resolveTokenUrl(options: {

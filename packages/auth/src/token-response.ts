@@ -101,7 +101,7 @@ function isJsonType(contentType: string): boolean {
 }
 
 /**
- * Validates a 2xx token response (RFC 6749 §5.1, seed §2.2) and the JWT inside it, and returns the
+ * Validates a 2xx token response (RFC 6749 §5.1; API documentation §2.2) and the JWT inside it, and returns the
  * token data to cache. Every failure is a TokenResponseError saying what was wrong.
  */
 export async function processTokenResponse(

@@ -21,7 +21,7 @@ afterEach(() => {
   server.requests.length = 0;
 });
 
-describe('the token request (seed §4.1)', () => {
+describe('the token request (API documentation §4.1)', () => {
   it('POSTs a form with grant_type, sorted deduplicated scope, audience and the credentials in the body', async () => {
     await providerFor(server).getToken({ scopes: ['read:loans', 'create:repayment', 'read:loans'] });
     const [request] = server.requests;
