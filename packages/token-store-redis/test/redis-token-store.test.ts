@@ -662,6 +662,40 @@ describe('Redis down and back', () => {
   });
 });
 
+describe('Redis refusing a command', () => {
+  it('is ERR_REDIS_COMMAND, naming the command and what to check, and reported', async () => {
+    await raw.sendCommand([
+      'ACL',
+      'SETUSER',
+      'reader',
+      'on',
+      '>reader-pass',
+      '~*',
+      '&*',
+      '-@all',
+      '+hmget',
+      '+hello',
+      '+ping',
+      '+client',
+      '+info',
+    ]);
+    const url = redis.url.replace('redis://', 'redis://reader:reader-pass@');
+    const events: RedisTokenStoreEvent[] = [];
+    const store = createRedisTokenStore({ url, encryptionKey: KEY_A, onEvent: (e) => events.push(e) });
+    stores.push(store);
+    const key = cacheKey();
+    expect(await store.get(key)).toBeUndefined(); // HMGET is allowed
+    const error = await store.set(key, token(), 60_000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RedisTokenStoreError);
+    expect(error).toMatchObject({ code: 'ERR_REDIS_COMMAND' });
+    expect((error as Error).message).toMatch(
+      /^Redis refused EVAL(SHA)?: NOPERM .*; check the Redis user's permissions and that the server is a writable primary\.$/,
+    );
+    expect((error as Error).message).not.toContain('reader-pass');
+    expect(events.some((e) => e.type === 'redis-error' && e.code === 'ERR_REDIS_COMMAND')).toBe(true);
+  });
+});
+
 describe('a client the application owns', () => {
   it('is used as given and never closed by the store', async () => {
     const client = createClient({ url: redis.url }) as RedisClient;
