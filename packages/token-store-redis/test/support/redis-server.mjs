@@ -68,7 +68,10 @@ export async function startRedis({ cluster = false } = {}) {
       break;
     } catch (error) {
       current.child.kill('SIGKILL');
-      if (attempt >= 4) throw error;
+      if (attempt >= 4) {
+        await rm(dir, { recursive: true, force: true });
+        throw error;
+      }
     }
   }
   const url = `redis://127.0.0.1:${port}`;
