@@ -8,6 +8,12 @@ import { join } from 'node:path';
 
 const binary = process.env.REDIS_SERVER ?? 'redis-server';
 
+// A test process that ends without stopping its servers (a crash, a timeout) takes them along.
+const running = new Set();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 function freePort() {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -24,6 +30,8 @@ function launch(port, dir, cluster) {
   args.push('--dir', dir, '--daemonize', 'no', '--loglevel', 'notice');
   if (cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   let output = '';
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const ready = new Promise((resolve, reject) => {
