@@ -1,6 +1,6 @@
 /**
- * How tokens look. `deployed` mirrors what the deployed service is documented to do (DESIGN.md);
- * `rfc9068` follows the JWT access-token profile of RFC 9068.
+ * How tokens look. `deployed` mirrors what the deployed service is documented to do (Partner Lending
+ * API — Authentication and Access §2.2); `rfc9068` follows the JWT access-token profile of RFC 9068.
  */
 export type Profile = 'deployed' | 'rfc9068';
 

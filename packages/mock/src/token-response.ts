@@ -7,7 +7,7 @@ import { type Profile, profileRules } from './profile.js';
 import { intersectScopes, knownScopes, parseScopeString } from './scope-set.js';
 import type { TokenErrorAnswer, TokenRequest } from './token-request.js';
 
-/** The token response of seed §2.2. */
+/** The token response of the API documentation §2.2. */
 export interface TokenResponse {
   access_token: string;
   token_type: string;

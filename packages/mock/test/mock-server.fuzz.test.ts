@@ -6,8 +6,9 @@ import { type Profile, type RunningMock, startMock } from '../src/index.js';
 import { forge, sharedSigningKey, tokenFor } from './helpers.js';
 
 // Fuzzing both servers of both profiles with generated hostile requests. The generator runs with a
-// fixed seed (printed with any failure; MOCK_FUZZ_SEED overrides it), so a failure replays exactly.
-const seed = Number(process.env.MOCK_FUZZ_SEED ?? 20261122);
+// fixed fast-check run number (printed with any failure; MOCK_FUZZ_REPLAY overrides it), so a failure
+// replays exactly.
+const seed = Number(process.env.MOCK_FUZZ_REPLAY ?? 20261122);
 const httpRuns = 9_600;
 const rawRuns = 600;
 
@@ -475,7 +476,7 @@ async function stillServes(): Promise<number[]> {
 }
 
 describe('mock-server: fuzzing both servers and both profiles', () => {
-  it(`answers ${httpRuns + rawRuns} generated hostile requests without a 5xx, keeps serving, and keeps its memory (seed ${seed})`, async () => {
+  it(`answers ${httpRuns + rawRuns} generated hostile requests without a 5xx, keeps serving, and keeps its memory (fast-check run ${seed})`, async () => {
     const generated = fc.sample(requestArb, { seed, numRuns: httpRuns });
     const raws = fc.sample(fc.tuple(fc.integer({ min: 0, max: 3 }), rawArb), {
       seed: seed + 1,
@@ -505,7 +506,7 @@ describe('mock-server: fuzzing both servers and both profiles', () => {
     const rssGrowth = process.memoryUsage().rss - rssBefore;
     expect(
       [...failures, ...rawFailures].slice(0, 10),
-      `fast-check seed ${seed} (set MOCK_FUZZ_SEED to replay); ${failures.length + rawFailures.length} failures`,
+      `replay with MOCK_FUZZ_REPLAY=${seed}; ${failures.length + rawFailures.length} failures`,
     ).toEqual([]);
     const counts = {
       ok: statuses.filter((status) => status < 300).length,
@@ -513,7 +514,7 @@ describe('mock-server: fuzzing both servers and both profiles', () => {
     };
     expect(counts.ok).toBeGreaterThan(200);
     expect(counts.refused).toBeGreaterThan(httpRuns / 2);
-    // Every kind of answer is reached (this seed: 200, 201, 400, 401, 403, 404, 405 and 431).
+    // Every kind of answer is reached (with this run: 200, 201, 400, 401, 403, 404, 405 and 431).
     for (const status of [200, 201, 400, 401, 403, 404, 405, 431]) expect(statuses).toContain(status);
     expect(errors).toEqual([]);
     expect(await stillServes()).toEqual([200, 200]);

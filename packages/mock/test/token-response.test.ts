@@ -35,7 +35,7 @@ describe.each<Profile>(['deployed', 'rfc9068'])('token-response, profile %s', (p
   const ask = (client: MockClient, scope?: string) =>
     tokenRequest(mock, credentials(mock, client, { scope }));
 
-  it('answers the seed §2.2 fields with no-store', async () => {
+  it('answers the fields of API documentation §2.2 with no-store', async () => {
     const answer = await ask(clients[1]!);
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toBe('application/json');
@@ -96,7 +96,7 @@ describe.each<Profile>(['deployed', 'rfc9068'])('token-response, profile %s', (p
     expect((await ask(clients[1]!, '')).body.scope).toBe('read:loans create:loan_draft');
   });
 
-  it('grants requested ∩ authorised, dropping unknown values (seed §4.1)', async () => {
+  it('grants requested ∩ authorised, dropping unknown values (API documentation §4.1)', async () => {
     const answer = await ask(clients[1]!, 'create:repayment read:loans made:up');
     expect(answer.status).toBe(200);
     expect(answer.body.scope).toBe('read:loans');
