@@ -453,11 +453,13 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
         return held;
       } catch (error) {
         const failures = (paused.get(key)?.failures ?? 0) + 1;
-        // A failed background refresh pauses for retry.maxDelayMs; a failed wait for a token for the
-        // backoff bound of its failure count. Callers within the pause share the failure.
-        const pauseMs = background
-          ? retry.maxDelayMs
-          : Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (failures - 1));
+        // A failed refresh (background, or of a token still held) pauses for retry.maxDelayMs: callers
+        // keep the token meanwhile. A failed wait for a first token pauses for the backoff bound of its
+        // failure count. Callers within the pause share the failure instead of starting a sequence.
+        const pauseMs =
+          background || replacing !== undefined
+            ? retry.maxDelayMs
+            : Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (failures - 1));
         paused.set(key, { until: clock.now() + pauseMs, error, failures });
         emit({
           type: 'token-request-failed',

@@ -672,3 +672,29 @@ describe('fresh scope decisions', () => {
     }
   });
 });
+
+describe('an outage near expiry', () => {
+  it('one looping caller in the hard window gets the still-valid token, and the endpoint one retry sequence per pause', async () => {
+    const clock = fakeClock();
+    const local = await startTokenServer({ now: clock.now, ttlSeconds: 3601 });
+    try {
+      const events: TokenEvent[] = [];
+      const provider = providerFor(local, { clock, onEvent: (e) => events.push(e) });
+      const first = await provider.getToken();
+      local.fallback = () => ({ status: 503, body: { error: 'temporarily_unavailable' } });
+      clock.set(first.expiresAt - 2_000); // inside the hard window, not expired
+      for (let i = 0; i < 45; i++) {
+        expect((await provider.getToken()).accessToken).toBe(first.accessToken);
+        clock.advance(10);
+      }
+      // One sequence (1 + retry.maxRetries attempts), then callers share its failure during the pause.
+      expect(local.tokenRequests()).toBe(1 + 3);
+      expect(events.filter((e) => e.type === 'token-request-failed')).toHaveLength(1);
+      // Past the expiry there is nothing left to serve: the shared failure is thrown.
+      clock.set(first.expiresAt + 1);
+      await expect(provider.getToken()).rejects.toMatchObject({ code: 'ERR_TOKEN_REQUEST' });
+    } finally {
+      await local.close();
+    }
+  });
+});
