@@ -414,6 +414,22 @@ describe('errors and retries through the client', () => {
     expect(sent).toEqual(['GET /v3/partner/partner-1/loans', 'POST /v3/partner/partner-1/journals']);
   });
 
+  it('sends openapi-fetch’s own Request for a GET, adding only the deadline signal (no copy per call)', async () => {
+    const seen: { request: boolean; init: string[]; signal: boolean }[] = [];
+    const { sdk } = client({
+      fetch: (input, init) => {
+        seen.push({
+          request: input instanceof Request,
+          init: Object.keys(init ?? {}),
+          signal: init?.signal instanceof AbortSignal,
+        });
+        return fetch(input, init);
+      },
+    });
+    await sdk.loans.list({ limit: 1 });
+    expect(seen).toEqual([{ request: true, init: ['signal'], signal: true }]);
+  });
+
   it('maps 404', async () => {
     const { sdk } = client({ baseUrl: `${server.url}/elsewhere` });
     const error = await sdk.loans.list().catch((e: unknown) => e);
