@@ -19,10 +19,16 @@ import { type Exchange, InjectedCrash } from './mock-server.js';
 
 export const realm = 'partner-api';
 
+/** A serialised loans page and its size in bytes. */
+export interface CachedPage {
+  readonly json: string;
+  readonly length: number;
+}
+
 export interface ApiServerContext extends ValidatorContext {
   readonly store: PartnerStore;
   /** Serialised loans pages by partner, offset and limit (the demo loans never change). */
-  readonly pages?: BoundedCache<string, string>;
+  readonly pages?: BoundedCache<string, CachedPage>;
 }
 
 type Credentials =
@@ -174,7 +180,7 @@ function sendLoans(
   // Every offset past the end gives the same empty page: one cache entry for them.
   const key = `${paging.offset >= all.length ? 'end' : paging.offset} ${paging.limit} ${partnerId}`;
   const cached = undocumented ? undefined : context.pages?.get(key);
-  if (cached !== undefined) return sendJsonText(res, 200, cached, headers);
+  if (cached !== undefined) return sendJsonText(res, 200, cached.json, headers, cached.length);
   const page = all.slice(paging.offset, paging.offset + paging.limit);
   if (undocumented) {
     const text = JSON.stringify(page);
@@ -187,8 +193,9 @@ function sendLoans(
   }
   // Kept as a string: node:http then sends headers and body in one write.
   const json = JSON.stringify(page);
-  context.pages?.set(key, json);
-  sendJsonText(res, 200, json, headers);
+  const length = Buffer.byteLength(json);
+  context.pages?.set(key, { json, length });
+  sendJsonText(res, 200, json, headers, length);
 }
 
 async function sendCreated(
@@ -232,6 +239,20 @@ async function sendCreated(
 const bodyLimit = (context: ApiServerContext) =>
   context.faults.has('api-no-body-limit') ? 32 * bodyLimitBytes : bodyLimitBytes;
 
+// The API's [method, operationId] pairs of a matched path, computed once per path of the spec.
+const apiMethods = new WeakMap<object, [string, ApiOperationId][]>();
+function apiMethodsOf(methods: Readonly<Record<string, string>>): [string, ApiOperationId][] {
+  let pairs = apiMethods.get(methods);
+  if (pairs === undefined) {
+    pairs = Object.entries(methods).filter(
+      (pair): pair is [string, ApiOperationId] =>
+        operations[pair[1] as keyof typeof operations].server === 'api',
+    );
+    apiMethods.set(methods, pairs);
+  }
+  return pairs;
+}
+
 /** The partner API: the four v3 paths, routes and scopes from @partner-lending/spec. */
 export async function handleApiRequest(
   req: IncomingMessage,
@@ -241,7 +262,7 @@ export async function handleApiRequest(
   target: RequestTarget,
 ): Promise<void> {
   const match = matchPath(target.pathname);
-  const methods = Object.entries(match?.methods ?? {}).filter(([, id]) => operations[id].server === 'api');
+  const methods = match ? apiMethodsOf(match.methods) : [];
   const partnerId = match?.params.partner_id;
   if (!match || methods.length === 0 || partnerId === undefined) {
     exchange.error = 'not_found';
@@ -258,7 +279,7 @@ export async function handleApiRequest(
       { Allow: allow },
     );
   }
-  const operationId = operation[1] as ApiOperationId;
+  const operationId = operation[1];
   const query = new URLSearchParams(target.query);
   // Only the api-accept-body-token fault reads the body before authentication.
   const body =

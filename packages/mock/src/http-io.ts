@@ -79,13 +79,10 @@ export function sendJsonText(
   status: number,
   json: Buffer | string,
   headers: Record<string, string> = {},
+  length = Buffer.byteLength(json),
 ): void {
   if (res.headersSent || res.destroyed) return;
-  res.writeHead(status, {
-    ...headers,
-    'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(json),
-  });
+  res.writeHead(status, { ...headers, 'Content-Type': 'application/json', 'Content-Length': length });
   res.end(json);
 }
 

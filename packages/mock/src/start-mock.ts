@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { inspect } from 'node:util';
 import type { VerifiedToken } from './access-token.js';
-import { type ApiServerContext, handleApiRequest } from './api-server.js';
+import { type ApiServerContext, type CachedPage, handleApiRequest } from './api-server.js';
 import { type AuthServerContext, handleAuthRequest, jwksPath, tokenPath } from './auth-server.js';
 import { BoundedCache } from './bounded-cache.js';
 import { MockError } from './errors.js';
@@ -224,7 +224,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     store,
     ...(caches && {
       verified: new BoundedCache<string, VerifiedToken>(cacheEntries),
-      pages: new BoundedCache<string, string>(cacheEntries),
+      pages: new BoundedCache<string, CachedPage>(cacheEntries),
     }),
   };
   const authServer = createMockServer({
