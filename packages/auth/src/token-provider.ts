@@ -242,8 +242,10 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   const single = new Map<string, { key: string; wanted: ScopeSet }>();
   let defaultResolved: { key: string; wanted: ScopeSet } | undefined;
   const resolve = (scopes: readonly string[] | undefined): { key: string; wanted: ScopeSet } => {
-    if (scopes === undefined)
-      return (defaultResolved ??= { key: keyFor(defaultScopes), wanted: defaultScopes });
+    if (scopes === undefined) {
+      defaultResolved ??= { key: keyFor(defaultScopes), wanted: defaultScopes };
+      return defaultResolved;
+    }
     let hit = resolved.get(scopes) ?? (scopes.length === 1 ? single.get(scopes[0] as string) : undefined);
     if (hit === undefined) {
       const wanted = normalizeScopes(scopes);
