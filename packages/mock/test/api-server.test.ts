@@ -224,6 +224,27 @@ describe('api-server: creates', () => {
     expect(mock.internalErrorCount()).toBe(0);
   });
 
+  it('under api-accept-body-token, reads no token from a JSON body nested deeper than 64 levels', async () => {
+    const open = await startMock({
+      signingKey: await sharedSigningKey(),
+      clients,
+      faults: ['api-accept-body-token'],
+    });
+    try {
+      const genuine = await tokenFor(open, clients[0]);
+      const send = (extra: string) =>
+        fetch(pathUrl(open, 'loan_draft', 'p-a'), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: `{"access_token":"${genuine}","x":${extra}}`,
+        }).then((response) => response.status);
+      expect(await send('[[1]]')).toBe(201);
+      expect(await send(`${'['.repeat(64)}${']'.repeat(64)}`)).toBe(401);
+    } finally {
+      await open.close();
+    }
+  });
+
   it('checks the scope of each create path', async () => {
     const response = await post(pathUrl(mock, 'journals', 'p-b'), '{}', tokenB);
     expect(response.status).toBe(403);

@@ -63,3 +63,28 @@ describe('auth-server: routes', () => {
     }
   });
 });
+
+describe('auth-server: body size', () => {
+  it('answers 400 invalid_request to a token request body over 1 MiB, and serves one of exactly 1 MiB', async () => {
+    const client = mock.clients[0]!;
+    const fields = new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+    }).toString();
+    const padded = (size: number) => `${fields}&x=${'a'.repeat(size - fields.length - 3)}`;
+    const post = (body: string) =>
+      fetch(mock.tokenUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      });
+    const over = await post(padded(1024 * 1024 + 1));
+    expect(over.status).toBe(400);
+    expect(await over.json()).toEqual({
+      error: 'invalid_request',
+      error_description: 'the body is larger than 1 MiB',
+    });
+    expect((await post(padded(1024 * 1024))).status).toBe(200);
+  });
+});
