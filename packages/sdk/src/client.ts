@@ -218,6 +218,16 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
   const env = options.env ?? globalThis.process?.env ?? {};
   const connection = resolveConnection(options, env, options.tokenProvider === undefined);
   const baseFetch = options.fetch ?? globalThis.fetch;
+  if (
+    connection.baseUrl.protocol === 'http:' &&
+    !/^(localhost|.*\.localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i.test(connection.baseUrl.hostname)
+  ) {
+    // Only reachable with the loud opt-out: say it at run time too, as the auth package does for its URL.
+    globalThis.process?.emitWarning?.(
+      'dangerouslyAllowInsecureHttp is set: access tokens are sent to the partner API over plain http.',
+      { code: 'PARTNER_SDK_INSECURE_HTTP' },
+    );
+  }
   const now = options.clock ? () => options.clock!.now() : Date.now;
 
   let provider = options.tokenProvider;

@@ -286,3 +286,29 @@ describe('withResponse', () => {
     expect(created.data).toMatchObject({ amount: 5 });
   });
 });
+
+describe('plain http to a non-loopback API', () => {
+  it('is refused, and allowed only with the loud opt-out, which warns at run time', async () => {
+    expect(() =>
+      createPartnerClient({ baseUrl: 'http://api.example', tokenProvider: jwtProvider, env: {} }),
+    ).toThrow(ConfigurationError);
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on('warning', onWarning);
+    try {
+      createPartnerClient({
+        baseUrl: 'http://api.example',
+        tokenProvider: jwtProvider,
+        dangerouslyAllowInsecureHttp: true,
+        env: {},
+      });
+      // Process warnings are emitted on a later tick.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings).toContain(
+      'dangerouslyAllowInsecureHttp is set: access tokens are sent to the partner API over plain http.',
+    );
+  });
+});
