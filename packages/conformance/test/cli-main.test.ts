@@ -58,6 +58,13 @@ describe('partner-conformance (main)', () => {
     expect(streams.stdout.text()).toContain('PASS — 1 must check not verified: integrity-expired (exit 0)');
     const json = JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8'));
     expect(json.schemaVersion).toBe(2);
+    // Rules are cited by the API documentation's title, never by an internal file name.
+    for (const file of ['r.json', 'r.xml', 'r.html'])
+      expect(readFileSync(join(dir, file), 'utf8')).not.toMatch(/\bseed\b/i);
+    expect(streams.stdout.text()).not.toMatch(/\bseed\b/i);
+    expect(readFileSync(join(dir, 'r.json'), 'utf8')).toContain(
+      'Partner Lending API — Authentication and Access §',
+    );
     expect(json.summary.failed + json.summary.errored).toBe(0);
     const all =
       ['r.json', 'r.xml', 'r.html'].map((file) => readFileSync(join(dir, file), 'utf8')).join('') +

@@ -99,3 +99,55 @@ describe('CheckContext', () => {
     expect(ctx.exchanges.length).toBe(3);
   });
 });
+
+describe('CheckContext.issuer (the suite-hosted issuer)', () => {
+  const make = (baseUrl: string, listen?: string) =>
+    new CheckContext({
+      target: {
+        authUrl: baseUrl,
+        tokenUrl: `${baseUrl}/oauth/token`,
+        baseUrl,
+        audience: baseUrl,
+        clientId: new Secret('client-id'),
+        clientSecret: new Secret('client-secret'),
+      },
+      settings: {
+        allowWrites: false,
+        expectScopes: undefined,
+        maxExpiryWaitSeconds: 20,
+        foreignPartnerId: undefined,
+        otherClient: undefined,
+        jwksUrl: undefined,
+        listen,
+      },
+      probe: new HttpProbe(),
+      redactor: new Redactor(),
+      exchanges: [],
+      now: Date.now,
+      sleep: async () => {},
+    });
+
+  it('says a remote target cannot reach it without --listen, instead of starting one', async () => {
+    const context = make('https://api.partner.example');
+    expect(await context.issuer()).toEqual({
+      issuer: undefined,
+      reason:
+        "the target api.partner.example cannot reach the suite's issuer on this machine's loopback address; give --listen HOST with an address of this machine that the target can reach",
+    });
+  });
+
+  it('listens on --listen for a remote target, and on loopback for a loopback one', async () => {
+    const remote = make('https://api.partner.example', '127.0.0.1');
+    const local = make('http://127.0.0.1:9');
+    try {
+      const found = await remote.issuer();
+      expect(found.issuer?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const meta = await fetch(`${found.issuer!.url}/jku/.well-known/openid-configuration`);
+      expect(meta.status).toBe(200);
+      expect((await local.issuer()).issuer?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    } finally {
+      await remote.close();
+      await local.close();
+    }
+  });
+});

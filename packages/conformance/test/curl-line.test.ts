@@ -1,6 +1,10 @@
+import { execFileSync } from 'node:child_process';
+import { startMock } from '@partner-lending/mock';
 import { describe, expect, it } from 'vitest';
 import { curlLine, shellQuote } from '../src/curl-line.js';
 import { Redactor } from '../src/redact.js';
+import { runConformance } from '../src/run-conformance.js';
+import { sharedSigningKey } from './helpers.js';
 
 describe('curlLine', () => {
   const redactor = new Redactor();
@@ -50,5 +54,40 @@ describe('curlLine', () => {
 
   it('quotes single quotes for a POSIX shell', () => {
     expect(shellQuote("it's")).toBe(`'it'\\''s'`);
+  });
+});
+
+describe('reproduce lines a reviewer can run', () => {
+  it('fetch a token with the credentials from the environment, then repeat the failing request', async () => {
+    const mock = await startMock({
+      signingKey: await sharedSigningKey(),
+      faults: ['api-accept-query-token'],
+    });
+    try {
+      const client = mock.clients[0]!;
+      const report = await runConformance({
+        authUrl: mock.authUrl,
+        baseUrl: mock.baseUrl,
+        clientId: client.clientId,
+        clientSecret: client.clientSecret,
+        only: ['bearer-query-token'],
+      });
+      const details = report.checks[0]!.details;
+      const script = details.slice(details.indexOf('reproduce: ') + 'reproduce: '.length);
+      expect(script).toMatch(/^TOKEN=\$\(curl /);
+      expect(script).not.toContain(client.clientSecret);
+      const output = execFileSync('sh', ['-c', script], {
+        env: {
+          PATH: process.env.PATH,
+          PARTNER_CLIENT_ID: client.clientId,
+          PARTNER_CLIENT_SECRET: client.clientSecret,
+        },
+        encoding: 'utf8',
+      });
+      // The same answer the check judged: the query-string token honoured.
+      expect(output).toMatch(/^HTTP\/1\.1 200 /);
+    } finally {
+      await mock.close();
+    }
   });
 });

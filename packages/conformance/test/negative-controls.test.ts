@@ -82,7 +82,8 @@ beforeAll(async () => {
   );
   onceProxy = await startServer((req, res, body) => {
     const path = req.url ?? '/';
-    if (path === '/oauth/token' && (tokenRequests += 1) > 1)
+    if (path === '/oauth/token') tokenRequests += 1;
+    if (path === '/oauth/token' && tokenRequests > 1)
       return json(res, 400, { error: 'invalid_request' }, { 'cache-control': 'no-store' });
     void fetch(new URL(path, mock.authUrl), {
       method: req.method ?? 'GET',

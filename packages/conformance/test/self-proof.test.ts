@@ -146,6 +146,14 @@ describe('self-proof: the catalogue against the mock', () => {
     const bad = report.checks.filter((check) => check.status === 'failed' || check.status === 'errored');
     expect(bad.map((check) => `${check.id}: ${check.details}`)).toEqual([]);
     expect(exitCodeFor(report.checks)).toBe(0);
+    // Every pass carries the exchanges it judged and states its precondition and cited sentence.
+    for (const check of report.checks.filter((c) => c.status === 'passed')) {
+      expect(check.evidence.length, check.id).toBeGreaterThan(0);
+      expect(check.precondition.length, check.id).toBeGreaterThan(0);
+      expect(check.citation, check.id).toMatch(
+        /(RFC \d+|Partner Lending API — Authentication and Access|OpenAPI) ?§?/,
+      );
+    }
     // Only the expiry check may skip (12 h tokens, 20 s wait budget), and the body-token check without
     // --allow-writes (only the create endpoints take a body).
     expect(report.checks.filter((c) => c.status === 'skipped').map((c) => c.id)).toEqual(

@@ -85,6 +85,11 @@ export default defineCheck({
           context.curl(exchange),
         );
     }
+    const proofs = notes.filter((note) => /: (403|404)$/.test(note));
+    if (problems.length === 0 && proofs.length === 0)
+      return notVerified(
+        `no call on the other partner's paths could prove isolation (the token lacks each endpoint's scope, or the endpoint was not checked): ${notes.join('; ')}`,
+      );
     return judge(problems, notes);
   },
 });
