@@ -33,19 +33,25 @@ export interface ServerOptions {
   readonly onInternalError: (error: unknown) => void;
 }
 
-/** A function's recent results, by argument (at most 256). */
+/** A function's recent results, by argument (at most 256), for the arguments `worth` accepts. */
 class Memo {
   readonly #cache = new BoundedCache<string, string>(256);
   readonly #compute: (value: string) => string;
   readonly #enabled: boolean;
+  readonly #worth: (value: string) => boolean;
 
-  constructor(compute: (value: string) => string, enabled: boolean) {
+  constructor(
+    compute: (value: string) => string,
+    enabled: boolean,
+    worth: (value: string) => boolean = () => true,
+  ) {
     this.#compute = compute;
     this.#enabled = enabled;
+    this.#worth = worth;
   }
 
   get(value: string): string {
-    if (!this.#enabled) return this.#compute(value);
+    if (!this.#enabled || !this.#worth(value)) return this.#compute(value);
     let result = this.#cache.get(value);
     if (result === undefined) {
       result = this.#compute(value);
@@ -104,8 +110,16 @@ export function createMockServer(options: ServerOptions): Server {
     },
   );
   // The same clients send the same targets and tokens again and again: redact each value once.
-  const redactedTargets = new Memo(redactTarget, options.caches);
-  const redactedAuthorizations = new Memo(redactAuthorization, options.caches);
+  // Targets that might hold a credential are not kept either.
+  const redactedTargets = new Memo(
+    redactTarget,
+    options.caches,
+    (value) => !/token|secret|passw|assertion|key|code|client|jwt|auth|credential|eyJ|@/i.test(value),
+  );
+  // Bearer tokens only: Basic credentials (client secrets) are not kept, even in memory.
+  const redactedAuthorizations = new Memo(redactAuthorization, options.caches, (value) =>
+    /^bearer /i.test(value),
+  );
   const report = (error: unknown) => {
     options.onInternalError(error);
     for (const watcher of internalErrorWatchers) watcher(error);
