@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { startMock } from '@partner-lending/mock';
 import { describe, expect, it } from 'vitest';
 import { curlLine, shellQuote } from '../src/curl-line.js';
@@ -76,7 +77,9 @@ describe('reproduce lines a reviewer can run', () => {
       const script = details.slice(details.indexOf('reproduce: ') + 'reproduce: '.length);
       expect(script).toMatch(/^TOKEN=\$\(curl /);
       expect(script).not.toContain(client.clientSecret);
-      const output = execFileSync('sh', ['-c', script], {
+      // Asynchronously: the mock answers from this very process.
+      const { stdout: output } = await promisify(execFile)('sh', ['-c', script], {
+        timeout: 10_000,
         env: {
           PATH: process.env.PATH,
           PARTNER_CLIENT_ID: client.clientId,
