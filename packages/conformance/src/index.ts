@@ -10,10 +10,13 @@ export { ConformanceError, type ConformanceErrorCode, exitCodeForError } from '.
 export {
   type CheckResult,
   type CheckStatus,
+  type Evidence,
   exitCodeFor,
+  mustNotVerified,
   type Report,
   type Severity,
   summarize,
+  verdictOf,
 } from './report.js';
 export { ConsoleReporter, type ConsoleReporterOptions, type ConsoleStream } from './reporters/console.js';
 export { formatHtmlReport, type HtmlReportMeta } from './reporters/html.js';
