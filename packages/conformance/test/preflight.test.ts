@@ -68,3 +68,55 @@ describe('preflight', () => {
     expect(error.message).toMatch(new RegExp(`^Cannot reach the partner API at ${api}: .*Check --base-url`));
   });
 });
+
+describe('preflight against strict or unusual token endpoints', () => {
+  it('an opaque token for `audience` and a JWT for RFC 8707 `resource`: the run sends `resource` and says so', async () => {
+    const { SignJWT, generateKeyPair } = await import('jose');
+    const { privateKey } = await generateKeyPair('RS256');
+    const forms: URLSearchParams[] = [];
+    const auth = await startServer((_req, res, body) => {
+      const form = new URLSearchParams(body);
+      forms.push(form);
+      const respond = (token: string) =>
+        json(
+          res,
+          200,
+          { access_token: token, token_type: 'bearer', expires_in: 60, scope: 'read:loans', partnerId: 'p1' },
+          { 'cache-control': 'no-store' },
+        );
+      if (!form.has('resource')) return respond('opaque-token-value-123');
+      void new SignJWT({ scope: 'read:loans', partnerId: 'p1' })
+        .setProtectedHeader({ alg: 'RS256' })
+        .setAudience(form.get('resource')!)
+        .setExpirationTime('1m')
+        .sign(privateKey)
+        .then(respond);
+    });
+    const api = await startServer((_req, res) => json(res, 200, []));
+    servers.push(auth, api);
+    const notes: string[][] = [];
+    await runConformance({
+      authUrl: auth.url,
+      baseUrl: api.url,
+      ...credentials,
+      only: ['audience-claim'],
+      onTarget: (info) => notes.push(info.notes ?? []),
+    });
+    expect(notes).toEqual([
+      [
+        'the token endpoint ignored `audience` and issued an opaque token; with the RFC 8707 `resource` parameter it issued a JWT, so every token request of this run also sends `resource`',
+      ],
+    ]);
+    expect(forms.at(-1)?.get('resource')).toBe(api.url);
+  });
+
+  it('a token endpoint that refuses every scope ask says so, and what to do', async () => {
+    const auth = await startServer((_req, res) => json(res, 400, { error: 'invalid_scope' }));
+    servers.push(auth);
+    const error = await preflightError(auth.url, auth.url);
+    expect(error.code).toBe('ERR_PREFLIGHT');
+    expect(error.message).toMatch(
+      /answered 400 invalid_scope without an access_token; .* Asking for every scope, then for each scope alone, was refused: give --expect-scopes with the scopes the partner console shows, and check --audience\.$/,
+    );
+  });
+});
