@@ -8,6 +8,7 @@ import {
   runConformance,
   runConformanceDetailed,
   type TargetInfo,
+  verdictOf,
 } from '../src/index.js';
 
 describe('public types', () => {
@@ -41,6 +42,17 @@ describe('public types', () => {
       clientSecret: process.env.PARTNER_CLIENT_SECRET,
     };
     expectTypeOf(fromEnv.authUrl).toEqualTypeOf<string | undefined>();
+  });
+
+  it('the report of schemaVersion 2 carries evidence, and the verdict is typed', () => {
+    expectTypeOf<CheckResult['evidence'][number]['status']>().toEqualTypeOf<number>();
+    expectTypeOf<Report['mode']>().toEqualTypeOf<'default' | 'certify'>();
+    expectTypeOf(verdictOf).returns.toEqualTypeOf<{ code: 0 | 1; word: 'PASS' | 'FAIL'; text: string }>();
+    const withSecond: ConformanceOptions = { otherPartnerId: 'p2', certify: true, listen: '10.0.0.5' };
+    void withSecond;
+    // @ts-expect-error the second partner's secret is never a plain option name like a flag: it is otherClientSecret
+    const wrong: ConformanceOptions = { otherSecret: 'x' };
+    void wrong;
   });
 
   it('errors carry a stable code union', () => {

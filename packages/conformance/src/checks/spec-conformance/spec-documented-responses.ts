@@ -21,8 +21,8 @@ export default defineCheck({
   records: 'every answer of the run from a documented operation (the first 12 listed, the rest counted)',
   final: true,
   async run(context) {
+    // What was seen counts either way; only a pass needs the API's positive control.
     const control = await context.apiControl();
-    if (!control.ok) return notVerified(control.reason);
     const problems = new Set<string>();
     let judged = 0;
     let api = 0;
@@ -48,6 +48,7 @@ export default defineCheck({
           `${id} ${exchange.status}: Content-Type ${type ?? 'none'} is not documented (documented: ${[...types].join(', ') || 'no body'})`,
         );
     }
+    if (problems.size === 0 && !control.ok) return notVerified(control.reason);
     if (problems.size === 0 && api === 0)
       return notVerified('no answer of this run came from a documented API operation (is --base-url right?)');
     return judge([...problems], [`${judged} responses judged against the spec (${api} from the API)`]);
