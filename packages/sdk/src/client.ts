@@ -508,7 +508,11 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
 /** Rejects as soon as the deadline fires, even when the awaited work ignores the signal. */
 function untilStopped<T>(promise: Promise<T>, deadline: Deadline): Promise<T> {
   const { signal } = deadline;
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    // The work goes on without a listener: its own rejection must not surface as an unhandled one.
+    promise.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
