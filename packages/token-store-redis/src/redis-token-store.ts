@@ -3,7 +3,14 @@ import type { SingleFlightOptions, StoredToken, TokenStore } from '@partner-lend
 import { createClient, type RedisClientType } from 'redis';
 import { RedisTokenStoreError, type RedisTokenStoreErrorCode } from './errors.js';
 import { DEFAULT_NAMESPACE, noticeChannel, type RedisNames, redisNames } from './redis-keys.js';
-import { acquireScript, dropScript, releaseScript, type Script, writeScript } from './scripts.js';
+import {
+  acquireScript,
+  dropScript,
+  releaseScript,
+  renewScript,
+  type Script,
+  writeScript,
+} from './scripts.js';
 import {
   type EncryptionKeyInput,
   type EntryFields,
@@ -76,6 +83,12 @@ export interface RedisTokenStoreSettings {
   connectTimeoutMs?: number;
   /** Cap of the reconnection backoff of a client the store created (it doubles from 100 ms, with jitter). Default 2 000. */
   maxReconnectDelayMs?: number;
+  /**
+   * The single-flight lock is taken for this long and renewed by its holder while its token request
+   * runs (never past the flight's `timeoutMs`), so a holder that dies releases it within this time
+   * and a waiting process takes over. Default 5 000.
+   */
+  lockLeaseMs?: number;
   /** Observability hook (see RedisTokenStoreEvent). Default: none. */
   onEvent?: (event: RedisTokenStoreEvent) => void;
 }
@@ -138,6 +151,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     );
   }
   const commandTimeoutMs = positive(options.commandTimeoutMs, 1_000, 'commandTimeoutMs');
+  const lockLeaseMs = positive(options.lockLeaseMs, 5_000, 'lockLeaseMs');
   const connectTimeoutMs = positive(options.connectTimeoutMs, 2_000, 'connectTimeoutMs');
   const maxReconnectDelayMs = positive(options.maxReconnectDelayMs, 2_000, 'maxReconnectDelayMs');
   const onEvent = options.onEvent;
@@ -433,11 +447,24 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     names: RedisNames,
     lockId: string,
     fetchToken: () => Promise<StoredToken>,
+    lease: { ms: number; until: number },
   ): Promise<StoredToken> => {
+    // Renew the lease while this process is alive and its request runs, up to the flight's deadline.
+    const renewal = setInterval(
+      () => {
+        const left = lease.until - Date.now();
+        if (left <= 0) return clearInterval(renewal);
+        const ms = String(Math.max(1, Math.ceil(Math.min(lease.ms, left))));
+        evaluate('single-flight', renewScript, [names.lock], [lockId, ms]).catch(() => {});
+      },
+      Math.max(10, Math.floor(lease.ms / 3)),
+    );
+    renewal.unref();
     let token: StoredToken;
     try {
       token = await fetchToken();
     } catch (error) {
+      clearInterval(renewal);
       const code = String((error as { code?: unknown }).code ?? 'ERR_UNKNOWN');
       await evaluate(
         'single-flight',
@@ -447,6 +474,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
       ).catch(() => {});
       throw error;
     }
+    clearInterval(renewal);
     // The token is this caller's whatever happens next: a failed write only costs the others a wait.
     const ttlMs = token.expiresAt - Date.now();
     const message = notice(names.tag, 'ok', lockId);
@@ -476,7 +504,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
         const current = await read('single-flight', names);
         if (fresh(current, replacing)) return current;
         const lockId = randomBytes(16).toString('hex');
-        const lockMs = Math.max(1, Math.ceil(timeoutMs));
+        const lockMs = Math.max(1, Math.ceil(Math.min(timeoutMs, lockLeaseMs)));
         const [acquired, lockTtl = -1, holder = ''] = await evaluate<[number, number?, string?]>(
           'single-flight',
           acquireScript,
@@ -496,7 +524,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
             return landed;
           }
           emit({ type: 'lock-acquired', tag: names.tag, takeover });
-          return await hold(names, lockId, fetchToken);
+          return await hold(names, lockId, fetchToken, { ms: lockMs, until: Date.now() + timeoutMs });
         }
         const left = deadline - Date.now();
         if (left <= 0) break;

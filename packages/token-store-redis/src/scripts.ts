@@ -62,6 +62,15 @@ redis.call('PUBLISH', ARGV[2], ARGV[3])
 return owned
 `);
 
+/**
+ * Extends the lock if this holder still owns it (a live holder renews its lease; a dead one does not).
+ * KEYS: lock. ARGV: lock id, ms. Returns 1 when extended.
+ */
+export const renewScript = script(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`);
+
 /** Deletes an unreadable entry only if it is still the same one. KEYS: token. ARGV: v. */
 export const dropScript = script(`
 if redis.call('HGET', KEYS[1], 'v') == ARGV[1] then return redis.call('DEL', KEYS[1]) end

@@ -90,4 +90,22 @@ describe('a fleet of processes', { timeout: 60_000 }, () => {
     expect(result.events).toContain('lock-acquired');
     expect(server.tokenRequests() - before).toBe(1); // the killed holder never reached the endpoint
   });
+
+  it('a killed holder of a long flight releases within its lease, not at the end of the flight', async () => {
+    const before = server.tokenRequests();
+    const shared = job({ callers: 5, lockLeaseMs: 400 });
+    // The holder's flight may last a minute; the waiter gives up after 10 s: only the lease lets it in.
+    const holder = await startWorker({ ...shared, mode: 'hold', timeoutMs: 60_000 });
+    holder.go();
+    await holder.waitFor('LOCKED');
+    const waiter = await startWorker({ ...shared, timeoutMs: 10_000 });
+    waiter.go();
+    await new Promise((r) => setTimeout(r, 200));
+    holder.child.kill('SIGKILL');
+    const result = await waiter.result();
+    expect(result.errors).toEqual([]);
+    expect(result.ok).toBe(5);
+    expect(result.events).toContain('lock-acquired');
+    expect(server.tokenRequests() - before).toBe(1);
+  });
 });

@@ -411,6 +411,35 @@ describe('out-of-order writes', () => {
     expect(await raw.exists(names.lock)).toBe(0);
   });
 
+  it('a live holder renews its lease: a request longer than lockLeaseMs keeps the lock', async () => {
+    const a = open({ lockLeaseMs: 150 }).store;
+    const b = open({ lockLeaseMs: 150 }).store;
+    const key = cacheKey();
+    const names = redisNames(NS, key);
+    const slowToken = token();
+    const aDone = a.singleFlight(
+      key,
+      () => new Promise<StoredToken>((resolve) => setTimeout(() => resolve(slowToken), 700)),
+      { timeoutMs: 10_000 },
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const leased = await raw.pTTL(names.lock);
+    expect(leased).toBeGreaterThan(0);
+    expect(leased).toBeLessThanOrEqual(150); // the lease, not the flight's 10 s
+    let bFetched = 0;
+    const bDone = b.singleFlight(
+      key,
+      async () => {
+        bFetched++;
+        return token();
+      },
+      { timeoutMs: 10_000 },
+    );
+    expect(await aDone).toEqual(slowToken);
+    expect(await bDone).toEqual(slowToken); // B waited through several leases and took A's token
+    expect(bFetched).toBe(0);
+  });
+
   it('a holder whose lock expired leaves the new holder’s lock in place', async () => {
     const a = open().store;
     const b = open().store;

@@ -13,6 +13,7 @@ const events = [];
 const store = createRedisTokenStore({
   url: job.redisUrl,
   encryptionKey: job.encryptionKey,
+  ...(job.lockLeaseMs ? { lockLeaseMs: job.lockLeaseMs } : {}),
   onEvent: (event) => events.push(event.type),
 });
 

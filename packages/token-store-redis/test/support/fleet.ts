@@ -12,6 +12,7 @@ export interface FleetJob {
   key?: string | undefined;
   timeoutMs?: number;
   encryptionKey?: string;
+  lockLeaseMs?: number;
 }
 
 export interface WorkerResult {
