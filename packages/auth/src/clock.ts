@@ -28,7 +28,11 @@ export const realSleep: Sleep = (ms, signal) =>
 /** Resolves or rejects like `promise`, but rejects as soon as `signal` aborts (the work goes on for others). */
 export function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    // The work goes on without this listener: its own rejection must not surface as an unhandled one.
+    promise.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });

@@ -2,7 +2,7 @@ export type { AccessToken } from './access-token.js';
 export { type AuthFetch, type AuthFetchOptions, createAuthFetch } from './auth-fetch.js';
 export { type Challenge, findBearerChallenge, parseWwwAuthenticate } from './bearer-challenge.js';
 export type { Clock, Sleep } from './clock.js';
-export { startDeadline } from './clock.js';
+export { raceSignal, startDeadline } from './clock.js';
 export {
   BearerInsufficientScopeError,
   InsecureTokenUrlError,

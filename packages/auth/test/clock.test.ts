@@ -25,4 +25,18 @@ describe('raceSignal', () => {
     controller.abort(new Error('gave up'));
     await expect(raced).rejects.toThrow('gave up');
   });
+
+  it('with a signal aborted already, leaves no unhandled rejection of the work behind', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const work = new Promise<number>((_, reject) => setTimeout(() => reject(new Error('work failed')), 5));
+      await expect(raceSignal(work, AbortSignal.abort(new Error('gave up')))).rejects.toThrow('gave up');
+      await new Promise((r) => setTimeout(r, 30));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
 });

@@ -1,4 +1,9 @@
-import { createTokenProvider, type TokenProvider, type TokenProviderOptions } from '@partner-lending/auth';
+import {
+  createTokenProvider,
+  raceSignal,
+  type TokenProvider,
+  type TokenProviderOptions,
+} from '@partner-lending/auth';
 import { type ApiOperationId, operations } from '@partner-lending/spec';
 import type { Client, HeadersOptions } from 'openapi-fetch';
 import * as openapiFetch from 'openapi-fetch';
@@ -356,7 +361,8 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     try {
       let params = rest.params;
       if (path.includes('{partner_id}') && params?.path?.partner_id === undefined) {
-        const partnerId = knownPartnerId ?? (await untilStopped(partnerIdFor(scopes, deadline), deadline));
+        const partnerId =
+          knownPartnerId ?? (await raceSignal(partnerIdFor(scopes, deadline), deadline.signal));
         params = { ...params, path: { ...params?.path, partner_id: partnerId } };
       }
       // biome-ignore lint/suspicious/noExplicitAny: dispatching by method name on the untyped runtime.
@@ -502,29 +508,5 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     journals: creator<JournalUpdateInput, JournalUpdate>('createJournalUpdate'),
     repayments: creator<RepaymentInput, Repayment>('createRepayment'),
     tokenProvider,
-  });
-}
-
-/** Rejects as soon as the deadline fires, even when the awaited work ignores the signal. */
-function untilStopped<T>(promise: Promise<T>, deadline: Deadline): Promise<T> {
-  const { signal } = deadline;
-  if (signal.aborted) {
-    // The work goes on without a listener: its own rejection must not surface as an unhandled one.
-    promise.catch(() => {});
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
   });
 }
