@@ -39,6 +39,10 @@ export interface Check {
   run(context: CheckContext): Promise<CheckOutcome>;
 }
 
+/** The precondition of every check that judges an API refusal: the positive control of the API (context.apiControl). */
+export const API_CONTROL =
+  'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there';
+
 export const defineCheck = (check: Check): Check => check;
 
 export const passed = (details: string): CheckOutcome => ({ status: 'passed', details });

@@ -1,4 +1,4 @@
-import { defineCheck, failed, notVerified, passed } from '../../check.js';
+import { API_CONTROL, defineCheck, failed, notVerified, passed } from '../../check.js';
 import { isSuccess } from '../../context.js';
 import { audiencesOfClaim, sameUrl } from '../../jwt.js';
 
@@ -17,8 +17,7 @@ export default defineCheck({
   reference: 'API documentation §5.3; RFC 8707 §2; RFC 9068 §4',
   citation:
     'RFC 9068 §4: "The resource server MUST validate that the "aud" claim contains a resource indicator value corresponding to an identifier the resource server expects for itself."',
-  precondition:
-    'the same token request with the right credentials gets a token in this run (positive control of the token endpoint); when a foreign-audience token is issued, also: GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  precondition: `the same token request with the right credentials gets a token in this run (positive control of the token endpoint); when a foreign-audience token is issued, also: ${API_CONTROL}`,
   records:
     "the token request for a foreign audience; if a token came back, the API call with it and the API's positive control",
   async run(context) {

@@ -1,5 +1,5 @@
 import { operations } from '@partner-lending/spec';
-import { defineCheck, judge, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 import { isSuccess } from '../../context.js';
 
 /**
@@ -16,8 +16,7 @@ export default defineCheck({
   reference: 'API documentation §4.2, §5.2; RFC 6750 §2.2',
   citation:
     'RFC 6750 §2.2: "Resource servers MAY support this method." (the form-encoded body parameter: honouring it is no failure); no RFC defines a token in a JSON body, and Partner Lending API — Authentication and Access §4.2: "Every call carries the header Authorization: Bearer <ACCESS_TOKEN>."',
-  precondition:
-    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there; --allow-writes (the only endpoints that take a body are the create endpoints)',
+  precondition: `${API_CONTROL}; --allow-writes (the only endpoints that take a body are the create endpoints)`,
   records:
     'POST loan_draft with the token in a form field and in a JSON field, no header (only with --allow-writes); the positive control',
   async run(context) {

@@ -1,5 +1,5 @@
 import { bearerChallengeOf } from '../../bearer-challenge.js';
-import { defineCheck, judge, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 import { tamperedPayloadToken } from '../../token-forger.js';
 
 /** A bad token gets 401 with `WWW-Authenticate: Bearer error="invalid_token"`. */
@@ -11,8 +11,7 @@ export default defineCheck({
   reference: 'RFC 6750 §3, §3.1',
   citation:
     'RFC 6750 §3.1: "invalid_token — The access token provided is expired, revoked, malformed, or invalid for other reasons. The resource SHOULD respond with the HTTP 401 (Unauthorized) status code."',
-  precondition:
-    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  precondition: API_CONTROL,
   records: 'GET loans with a junk and a tampered token (status, WWW-Authenticate); the positive control',
   async run(context) {
     const control = await context.apiControl();

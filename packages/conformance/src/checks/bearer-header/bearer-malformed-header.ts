@@ -1,4 +1,4 @@
-import { defineCheck, judge, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 
 /**
  * Malformed Authorization values: each must get a 4xx, never a 5xx, and never a 2xx — except a value that
@@ -31,8 +31,7 @@ export default defineCheck({
   reference: 'RFC 6750 §2.1, §3.1; RFC 9110 §11.6.2, §15.5',
   citation:
     'RFC 6750 §3: "… does not contain an access token that enables access to the protected resource, the resource server MUST include the HTTP "WWW-Authenticate" response header field"',
-  precondition:
-    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  precondition: API_CONTROL,
   records: 'GET loans with each malformed Authorization value; the positive control',
   async run(context) {
     const control = await context.apiControl();

@@ -1,5 +1,5 @@
 import { bearerChallengeOf } from '../../bearer-challenge.js';
-import { defineCheck, judge, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 
 /** No Authorization header → 401 with a well-formed Bearer challenge. */
 export default defineCheck({
@@ -10,8 +10,7 @@ export default defineCheck({
   reference: 'RFC 6750 §3, §3.1; RFC 9110 §11.6.1; API documentation §5.2',
   citation:
     'RFC 6750 §3: "If the protected resource request does not include authentication credentials or does not contain an access token that enables access to the protected resource, the resource server MUST include the HTTP "WWW-Authenticate" response header field"',
-  precondition:
-    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  precondition: API_CONTROL,
   records: 'GET loans without Authorization (status, WWW-Authenticate); the positive control',
   async run(context) {
     const control = await context.apiControl();

@@ -1,4 +1,4 @@
-import { defineCheck, judge, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 import { isSuccess } from '../../context.js';
 
 const schemes = ['Token', 'Basic', 'JWT', 'MAC', 'Bearer2'];
@@ -12,8 +12,7 @@ export default defineCheck({
   reference: 'RFC 6750 §2.1, §3; RFC 9110 §11.6.2; API documentation §5.2',
   citation:
     'Partner Lending API — Authentication and Access §4.2: "Every call carries the header Authorization: Bearer <ACCESS_TOKEN>." (no RFC requires refusing other schemes: should)',
-  precondition:
-    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  precondition: API_CONTROL,
   records: 'GET loans under each other scheme name; the positive control',
   async run(context) {
     const control = await context.apiControl();

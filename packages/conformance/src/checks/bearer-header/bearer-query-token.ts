@@ -1,4 +1,4 @@
-import { defineCheck, judge, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 import { isSuccess } from '../../context.js';
 
 /**
@@ -14,8 +14,7 @@ export default defineCheck({
   reference: 'API documentation §4.2, §5.2; RFC 6750 §2.3, §5.3',
   citation:
     'RFC 6750 §2.3: "Because of the security weaknesses associated with the URI method …, it SHOULD NOT be used unless it is impossible to transport the access token in the "Authorization" request header field or the HTTP request entity-body. Resource servers MAY support this method."; RFC 9700 §4.3.2: clients "MUST NOT pass access tokens in a URI query parameter"',
-  precondition:
-    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  precondition: API_CONTROL,
   records: 'GET loans with ?access_token= and no header; the positive control',
   async run(context) {
     const control = await context.apiControl();

@@ -1,5 +1,5 @@
 import { apiOperationIds, operations, scopeFor } from '@partner-lending/spec';
-import { defineCheck, judge, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 import type { CheckContext } from '../../context.js';
 import { isSuccess } from '../../context.js';
 
@@ -53,8 +53,7 @@ export default defineCheck({
   reference: 'OWASP API Security Top 10 2023 API1 (BOLA); API documentation §4.2',
   citation:
     'Partner Lending API — Authentication and Access §4.2: "{partner_id} is the partner identifier (the partnerId of the token response)."; OWASP API Security Top 10 2023 API1 (Broken Object Level Authorization)',
-  precondition:
-    "a real second partner is known (--other-partner-id, PARTNER_OTHER_CLIENT_ID/SECRET, or the embedded mock's second client); GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there; with a second client, its own token gets 2xx on its own GET loans",
+  precondition: `a real second partner is known (--other-partner-id, PARTNER_OTHER_CLIENT_ID/SECRET, or the embedded mock's second client); ${API_CONTROL}; with a second client, its own token gets 2xx on its own GET loans`,
   records:
     "the second partner's token request and own GET loans (when credentials are given); each call on the second partner's paths; the positive controls",
   async run(context) {

@@ -1,5 +1,5 @@
 import { operations } from '@partner-lending/spec';
-import { defineCheck, judge, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 import { isSuccess } from '../../context.js';
 import { insufficientScopeCalls } from './insufficient-scope-calls.js';
 
@@ -12,8 +12,7 @@ export default defineCheck({
   reference: 'API documentation §4.2, §5.5; RFC 6750 §3.1',
   citation:
     'Partner Lending API — Authentication and Access §5.5: "Each endpoint of 4.2 requires the scope listed for it."',
-  precondition:
-    "a token lacking the endpoint's scope can be had; the same route accepts a token with it (GET loans: GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there; create endpoints only with --allow-writes)",
+  precondition: `a token lacking the endpoint's scope can be had; the same route accepts a token with it (GET loans: ${API_CONTROL}; create endpoints only with --allow-writes)`,
   records:
     "each endpoint's call with a token lacking its scope, the token request, and the route's positive control",
   async run(context) {

@@ -1,4 +1,4 @@
-import { defineCheck, judge, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 
 /** No request of the whole run got a 5xx: every bad input is the client's error, not the server's. */
 export default defineCheck({
@@ -9,8 +9,7 @@ export default defineCheck({
   reference: 'RFC 9110 §15.6; RFC 6750 §3.1',
   citation:
     'RFC 9110 §15.6: "The 5xx (Server Error) class of status code indicates that the server is aware that it has erred or is incapable of performing the requested method." (no RFC forbids it: should)',
-  precondition:
-    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  precondition: API_CONTROL,
   records: 'every answer of the run (the first 12 listed, the rest counted)',
   final: true,
   async run(context) {

@@ -1,4 +1,4 @@
-import { defineCheck, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, notVerified } from '../../check.js';
 import { algNoneToken, noneCasings } from '../../token-forger.js';
 import { expectAllRefused } from './refusal.js';
 
@@ -10,8 +10,7 @@ export default defineCheck({
   severity: 'must',
   reference: 'RFC 8725 §2.1, §3.1; RFC 9068 §4',
   citation: 'RFC 9068 §4: "The resource server MUST reject any JWT in which the value of "alg" is "none"."',
-  precondition:
-    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there',
+  precondition: API_CONTROL,
   records: 'GET loans with the token re-encoded as alg none in four casings; the positive control',
   async run(context) {
     const control = await context.apiControl();

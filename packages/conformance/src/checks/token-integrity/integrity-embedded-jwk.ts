@@ -1,4 +1,4 @@
-import { defineCheck, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, notVerified } from '../../check.js';
 import { embeddedJwkToken } from '../../token-forger.js';
 import { expectAllRefused } from './refusal.js';
 
@@ -11,8 +11,7 @@ export default defineCheck({
   reference: 'RFC 7515 §4.1.3; RFC 8725 §3.10; RFC 9068 §4',
   citation:
     'RFC 9068 §4: "The resource server MUST validate the signature of all incoming JWT access tokens …"; RFC 8725 §3.10: "Do Not Trust Received Claims"',
-  precondition:
-    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there; a JWT',
+  precondition: `${API_CONTROL}; a JWT`,
   records: 'GET loans with the token carrying its own jwk; the positive control',
   async run(context) {
     const control = await context.apiControl();

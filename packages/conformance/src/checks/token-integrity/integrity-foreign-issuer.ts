@@ -1,4 +1,4 @@
-import { defineCheck, judge, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 import { issuerAttack } from './issuer-attack.js';
 
 /**
@@ -14,8 +14,7 @@ export default defineCheck({
   reference: 'RFC 9068 §4; RFC 8725 §3.8, §3.10; RFC 8414 §3',
   citation:
     'RFC 9068 §4: "The issuer identifier for the authorization server (which is typically obtained during discovery) MUST exactly match the value of the "iss" claim."',
-  precondition:
-    "GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there; a JWT; the suite's issuer is reachable from the target (loopback, or --listen)",
+  precondition: `${API_CONTROL}; a JWT; the suite's issuer is reachable from the target (loopback, or --listen)`,
   records:
     "GET loans with the foreign-issuer token; whether the target fetched the suite's metadata or key set (in the details); the positive control",
   async run(context) {

@@ -1,4 +1,4 @@
-import { defineCheck, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, notVerified } from '../../check.js';
 import { hs256PublicKeyTokens } from '../../token-forger.js';
 import { expectAllRefused } from './refusal.js';
 
@@ -11,8 +11,7 @@ export default defineCheck({
   reference: 'RFC 8725 §2.1, §3.1; RFC 9068 §4',
   citation:
     'RFC 9068 §4: "The resource server MUST validate the signature of all incoming JWT access tokens according to [RFC7515] using the algorithm specified in the JWT "alg" Header Parameter."; RFC 8725 §3.1: "Libraries MUST enable the caller to specify a supported set of algorithms and MUST NOT use any other algorithms when performing cryptographic operations."',
-  precondition:
-    'GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there; the auth server publishes a key set',
+  precondition: `${API_CONTROL}; the auth server publishes a key set`,
   records: 'the key set fetched; GET loans with each HS256 token; the positive control',
   async run(context) {
     const control = await context.apiControl();

@@ -1,4 +1,4 @@
-import { defineCheck, judge, notVerified } from '../../check.js';
+import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 import { issuerAttack } from './issuer-attack.js';
 
 /**
@@ -13,8 +13,7 @@ export default defineCheck({
   reference: 'RFC 7515 §4.1.2; RFC 8725 §3.10; RFC 9068 §4',
   citation:
     'RFC 9068 §4: "The resource server MUST validate the signature of all incoming JWT access tokens …"; RFC 8725 §3.10: blindly following a "jku" header "could result in server-side request forgery (SSRF) attacks"',
-  precondition:
-    "GET loans with a valid token gets 2xx (or 403 insufficient_scope for a client without read:loans) in this run: the route is reached and valid tokens work there; a JWT; the suite's issuer is reachable from the target (loopback, or --listen)",
+  precondition: `${API_CONTROL}; a JWT; the suite's issuer is reachable from the target (loopback, or --listen)`,
   records:
     "GET loans with the jku token; whether the target fetched the suite's key set (in the details); the positive control",
   async run(context) {
