@@ -62,15 +62,22 @@ export interface MockOptions {
    * start-up); pass one pair to many mocks to start them faster. Rotation always generates new keys.
    */
   signingKey?: RsaKeyPair;
+  /**
+   * The origins clients use when the mock is reached through a proxy or a port mapping: the issuer
+   * and the audience are derived from them instead of the listening addresses. Default: the
+   * listening addresses.
+   */
+  publicUrls?: { authUrl: string; baseUrl: string };
 }
 
 export interface RunningMock {
   /** Origin of the auth server, e.g. http://127.0.0.1:41234. */
   readonly authUrl: string;
-  /** Origin of the API, e.g. http://127.0.0.1:41235; also the audience. */
+  /** Origin of the API, e.g. http://127.0.0.1:41235; also the audience (unless `publicUrls` is given). */
   readonly baseUrl: string;
+  /** The audience tokens are issued for and checked against: `baseUrl`, or `publicUrls.baseUrl`. */
   readonly audience: string;
-  /** deployed: authUrl + '/'; rfc9068: authUrl. */
+  /** deployed: authUrl + '/'; rfc9068: authUrl (of `publicUrls` when given). */
   readonly issuer: string;
   readonly jwksUrl: string;
   readonly tokenUrl: string;
@@ -114,6 +121,29 @@ function integer(
 function reportInternalError(error: unknown): void {
   const text = error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : String(error);
   process.stderr.write(`partner-mock: internal error (the request was answered 500): ${text}\n`);
+}
+
+/** An http(s) origin with no path, query, fragment or credentials, for `publicUrls`. */
+function publicOrigin(name: string, value: unknown): string {
+  let url: URL | undefined;
+  try {
+    url = typeof value === 'string' ? new URL(value) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (
+    !url ||
+    !/^https?:$/.test(url.protocol) ||
+    url.username !== '' ||
+    url.password !== '' ||
+    url.pathname !== '/' ||
+    url.search !== '' ||
+    url.hash !== ''
+  )
+    return fail(
+      `startMock: publicUrls.${name} must be an http(s) origin such as http://127.0.0.1:8080 (no path, query or credentials).`,
+    );
+  return url.origin;
 }
 
 const origin = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -161,6 +191,13 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
   const clock = options.clock ?? Date.now;
   if (typeof clock !== 'function') fail('startMock: clock must be a function returning epoch milliseconds.');
   const host = options.host ?? '127.0.0.1';
+  const publicUrls =
+    options.publicUrls === undefined
+      ? undefined
+      : {
+          authUrl: publicOrigin('authUrl', options.publicUrls.authUrl),
+          baseUrl: publicOrigin('baseUrl', options.publicUrls.baseUrl),
+        };
   const faultList = parseFaults(options.faults ?? []);
   const faults = new Set(faultList);
   const clients = (options.clients === undefined ? demoClients() : parseClients(options.clients)).map(
@@ -189,14 +226,14 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     storeLimits,
   );
   // Filled in once both ports are known; no request can arrive before the servers listen.
-  const urls = { authUrl: '', baseUrl: '', issuer: '' };
+  const urls = { authUrl: '', baseUrl: '', issuer: '', audience: '' };
   const authContext: AuthServerContext = {
     profile,
     get issuer() {
       return urls.issuer;
     },
     get audience() {
-      return urls.baseUrl;
+      return urls.audience;
     },
     tokenTtlSeconds,
     clock,
@@ -215,7 +252,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
       return urls.issuer;
     },
     get audience() {
-      return urls.baseUrl;
+      return urls.audience;
     },
     profile,
     clock,
@@ -258,13 +295,14 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
       { cause },
     );
   }
-  urls.issuer = profileRules[profile].issuer(urls.authUrl);
+  urls.issuer = profileRules[profile].issuer(publicUrls?.authUrl ?? urls.authUrl);
+  urls.audience = publicUrls?.baseUrl ?? urls.baseUrl;
 
   let closing: Promise<void> | undefined;
   const running: RunningMock = {
     authUrl: urls.authUrl,
     baseUrl: urls.baseUrl,
-    audience: urls.baseUrl,
+    audience: urls.audience,
     issuer: urls.issuer,
     jwksUrl: `${urls.authUrl}${jwksPath}`,
     tokenUrl: `${urls.authUrl}${tokenPath}`,

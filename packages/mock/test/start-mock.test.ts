@@ -217,3 +217,40 @@ describe('startMock', () => {
     }
   });
 });
+
+describe('startMock publicUrls', () => {
+  it('derives the issuer and the audience from the public origins, and checks them at the API', async () => {
+    const proxied = await startMock({
+      signingKey: await sharedSigningKey(),
+      publicUrls: { authUrl: 'http://auth.example:8080', baseUrl: 'http://api.example:8081' },
+    });
+    try {
+      expect(proxied.issuer).toBe('http://auth.example:8080/');
+      expect(proxied.audience).toBe('http://api.example:8081');
+      expect(proxied.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const client = proxied.clients[0]!;
+      const issued = await tokenRequest(proxied, credentials(proxied, client));
+      expect(issued.status).toBe(200);
+      expect(issued.body.iss).toBe('http://auth.example:8080/');
+      const payload = JSON.parse(Buffer.from(issued.body.access_token.split('.')[1], 'base64url').toString());
+      expect(payload.aud).toEqual(['http://api.example:8081']);
+      const loans = await fetch(`${proxied.baseUrl}/v3/partner/${client.partnerId}/loans`, {
+        headers: { authorization: `Bearer ${issued.body.access_token}` },
+      });
+      expect(loans.status).toBe(200);
+      // The listening address is no longer the audience: a token asked for it is refused.
+      const wrong = await tokenRequest(proxied, { ...credentials(proxied, client), audience: proxied.baseUrl });
+      expect(wrong.status).toBe(403);
+    } finally {
+      await proxied.close();
+    }
+  });
+
+  it('refuses a public URL that is not an origin', async () => {
+    await expect(
+      startMock({ publicUrls: { authUrl: 'http://auth.example/path', baseUrl: 'http://api.example' } }),
+    ).rejects.toThrow(
+      'startMock: publicUrls.authUrl must be an http(s) origin such as http://127.0.0.1:8080 (no path, query or credentials).',
+    );
+  });
+});
