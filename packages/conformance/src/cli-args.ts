@@ -12,6 +12,8 @@ export const usageText = `Usage: partner-conformance [--target mock]
            [--max-expiry-wait SECONDS] [--only ID,...] [--skip ID,...]
            [--report-json FILE] [--report-junit FILE] [--report-html FILE]
 
+       partner-conformance client [options] -- COMMAND [ARGS…]   (certify your integration: client --help)
+
 With no target flags the embedded mock is started and tested.
 Credentials: PARTNER_CLIENT_ID and PARTNER_CLIENT_SECRET (never flags); a second partner's client for
 partner-isolation: PARTNER_OTHER_CLIENT_ID and PARTNER_OTHER_CLIENT_SECRET.
@@ -76,13 +78,18 @@ const idList = (value: string | undefined) =>
         .map((id) => id.trim())
         .filter((id) => id.length > 0);
 
-function reportPath(flag: string, value: string | undefined): string | undefined {
+/**
+ * Checks a report path: a missing directory is created when the report is written (the reports/ of a
+ * first CI run), but a path whose directory is a file, or that is a directory itself, is refused.
+ */
+export function reportPath(flag: string, value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   if (value.trim() === '') throw usage(`--${flag} needs a file path`);
   const path = resolve(value);
-  const dir = dirname(path);
-  if (!existsSync(dir) || !statSync(dir).isDirectory())
-    throw usage(`--${flag}: the directory ${dir} does not exist; create it or choose another path`);
+  let dir = dirname(path);
+  while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
+  if (!statSync(dir).isDirectory())
+    throw usage(`--${flag}: ${dir} is a file, so the report cannot go under it; choose another path`);
   if (existsSync(path) && statSync(path).isDirectory())
     throw usage(`--${flag}: ${path} is a directory, expected a file path`);
   if (existsSync(path) && !statSync(path).isFile())

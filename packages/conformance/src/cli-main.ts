@@ -1,6 +1,8 @@
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { checkIds } from './checks/index.js';
 import { parseCliArgs, usageText } from './cli-args.js';
+import { clientMain } from './client-cli.js';
 import { ConformanceError, exitCodeForError } from './errors.js';
 import { exitCodeFor } from './report.js';
 import { ConsoleReporter, type ConsoleStream } from './reporters/console.js';
@@ -16,9 +18,28 @@ export interface CliIo {
   env: Record<string, string | undefined>;
   /** Extra library options (tests pass the embedded mock's faults here). */
   overrides?: ConformanceOptions;
+  /** Client mode: aborted on Ctrl-C (the CLI wires SIGINT/SIGTERM to it). */
+  signal?: AbortSignal;
 }
 
 const defaultIo = (): CliIo => ({ stdout: process.stdout, stderr: process.stderr, env: process.env });
+
+/** Writes each report (its directory created when missing) and says where; ERR_REPORT when one fails. */
+export async function writeReports(
+  writes: ReadonlyArray<[string, string]>,
+  io: Pick<CliIo, 'stdout'>,
+): Promise<void> {
+  for (const [path, text] of writes) {
+    try {
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, text);
+    } catch (cause) {
+      const reason = cause instanceof Error ? cause.message : String(cause);
+      throw new ConformanceError('ERR_REPORT', `could not write the report ${path}: ${reason}`, { cause });
+    }
+    io.stdout.write(`report written: ${path}\n`);
+  }
+}
 
 /** The `partner-conformance` command: returns the exit code of the contract (0/1/2/3). */
 export async function main(argv: readonly string[], io: CliIo = defaultIo()): Promise<number> {
@@ -26,6 +47,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo()): Pr
     io.stderr.write(`partner-conformance: ${error.message}\n`);
     return exitCodeForError(error);
   };
+  if (argv[0] === 'client') return clientMain(argv.slice(1), io);
   try {
     const config = parseCliArgs(argv, io.env);
     if (config.help) {
@@ -48,16 +70,8 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo()): Pr
     if (config.reports.json) writes.push([config.reports.json, formatJsonReport(report)]);
     if (config.reports.junit) writes.push([config.reports.junit, formatJunitReport(report)]);
     if (config.reports.html) writes.push([config.reports.html, formatHtmlReport(report, target)]);
-    for (const [path, text] of writes) {
-      try {
-        await writeFile(path, text);
-      } catch (cause) {
-        const reason = cause instanceof Error ? cause.message : String(cause);
-        throw new ConformanceError('ERR_REPORT', `could not write the report ${path}: ${reason}`, { cause });
-      }
-      io.stdout.write(`report written: ${path}\n`);
-    }
-    return exitCodeFor(report.checks, { certify: report.mode === 'certify' });
+    await writeReports(writes, io);
+    return exitCodeFor(report.checks, { certify: report.certify });
   } catch (error) {
     if (error instanceof ConformanceError) return fail(error);
     // Anything else is a bug of the suite: one line, no stack trace, and not a pass.

@@ -15,6 +15,10 @@ export interface Evidence {
   responseHeaders: Record<string, string>;
   /** The response body, redacted and cut to 300 characters. */
   responseBody: string;
+  /** Client mode: when the request arrived, in ms since the session started. */
+  at?: number;
+  /** Client mode: the scenario step the stage played on this exchange. */
+  note?: string;
 }
 
 /** How many exchanges a check result carries at most; the rest are counted in `evidenceOmitted`. */

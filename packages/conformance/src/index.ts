@@ -6,18 +6,46 @@ export {
 } from './bearer-challenge.js';
 export { type Category, type Check, type CheckOutcome, categories } from './check.js';
 export { checkIds, checks } from './checks/index.js';
+export { type JudgeOptions, judgeSession } from './client/judge.js';
+export {
+  type ClientConformanceOptions,
+  type ClientConformanceRun,
+  runClientConformance,
+} from './client/run-client.js';
+export {
+  type ClientSession,
+  formatSession,
+  type IssuedToken,
+  type JourneyRecord,
+  parseSession,
+  type RecordedExchange,
+  type ScenarioName,
+  type ScenarioRecord,
+} from './client/session.js';
+export { type RunningStage, type StageOptions, scenarioNames, startStage } from './client/stage.js';
+export {
+  type ClientCategory,
+  type ClientCheck,
+  type ClientOutcome,
+  clientCategories,
+} from './client-check.js';
+export { clientCheckIds, clientChecks } from './client-checks/index.js';
 export { ConformanceError, type ConformanceErrorCode, exitCodeForError } from './errors.js';
 export {
+  type AnyReport,
   type CheckResult,
   type CheckStatus,
+  type ClientReport,
   type Evidence,
   exitCodeFor,
   mustNotVerified,
   type Report,
+  reportVerdict,
   type Severity,
   summarize,
   verdictOf,
 } from './report.js';
+export { formatClientHtmlReport, timelineSvg } from './reporters/client-html.js';
 export { ConsoleReporter, type ConsoleReporterOptions, type ConsoleStream } from './reporters/console.js';
 export { formatHtmlReport, type HtmlReportMeta } from './reporters/html.js';
 export { formatJsonReport } from './reporters/json.js';

@@ -1,3 +1,4 @@
+import type { JourneyRecord, ScenarioRecord } from './client/session.js';
 import type { Evidence } from './evidence.js';
 
 /** The JSON report of `partner-conformance`, versioned by `schemaVersion`. */
@@ -20,6 +21,8 @@ export interface CheckResult {
   precondition: string;
   /** What was expected and what came back; never a secret or a whole token. */
   details: string;
+  /** Client mode: one line for the partner's developer on how to fix a failure (schemaVersion 3). */
+  fix?: string;
   /** The exchanges the check judged, redacted, in order (schemaVersion 2). */
   evidence: Evidence[];
   /** Exchanges judged beyond the ones listed in `evidence`. */
@@ -27,16 +30,15 @@ export interface CheckResult {
   durationMs: number;
 }
 
-export interface Report {
-  schemaVersion: 2;
+interface ReportBase {
+  schemaVersion: 3;
   tool: { name: string; version: string };
-  target: { authUrl: string; baseUrl: string; audience: string };
+  /** `server`: a token endpoint and API were checked; `client`: a partner's integration was (schemaVersion 3). */
+  mode: 'server' | 'client';
+  /** `--certify`: a skipped `must` check fails the run (schemaVersion 3; was `mode: 'certify'`). */
+  certify: boolean;
   /** The bundled spec the run judged against: its SHA-256 (hex). */
   spec: { sha256: string };
-  /** `certify`: a skipped `must` check fails the run. */
-  mode: 'default' | 'certify';
-  /** Whether create endpoints got requests with a body, and what those may have created. */
-  writes: { allowed: boolean; mayHaveCreated: string[] };
   startedAt: string;
   durationMs: number;
   summary: Record<'passed' | 'failed' | 'skipped' | 'errored', number>;
@@ -44,6 +46,37 @@ export interface Report {
   notVerified: string[];
   checks: CheckResult[];
 }
+
+/** The JSON report of a server run (`partner-conformance`). */
+export interface Report extends ReportBase {
+  mode: 'server';
+  target: { authUrl: string; baseUrl: string; audience: string };
+  /** Whether create endpoints got requests with a body, and what those may have created. */
+  writes: { allowed: boolean; mayHaveCreated: string[] };
+}
+
+/** The JSON report of a client run (`partner-conformance client`): the partner's integration judged. */
+export interface ClientReport extends ReportBase {
+  mode: 'client';
+  /** The certification stage the journey ran against (no credential). */
+  stage: {
+    authUrl: string;
+    baseUrl: string;
+    audience: string;
+    partnerId: string;
+    authorizedScopes: string[];
+    ttlSeconds: number;
+    tokenDelayMs: number;
+  };
+  /** The journey that was run: the command (redacted), how it ended, how many calls it made. */
+  journey: JourneyRecord & { calls: { token: number; api: number; other: number } };
+  /** The scenario plan, each step with when it fired (absent: the journey never reached it). */
+  scenarios: ScenarioRecord[];
+  /** Exchanges recorded and dropped past the cap (a dropped exchange makes every pass "not verified"). */
+  recording: { exchanges: number; dropped: number; maxExchanges: number };
+}
+
+export type AnyReport = Report | ClientReport;
 
 /** Counts the checks by status. */
 export function summarize(checks: readonly CheckResult[]): Report['summary'] {
@@ -57,6 +90,27 @@ export function mustNotVerified(
   checks: readonly Pick<CheckResult, 'id' | 'severity' | 'status'>[],
 ): string[] {
   return checks.filter((c) => c.severity === 'must' && c.status === 'skipped').map((c) => c.id);
+}
+
+/** Why a client run's journey did not complete (exit 0 on its own), or undefined. */
+export function journeyFailureOf(report: AnyReport): string | undefined {
+  if (report.mode !== 'client') return undefined;
+  const { journey } = report;
+  // Recording without a command ends with Ctrl-C or --duration: that is how it is meant to end.
+  if (journey.command.length === 0) return undefined;
+  if (journey.ending === 'exited' && journey.exitCode === 0) return undefined;
+  if (journey.ending === 'exited')
+    return `the journey exited with ${journey.exitCode ?? `signal ${journey.signal}`}`;
+  return journey.note ?? `the journey ended: ${journey.ending}`;
+}
+
+/** The verdict of any report, as every reporter prints it. */
+export function reportVerdict(report: AnyReport): ReturnType<typeof verdictOf> {
+  const journeyFailure = journeyFailureOf(report);
+  return verdictOf(report.checks, {
+    certify: report.certify,
+    ...(journeyFailure !== undefined && { journeyFailure }),
+  });
 }
 
 /**
@@ -75,8 +129,14 @@ export function exitCodeFor(
 /** The one-line verdict every reporter prints. */
 export function verdictOf(
   checks: readonly Pick<CheckResult, 'id' | 'severity' | 'status'>[],
-  options: { certify?: boolean } = {},
+  options: { certify?: boolean; journeyFailure?: string } = {},
 ): { code: 0 | 1; word: 'PASS' | 'FAIL'; text: string } {
+  if (options.certify && options.journeyFailure !== undefined)
+    return {
+      code: 1,
+      word: 'FAIL',
+      text: `FAIL — certification needs a journey that completes: ${options.journeyFailure}`,
+    };
   const code = exitCodeFor(checks, options);
   const failedMust = checks.filter(
     (c) => c.severity === 'must' && (c.status === 'failed' || c.status === 'errored'),

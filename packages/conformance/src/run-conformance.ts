@@ -331,11 +331,12 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
     const order = new Map(catalogue.map((check, index) => [check.id, index]));
     const all = [...results, ...skippedResults].sort((a, b) => order.get(a.id)! - order.get(b.id)!);
     const report: Report = {
-      schemaVersion: 2,
+      schemaVersion: 3,
       tool: { name: tool.name, version: tool.version },
+      mode: 'server',
+      certify: options.certify === true,
       target: { authUrl: target.authUrl, baseUrl: target.baseUrl, audience: target.audience },
       spec: { sha256: specSha256 },
-      mode: options.certify ? 'certify' : 'default',
       writes: { allowed: allowWrites, mayHaveCreated: [...mayHaveCreated] },
       startedAt: startedAt.toISOString(),
       durationMs: Math.round(performance.now() - started),

@@ -1,10 +1,13 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import {
   type CheckResult,
+  type ClientConformanceRun,
+  type ClientReport,
   type ConformanceError,
   type ConformanceErrorCode,
   type ConformanceOptions,
   type Report,
+  runClientConformance,
   runConformance,
   runConformanceDetailed,
   type TargetInfo,
@@ -18,7 +21,10 @@ describe('public types', () => {
       report: Report;
       target: TargetInfo;
     }>();
-    expectTypeOf<Report['schemaVersion']>().toEqualTypeOf<2>();
+    expectTypeOf<Report['schemaVersion']>().toEqualTypeOf<3>();
+    expectTypeOf<ClientReport['schemaVersion']>().toEqualTypeOf<3>();
+    expectTypeOf<ClientReport['mode']>().toEqualTypeOf<'client'>();
+    expectTypeOf(runClientConformance).returns.resolves.toEqualTypeOf<ClientConformanceRun>();
     expectTypeOf<CheckResult['status']>().toEqualTypeOf<'passed' | 'failed' | 'skipped' | 'errored'>();
     expectTypeOf<CheckResult['severity']>().toEqualTypeOf<'must' | 'should'>();
   });
@@ -44,9 +50,10 @@ describe('public types', () => {
     expectTypeOf(fromEnv.authUrl).toEqualTypeOf<string | undefined>();
   });
 
-  it('the report of schemaVersion 2 carries evidence, and the verdict is typed', () => {
+  it('the report of schemaVersion 3 carries evidence, and the verdict is typed', () => {
     expectTypeOf<CheckResult['evidence'][number]['status']>().toEqualTypeOf<number>();
-    expectTypeOf<Report['mode']>().toEqualTypeOf<'default' | 'certify'>();
+    expectTypeOf<Report['mode']>().toEqualTypeOf<'server'>();
+    expectTypeOf<Report['certify']>().toEqualTypeOf<boolean>();
     expectTypeOf(verdictOf).returns.toEqualTypeOf<{ code: 0 | 1; word: 'PASS' | 'FAIL'; text: string }>();
     const withSecond: ConformanceOptions = { otherPartnerId: 'p2', certify: true, listen: '10.0.0.5' };
     void withSecond;

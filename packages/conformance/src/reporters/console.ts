@@ -1,5 +1,6 @@
 import { categories } from '../check.js';
-import { type CheckResult, type Report, verdictOf } from '../report.js';
+import { clientCategories } from '../client-check.js';
+import { type AnyReport, type CheckResult, reportVerdict } from '../report.js';
 import type { TargetInfo } from '../run-conformance.js';
 
 export interface ConsoleStream {
@@ -67,12 +68,30 @@ export class ConsoleReporter {
 
   /** The header: tool, target and profile. */
   start(info: TargetInfo, tool: { name: string; version: string }): void {
-    this.#stream.write(
-      `${this.#paint(1, `${tool.name} ${tool.version}`)}\n` +
-        `target   ${info.kind}\n  auth   ${info.authUrl}\n  api    ${info.baseUrl}\n  aud    ${info.audience}\n` +
-        `profile  ${info.profile}\n${(info.notes ?? []).map((note) => `note     ${note}\n`).join('')}\n`,
+    this.begin(
+      tool,
+      [
+        `target   ${info.kind}`,
+        `  auth   ${info.authUrl}`,
+        `  api    ${info.baseUrl}`,
+        `  aud    ${info.audience}`,
+        `profile  ${info.profile}`,
+        ...(info.notes ?? []).map((note) => `note     ${note}`),
+      ],
+      info.checks,
     );
-    for (const [index, check] of info.checks.entries()) {
+  }
+
+  /** A header of any mode: the tool, then `lines`; `checks` are the ones whose results will come. */
+  begin(
+    tool: { name: string; version: string },
+    lines: readonly string[],
+    checks: ReadonlyArray<{ id: string; category: string }>,
+  ): void {
+    this.#stream.write(
+      `${this.#paint(1, `${tool.name} ${tool.version}`)}\n${lines.map((line) => `${line}\n`).join('')}\n`,
+    );
+    for (const [index, check] of checks.entries()) {
       this.#order.set(check.id, index);
       this.#pending.set(check.category, (this.#pending.get(check.category) ?? 0) + 1);
     }
@@ -104,9 +123,10 @@ export class ConsoleReporter {
   }
 
   /** The failures (each with its details and curl line) and the summary. */
-  finish(report: Report): void {
+  finish(report: AnyReport): void {
     this.#clearStatus();
-    const order = (category: string) => categories.indexOf(category as (typeof categories)[number]);
+    const known: readonly string[] = report.mode === 'client' ? clientCategories : categories;
+    const order = (category: string) => known.indexOf(category);
     const bad = report.checks
       .filter((check) => check.status === 'failed' || check.status === 'errored')
       .sort((a, b) => order(a.category) - order(b.category));
@@ -118,7 +138,7 @@ export class ConsoleReporter {
       for (const check of notVerified)
         this.#stream.write(`  - ${check.id}: ${check.details.split('\n')[0]}\n`);
     }
-    if (report.writes.allowed)
+    if (report.mode === 'server' && report.writes.allowed)
       this.#stream.write(
         `\n--allow-writes: ${report.writes.mayHaveCreated.length === 0 ? 'no create request succeeded' : `these create requests succeeded and may have created data: ${report.writes.mayHaveCreated.join('; ')}`}\n`,
       );
@@ -129,10 +149,11 @@ export class ConsoleReporter {
           `\n${this.#paint(colors[check.status], symbols[check.status])} ${this.#paint(1, check.id)} [${check.severity}, ${check.reference}] ${check.title}\n`,
         );
         for (const line of check.details.split('\n')) this.#stream.write(`    ${line}\n`);
+        if (check.fix) this.#stream.write(`    how to fix: ${check.fix}\n`);
       }
     }
     const { passed, failed, skipped, errored } = report.summary;
-    const verdict = verdictOf(report.checks, { certify: report.mode === 'certify' });
+    const verdict = reportVerdict(report);
     const code = verdict.code;
     this.#stream.write(
       `\n${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} skipped, ${errored} errored in ${(report.durationMs / 1000).toFixed(2)} s\n` +

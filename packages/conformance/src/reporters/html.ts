@@ -1,5 +1,6 @@
 import { categories } from '../check.js';
-import { type CheckResult, type Report, verdictOf } from '../report.js';
+import { clientCategories } from '../client-check.js';
+import { type AnyReport, type CheckResult, type Report, reportVerdict } from '../report.js';
 
 export interface HtmlReportMeta {
   /** The kind of target: `embedded mock (deployed)` or `remote`. */
@@ -20,7 +21,7 @@ export function htmlEscape(text: string): string {
 }
 
 // Inline styles only: the report is one file that opens offline, with no external asset.
-const style = `
+export const style = `
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#1b1f24}
 h1{font-size:1.5rem;margin:0 0 .25rem}h2{font-size:1.1rem;margin:2rem 0 .5rem;border-bottom:1px solid #d0d7de;padding-bottom:.25rem}
 table{border-collapse:collapse;width:100%;table-layout:fixed}col.check{width:28%}col.severity{width:7%}col.rule{width:19%}col.result{width:8%}th,td{text-align:left;vertical-align:top;padding:.35rem .5rem;border-bottom:1px solid #eaeef2}
@@ -28,6 +29,7 @@ th{background:#f6f8fa;font-weight:600}dl{display:grid;grid-template-columns:max-
 code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
 .verdict{display:inline-block;padding:.25rem .75rem;border-radius:4px;font-weight:700;color:#fff}.pass{background:#1a7f37}.fail{background:#cf222e}
 .check{border:1px solid #d0d7de;border-radius:6px;padding:.5rem .75rem;margin:.75rem 0}.check h3{font-size:1rem;margin:.2rem 0}.sev{font-size:.8rem;color:#57606a}blockquote{margin:.3rem 0;padding:.2rem .6rem;border-left:3px solid #d0d7de;color:#3b434b}.muted{color:#57606a}.exchange{background:#f6f8fa;padding:.4rem;margin:.3rem 0}.check.failed,.check.errored{border-color:#cf222e}.check.skipped{border-color:#d4a72c}
+.fix{border-left:3px solid #cf222e;padding:.2rem .6rem}svg.timeline{width:100%;height:auto;border:1px solid #d0d7de;border-radius:6px}
 .passed{color:#1a7f37}.failed{color:#cf222e}.skipped{color:#9a6700}.errored{color:#8250df}.status{font-weight:700;white-space:nowrap}
 `;
 
@@ -43,7 +45,9 @@ function evidenceHtml(check: CheckResult): string {
     const lines = [`${item.method} ${item.url}`];
     for (const [name, value] of Object.entries(item.requestHeaders)) lines.push(`${name}: ${value}`);
     if (item.requestBody !== undefined) lines.push('', item.requestBody);
-    lines.push('', `→ ${item.status}`);
+    if (item.at !== undefined)
+      lines.unshift(`at ${(item.at / 1000).toFixed(3)} s${item.note ? ` (${item.note})` : ''}`);
+    lines.push('', `→ ${item.status || 'no answer'}`);
     for (const [name, value] of Object.entries(item.responseHeaders)) lines.push(`${name}: ${value}`);
     if (item.responseBody.length > 0) lines.push('', item.responseBody);
     return `<pre class="exchange">${htmlEscape(lines.join('\n'))}</pre>`;
@@ -59,7 +63,7 @@ function checkHtml(check: CheckResult): string {
 <p class="rule"><strong>Rule</strong> ${htmlEscape(check.reference)}</p>
 <blockquote>${htmlEscape(check.citation)}</blockquote>
 <p class="pre"><strong>Precondition</strong> ${htmlEscape(check.precondition)}</p>
-<pre class="details">${htmlEscape(check.details)}</pre>
+<pre class="details">${htmlEscape(check.details)}</pre>${check.fix ? `\n<p class="fix"><strong>How to fix</strong> ${htmlEscape(check.fix)}</p>` : ''}
 <details><summary>Evidence: ${check.evidence.length + check.evidenceOmitted} exchange${check.evidence.length + check.evidenceOmitted === 1 ? '' : 's'}</summary>
 ${evidenceHtml(check)}
 </details>
@@ -71,12 +75,10 @@ ${evidenceHtml(check)}
  * then the rest; per check its rule, the cited sentence, the precondition, the details and the
  * evidence (collapsible); the tool version and the spec's SHA-256.
  */
-export function formatHtmlReport(report: Report, meta: HtmlReportMeta): string {
-  const verdict = verdictOf(report.checks, { certify: report.mode === 'certify' });
-  const { passed, failed, skipped, errored } = report.summary;
-  const known = new Set<string>(categories);
+export function sectionsHtml(report: AnyReport): string {
+  const catalogue: readonly string[] = report.mode === 'client' ? clientCategories : categories;
   const categoryOrder = (category: string) =>
-    known.has(category) ? categories.indexOf(category as (typeof categories)[number]) : 99;
+    catalogue.includes(category) ? catalogue.indexOf(category) : 99;
   const sorted = [...report.checks].sort(
     (a, b) => rank(a) - rank(b) || categoryOrder(a.category) - categoryOrder(b.category),
   );
@@ -85,10 +87,20 @@ export function formatHtmlReport(report: Report, meta: HtmlReportMeta): string {
     ['Not verified', sorted.filter((c) => rank(c) === 2 || rank(c) === 3)],
     ['Passed', sorted.filter((c) => rank(c) === 4)],
   ];
-  const sections = groups
+  return groups
     .filter(([, checks]) => checks.length > 0)
     .map(([name, checks]) => `<h2>${name} (${checks.length})</h2>\n${checks.map(checkHtml).join('\n')}`)
     .join('\n');
+}
+
+export function verdictHtml(report: AnyReport): string {
+  const verdict = reportVerdict(report);
+  return `<p><span class="verdict ${verdict.code === 0 ? 'pass' : 'fail'}">${verdict.word}</span> ${htmlEscape(verdict.text.replace(/^(PASS|FAIL) — /, ''))}${report.certify ? ' (certification mode)' : ''}</p>`;
+}
+
+export function formatHtmlReport(report: Report, meta: HtmlReportMeta): string {
+  const { passed, failed, skipped, errored } = report.summary;
+  const sections = sectionsHtml(report);
   const writes = report.writes.allowed
     ? report.writes.mayHaveCreated.length > 0
       ? `allowed (--allow-writes); these create requests succeeded and may have created data: ${report.writes.mayHaveCreated.join('; ')}`
@@ -104,7 +116,7 @@ export function formatHtmlReport(report: Report, meta: HtmlReportMeta): string {
 </head>
 <body>
 <h1>Partner Lending conformance report</h1>
-<p><span class="verdict ${verdict.code === 0 ? 'pass' : 'fail'}">${verdict.word}</span> ${htmlEscape(verdict.text.replace(/^(PASS|FAIL) — /, ''))}${report.mode === 'certify' ? ' (certification mode)' : ''}</p>
+${verdictHtml(report)}
 <dl>
 <dt>Tool</dt><dd>${htmlEscape(report.tool.name)} ${htmlEscape(report.tool.version)}</dd>
 <dt>Rules</dt><dd>Partner Lending API — Authentication and Access; the OAuth 2.0, bearer-token and JWT RFCs</dd>

@@ -1,11 +1,12 @@
-import type { CheckResult, Report } from '../report.js';
+import type { AnyReport, CheckResult, ClientReport, Report } from '../report.js';
 
-const reportKeys = [
+const serverKeys = [
   'schemaVersion',
   'tool',
+  'mode',
+  'certify',
   'target',
   'spec',
-  'mode',
   'writes',
   'startedAt',
   'durationMs',
@@ -13,6 +14,23 @@ const reportKeys = [
   'notVerified',
   'checks',
 ] as const satisfies readonly (keyof Report)[];
+
+const clientKeys = [
+  'schemaVersion',
+  'tool',
+  'mode',
+  'certify',
+  'stage',
+  'journey',
+  'scenarios',
+  'recording',
+  'spec',
+  'startedAt',
+  'durationMs',
+  'summary',
+  'notVerified',
+  'checks',
+] as const satisfies readonly (keyof ClientReport)[];
 
 const checkKeys = [
   'id',
@@ -24,6 +42,7 @@ const checkKeys = [
   'citation',
   'precondition',
   'details',
+  'fix',
   'evidence',
   'evidenceOmitted',
   'durationMs',
@@ -32,10 +51,10 @@ const checkKeys = [
 const pick = <T extends object>(value: T, keys: readonly (keyof T)[]) =>
   Object.fromEntries(keys.map((key) => [key, value[key]]));
 
-/** The JSON report (schemaVersion 2), pretty-printed, its keys in the documented order. */
-export function formatJsonReport(report: Report): string {
+/** The JSON report (schemaVersion 3, either mode), pretty-printed, its keys in the documented order. */
+export function formatJsonReport(report: AnyReport): string {
   const ordered = {
-    ...pick(report, reportKeys),
+    ...(report.mode === 'client' ? pick(report, clientKeys) : pick(report, serverKeys)),
     checks: report.checks.map((check) => pick(check, checkKeys)),
   };
   return `${JSON.stringify(ordered, null, 2)}\n`;

@@ -1,5 +1,6 @@
 import { categories } from '../check.js';
-import type { CheckResult, Report } from '../report.js';
+import { clientCategories } from '../client-check.js';
+import type { AnyReport, CheckResult } from '../report.js';
 
 /** Escapes text for XML content and attributes, dropping characters XML 1.0 cannot hold. */
 export function xmlEscape(text: string): string {
@@ -35,7 +36,7 @@ function testcase(check: CheckResult): string {
   const message = xmlEscape(`${check.title} [${check.severity}, ${check.reference}]`);
   let outcome = '';
   if (check.status === 'failed')
-    outcome = `      <failure message="${message}" type="${check.severity}">${xmlEscape(check.details)}</failure>\n`;
+    outcome = `      <failure message="${message}" type="${check.severity}">${xmlEscape(check.fix ? `${check.details}\nhow to fix: ${check.fix}` : check.details)}</failure>\n`;
   else if (check.status === 'errored')
     outcome = `      <error message="${message}" type="errored">${xmlEscape(check.details)}</error>\n`;
   else if (check.status === 'skipped') outcome = `      <skipped message="${xmlEscape(check.details)}"/>\n`;
@@ -44,16 +45,14 @@ function testcase(check: CheckResult): string {
 }
 
 /** JUnit XML: one testsuite per category, one testcase per check. */
-export function formatJunitReport(report: Report): string {
+export function formatJunitReport(report: AnyReport): string {
   const count = (checks: readonly CheckResult[], status: CheckResult['status']) =>
     checks.filter((check) => check.status === status).length;
   const totals = (checks: readonly CheckResult[]) =>
     `tests="${checks.length}" failures="${count(checks, 'failed')}" errors="${count(checks, 'errored')}" skipped="${count(checks, 'skipped')}" time="${seconds(checks.reduce((sum, check) => sum + check.durationMs, 0))}"`;
-  const known = new Set<string>(categories);
-  const order = [
-    ...categories,
-    ...new Set(report.checks.map((c) => c.category).filter((c) => !known.has(c))),
-  ];
+  const catalogue: readonly string[] = report.mode === 'client' ? clientCategories : categories;
+  const known = new Set<string>(catalogue);
+  const order = [...catalogue, ...new Set(report.checks.map((c) => c.category).filter((c) => !known.has(c)))];
   let out = `<?xml version="1.0" encoding="UTF-8"?>\n`;
   out += `<testsuites name="${xmlEscape(report.tool.name)}" ${totals(report.checks).replace(/time="[^"]*"/, `time="${seconds(report.durationMs)}"`)} timestamp="${xmlEscape(report.startedAt)}">\n`;
   for (const category of order) {

@@ -3,11 +3,12 @@ import type { Report } from '../../src/report.js';
 import type { TargetInfo } from '../../src/run-conformance.js';
 
 export const report: Report = {
-  schemaVersion: 2,
+  schemaVersion: 3,
   tool: { name: '@partner-lending/conformance', version: '0.1.0' },
+  mode: 'server',
+  certify: false,
   target: { authUrl: 'http://127.0.0.1:1', baseUrl: 'http://127.0.0.1:2', audience: 'http://127.0.0.1:2' },
   spec: { sha256: 'ab'.repeat(32) },
-  mode: 'default',
   writes: { allowed: false, mayHaveCreated: [] },
   notVerified: ['integrity-expired'],
   startedAt: '2026-11-21T16:00:00.000Z',

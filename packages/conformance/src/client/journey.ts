@@ -1,0 +1,134 @@
+import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { ConformanceError } from '../errors.js';
+import type { JourneyRecord } from './session.js';
+
+/** How long a journey gets after SIGTERM before its process group is killed. */
+export const killGraceMs = 2000;
+
+const usage = (message: string) => new ConformanceError('ERR_USAGE', message);
+
+function executable(path: string): boolean {
+  try {
+    if (!statSync(path).isFile()) return false;
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Finds COMMAND as the shell would (a path, or a name on PATH) and checks that it can be run, so that
+ * a typo is a usage error (exit 2) before the stage starts, not a journey that "failed".
+ */
+export function resolveCommand(
+  command: string,
+  env: Record<string, string | undefined>,
+  cwd = process.cwd(),
+): string {
+  if (command.length === 0)
+    throw usage('the journey command is empty; write it after --, e.g. -- node journey.mjs');
+  if (command.includes('/')) {
+    const path = isAbsolute(command) ? command : resolve(cwd, command);
+    if (!executable(path))
+      throw usage(
+        `the journey command ${JSON.stringify(command)} is not an executable file; check the path and its execute permission (chmod +x), or run it through its interpreter (-- sh ${command})`,
+      );
+    return path;
+  }
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (dir.length === 0) continue;
+    const path = join(dir, command);
+    if (executable(path)) return path;
+  }
+  throw usage(
+    `the journey command ${JSON.stringify(command)} was not found on PATH; install it, or give its path (-- ./journey.sh)`,
+  );
+}
+
+export interface JourneyOptions {
+  command: readonly string[];
+  env: Record<string, string | undefined>;
+  /** Longest the journey may run, in ms; then its whole process group is stopped. */
+  timeoutMs: number;
+  /** Aborting (Ctrl-C) stops the journey's process group; the run still judges what was seen. */
+  signal?: AbortSignal;
+  /** Where the journey's output goes. Default: inherited (the partner sees their program's output). */
+  stdio?: 'inherit' | 'ignore' | 'pipe';
+  onOutput?: (chunk: Buffer) => void;
+}
+
+/** Runs the journey in its own process group and tells how it ended. */
+export function runJourney(options: JourneyOptions): Promise<JourneyRecord> {
+  const started = performance.now();
+  const [command, ...args] = options.command;
+  return new Promise((resolveRecord) => {
+    let ending: JourneyRecord['ending'] = 'exited';
+    let note: string | undefined;
+    const child = spawn(command!, args, {
+      env: options.env as NodeJS.ProcessEnv,
+      stdio: options.stdio === 'pipe' ? ['ignore', 'pipe', 'pipe'] : (options.stdio ?? 'inherit'),
+      detached: true,
+    });
+    if (options.stdio === 'pipe') {
+      child.stdout?.on('data', (chunk: Buffer) => options.onOutput?.(chunk));
+      child.stderr?.on('data', (chunk: Buffer) => options.onOutput?.(chunk));
+    }
+    let killTimer: NodeJS.Timeout | undefined;
+    const stopGroup = () => {
+      const pid = child.pid;
+      if (pid === undefined) return;
+      try {
+        process.kill(-pid, 'SIGTERM');
+      } catch {}
+      killTimer = setTimeout(() => {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {}
+      }, killGraceMs);
+      killTimer.unref();
+    };
+    const timer = setTimeout(() => {
+      ending = 'timeout';
+      note = `the journey ran past --timeout (${Math.round(options.timeoutMs / 1000)} s); its process group was stopped`;
+      stopGroup();
+    }, options.timeoutMs);
+    const onAbort = () => {
+      if (ending !== 'exited') return;
+      ending = 'interrupted';
+      note = 'interrupted (Ctrl-C); the journey was stopped and what the stage saw was judged';
+      stopGroup();
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.signal?.aborted) onAbort();
+    let settled = false;
+    const finish = (exitCode: number | null, signal: string | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      // The group may hold children that outlived the journey's main process: stop them too.
+      if (child.pid !== undefined)
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {}
+      if (killTimer) clearTimeout(killTimer);
+      resolveRecord({
+        command: [...options.command],
+        exitCode,
+        signal,
+        durationMs: Math.round(performance.now() - started),
+        ending,
+        ...(note !== undefined && { note }),
+      });
+    };
+    child.once('error', (error) => {
+      ending = 'spawn-failed';
+      note = `the journey could not be started: ${error.message}`;
+      finish(null, null);
+    });
+    child.once('exit', (code, signal) => finish(code, signal));
+  });
+}

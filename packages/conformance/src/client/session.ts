@@ -1,0 +1,198 @@
+import { ConformanceError } from '../errors.js';
+
+/**
+ * The recorded session of a client-mode run: what the certification stage saw, already redacted, so
+ * that it can be saved with the report and judged again offline (`--judge FILE`). Times are
+ * milliseconds since the session started; no client secret and no whole token is ever in it.
+ */
+export interface ClientSession {
+  kind: 'partner-conformance-client-session';
+  sessionVersion: 1;
+  tool: { name: string; version: string };
+  /** ISO time the stage started recording. */
+  startedAt: string;
+  /** How long the stage recorded, in ms. */
+  durationMs: number;
+  stage: StageInfo;
+  /** The scenario plan: what the stage was set to do, and when each step fired (if it did). */
+  scenarios: ScenarioRecord[];
+  journey: JourneyRecord;
+  /** Every request the stage received, in arrival order (up to `maxExchanges`). */
+  exchanges: RecordedExchange[];
+  /** Tokens the stage issued, by reference (`T1`, `T2`, …): never the token itself. */
+  tokens: IssuedToken[];
+  /** The recording cap and how many exchanges arrived past it (not recorded). */
+  maxExchanges: number;
+  dropped: number;
+}
+
+export interface StageInfo {
+  authUrl: string;
+  baseUrl: string;
+  tokenUrl: string;
+  audience: string;
+  partnerId: string;
+  /** The scopes the stage's client is authorised for. */
+  authorizedScopes: string[];
+  /** Lifetime of the tokens the stage issues (JWT `exp` − `iat`), in seconds. */
+  ttlSeconds: number;
+  /** Delay the token endpoint adds to every answer, in ms (so that concurrent requests overlap visibly). */
+  tokenDelayMs: number;
+}
+
+export type ScenarioName = 'revocation' | 'throttle' | 'unavailable' | 'narrowed-grant';
+
+export interface ScenarioRecord {
+  name: ScenarioName;
+  enabled: boolean;
+  /** What the stage does, in words (printed in the report). */
+  plan: string;
+  /** When it fired (ms since start) and on which exchange; absent when the journey never reached it. */
+  firedAt?: number;
+  seq?: number;
+}
+
+export interface JourneyRecord {
+  /** The command as given, each argument redacted. Empty when the stage only recorded. */
+  command: string[];
+  exitCode: number | null;
+  signal: string | null;
+  durationMs: number;
+  /** Why it ended: exited, killed at --timeout, interrupted (Ctrl-C), the --duration ended, or could not start. */
+  ending: 'exited' | 'timeout' | 'interrupted' | 'duration' | 'spawn-failed';
+  /** One line when the ending needs words (the spawn error, the timeout). */
+  note?: string;
+}
+
+export interface IssuedToken {
+  ref: string;
+  /** Exchange that issued it. */
+  seq: number;
+  /** When the answer left the stage (ms since start). */
+  issuedAt: number;
+  /** The JWT `exp`, as ms since start (whole seconds of epoch time, as real servers issue them). */
+  expAt: number;
+  /** `expires_in` of the answer, in seconds. */
+  expiresIn: number;
+  scope: string[];
+  partnerId: string;
+  /** Last 6 characters: the only form of a token any output shows. */
+  last6: string;
+  /** When the revocation scenario revoked it (ms since start). */
+  revokedAt?: number;
+}
+
+/** The token-request form, as the stage read it (no secret: only whether it matched). */
+export interface TokenForm {
+  grantType?: string;
+  /** The `scope` parameter as sent (undefined when absent). */
+  scope?: string;
+  audience?: string;
+  resource: string[];
+  /** How the client authenticated: form fields, HTTP Basic, both, or not at all. */
+  clientAuth: 'body' | 'basic' | 'both' | 'none';
+  clientIdMatches: boolean;
+  secretMatches: boolean;
+  /** A parameter sent more than once (RFC 6749 §3.2 forbids it). */
+  repeated: string[];
+}
+
+export type BodyKind = 'none' | 'json-object' | 'json-other' | 'invalid-json' | 'form' | 'other';
+
+export interface RecordedExchange {
+  seq: number;
+  server: 'auth' | 'api';
+  /** When the request head arrived / when the answer was complete (ms since start). */
+  at: number;
+  end: number;
+  method: string;
+  /** The request target (path and query), redacted. */
+  target: string;
+  /** Request headers that matter, redacted: authorization, content-type, accept, idempotency-key. */
+  requestHeaders: Record<string, string>;
+  /** The Authorization header read: scheme, whether it is `Bearer <b64token>`, which stage token. */
+  bearer?: { scheme: string; wellFormed: boolean; token?: string; unknownToken?: boolean };
+  body: { bytes: number; sha256?: string; kind: BodyKind; text?: string };
+  /** For requests to the token endpoint. */
+  form?: TokenForm;
+  /** Where a secret or a token was found where it must not be. */
+  leaks: Leak[];
+  /** 0 when no answer was sent (the client cut the connection). */
+  status: number;
+  responseHeaders: Record<string, string>;
+  responseBody: string;
+  /** The OAuth / bearer error code of the answer, if any. */
+  error?: string;
+  /** The scenario step the stage played on this exchange instead of forwarding it. */
+  injected?: 'revoked' | 'throttled' | 'unavailable';
+  /** Reference of the token this exchange issued. */
+  issued?: string;
+}
+
+export type Leak =
+  | 'secret-in-url'
+  | 'secret-in-api-header'
+  | 'secret-in-api-body'
+  | 'token-in-url'
+  | 'token-in-body'
+  | 'client-id-in-url';
+
+const fail = (message: string): never => {
+  throw new ConformanceError('ERR_USAGE', message);
+};
+
+/** The session file as the suite writes it: pretty JSON. */
+export function formatSession(session: ClientSession): string {
+  return `${JSON.stringify(session, null, 1)}\n`;
+}
+
+/**
+ * Reads a session file written by `--save-session`; a clear error for anything else, so that a
+ * reviewer never judges a file that is not one.
+ */
+export function parseSession(text: string, path = 'the session file'): ClientSession {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    return fail(`${path} is not JSON (${(cause as Error).message}); pass a file written by --save-session`);
+  }
+  const session = value as Partial<ClientSession> | null;
+  if (
+    typeof session !== 'object' ||
+    session === null ||
+    session.kind !== 'partner-conformance-client-session'
+  )
+    return fail(
+      `${path} is not a client session (no "kind": "partner-conformance-client-session"); pass a file written by --save-session`,
+    );
+  if (session.sessionVersion !== 1)
+    return fail(
+      `${path} has sessionVersion ${String(session.sessionVersion)}; this version of the suite reads sessionVersion 1`,
+    );
+  const arrays = ['exchanges', 'tokens', 'scenarios'] as const;
+  for (const key of arrays)
+    if (!Array.isArray(session[key])) return fail(`${path} has no "${key}" array; the file is damaged`);
+  if (typeof session.stage !== 'object' || session.stage === null || typeof session.journey !== 'object')
+    return fail(`${path} has no "stage" or "journey" object; the file is damaged`);
+  for (const [index, exchange] of (session.exchanges as unknown[]).entries()) {
+    const e = exchange as Partial<RecordedExchange> | null;
+    if (
+      typeof e !== 'object' ||
+      e === null ||
+      typeof e.seq !== 'number' ||
+      (e.server !== 'auth' && e.server !== 'api') ||
+      typeof e.at !== 'number' ||
+      typeof e.end !== 'number' ||
+      typeof e.method !== 'string' ||
+      typeof e.target !== 'string' ||
+      typeof e.status !== 'number' ||
+      !Array.isArray(e.leaks) ||
+      typeof e.body !== 'object'
+    )
+      return fail(
+        `${path}: exchange ${index} is damaged (seq, server, at, end, method, target, status, leaks, body)`,
+      );
+  }
+  return session as ClientSession;
+}

@@ -1,0 +1,71 @@
+import { type ApiOperationId, matchPath, operations } from '@partner-lending/spec';
+import type { ClientSession, IssuedToken, RecordedExchange } from './session.js';
+
+/** An API call with what the spec says about it. */
+export interface ApiCall {
+  exchange: RecordedExchange;
+  /** The operation the path and method name, if any. */
+  operationId?: ApiOperationId;
+  /** The scope that operation needs. */
+  scope?: string;
+  /** The `{partner_id}` of the path, if the path is one of the spec's. */
+  partnerId?: string;
+  /** The stage token the call carried. */
+  token?: IssuedToken;
+  /** Method and path template: the "same operation" of retry rules. */
+  key: string;
+}
+
+/** A session read for judging: the API calls, token requests and tokens, with lookups. */
+export interface SessionView {
+  readonly session: ClientSession;
+  readonly apiCalls: readonly ApiCall[];
+  /** Requests to POST /oauth/token. */
+  readonly tokenRequests: readonly RecordedExchange[];
+  readonly tokens: ReadonlyMap<string, IssuedToken>;
+  /** Token request that issued each token, by token reference. */
+  readonly issuedBy: ReadonlyMap<string, RecordedExchange>;
+}
+
+const pathOf = (target: string) => target.split('?')[0]!;
+
+export function viewOf(session: ClientSession): SessionView {
+  const tokens = new Map(session.tokens.map((token) => [token.ref, token]));
+  const apiCalls: ApiCall[] = [];
+  const tokenRequests: RecordedExchange[] = [];
+  const issuedBy = new Map<string, RecordedExchange>();
+  for (const exchange of session.exchanges) {
+    if (exchange.server === 'auth') {
+      if (exchange.method === 'POST' && pathOf(exchange.target) === '/oauth/token')
+        tokenRequests.push(exchange);
+      if (exchange.issued) issuedBy.set(exchange.issued, exchange);
+      continue;
+    }
+    const match = matchPath(pathOf(exchange.target));
+    const operationId = match?.methods[exchange.method] as ApiOperationId | undefined;
+    const operation = operationId ? operations[operationId] : undefined;
+    const token = exchange.bearer?.token ? tokens.get(exchange.bearer.token) : undefined;
+    apiCalls.push({
+      exchange,
+      ...(operationId && operation?.server === 'api' && { operationId, scope: operation.scope }),
+      ...(match?.params.partner_id !== undefined && { partnerId: match.params.partner_id }),
+      ...(token && { token }),
+      key: `${exchange.method} ${operation?.path ?? pathOf(exchange.target)}`,
+    });
+  }
+  return { session, apiCalls, tokenRequests, tokens, issuedBy };
+}
+
+/** Scopes a token request asked for: its `scope` parameter, or every authorised scope when it has none. */
+export function requestedScopes(exchange: RecordedExchange, authorised: readonly string[]): string[] {
+  const scope = exchange.form?.scope;
+  if (scope === undefined || scope.trim() === '') return [...authorised];
+  return scope.split(' ').filter((item) => item.length > 0);
+}
+
+export const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+
+/** One line naming an exchange for details: "#12 GET /v3/… → 401 at 3.20 s". */
+export function line(exchange: RecordedExchange): string {
+  return `#${exchange.seq} ${exchange.method} ${exchange.target} → ${exchange.status || 'no answer'} at ${seconds(exchange.at)}${exchange.bearer?.token ? ` with ${exchange.bearer.token}` : ''}`;
+}
