@@ -31,7 +31,9 @@ const draft = await attempt('create loan draft', () =>
   client.loanDrafts.create({ amount: 2500, currency: 'EUR', termMonths: 12 }),
 );
 if (draft) console.log(`created loan draft ${draft.id}`);
-await attempt('create repayment', () => client.repayments.create({ loanId: first.items[0]?.id, amount: 100 }));
+await attempt('create repayment', () =>
+  client.repayments.create({ loanId: first.items[0]?.id, amount: 100 }),
+);
 
 const end = Date.now() + seconds * 1000;
 let calls = 0;

@@ -2,6 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { checkIds } from './checks/index.js';
 import { parseCliArgs, usageText } from './cli-args.js';
+import type { ClientConformanceOptions } from './client/run-client.js';
 import { clientMain } from './client-cli.js';
 import { ConformanceError, exitCodeForError } from './errors.js';
 import { exitCodeFor } from './report.js';
@@ -20,6 +21,8 @@ export interface CliIo {
   overrides?: ConformanceOptions;
   /** Client mode: aborted on Ctrl-C (the CLI wires SIGINT/SIGTERM to it). */
   signal?: AbortSignal;
+  /** Client mode: extra library options (tests send the journey's output to a pipe). */
+  clientOverrides?: Partial<ClientConformanceOptions>;
 }
 
 const defaultIo = (): CliIo => ({ stdout: process.stdout, stderr: process.stderr, env: process.env });

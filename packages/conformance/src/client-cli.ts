@@ -305,6 +305,7 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
         ...options,
         env: io.env,
         ...(io.signal && { signal: io.signal }),
+        ...io.clientOverrides,
         onStage: (stage) => {
           if (config.json && !options.command) {
             io.stdout.write(

@@ -488,7 +488,14 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
     const path = target.split('?')[0]!;
     let answer: { status: number; headers: Record<string, string>; body: string };
     if (server === 'auth') {
-      if (path === '/oauth/token' && method === 'POST') exchange.form = tokenFormOf(text, req.headers);
+      if (path === '/oauth/token' && method === 'POST') {
+        exchange.form = tokenFormOf(text, req.headers);
+        // The narrowed grant is exercised the first time the journey asks for more than it is granted.
+        const asked = (exchange.form.scope ?? '').split(' ').filter(Boolean);
+        const narrowed = scenario('narrowed-grant');
+        if (narrowed.enabled && narrowed.firedAt === undefined && asked.some((item) => !grant.includes(item)))
+          Object.assign(narrowed, { firedAt: at, seq: number });
+      }
       answer = await forward(req, mock.authUrl, body);
       if (path === '/oauth/token' && answer.status === 200) {
         const issued = register(answer.body, exchange.seq);
@@ -539,6 +546,14 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
         }
       } else {
         answer = await forward(req, mock.baseUrl, body);
+        const narrowed = scenario('narrowed-grant');
+        if (
+          narrowed.enabled &&
+          narrowed.firedAt === undefined &&
+          answer.status === 403 &&
+          /insufficient_scope/.test(answer.headers['www-authenticate'] ?? '')
+        )
+          Object.assign(narrowed, { firedAt: at, seq: number });
       }
     }
     exchange.status = answer.status;

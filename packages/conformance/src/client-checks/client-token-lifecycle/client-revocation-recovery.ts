@@ -1,8 +1,11 @@
-import { line, seconds } from '../../client/view.js';
+import { line, requestedScopes, seconds } from '../../client/view.js';
 import { clientFailed, clientNotVerified, clientPassed, defineClientCheck } from '../../client-check.js';
 
-/** Calls that started this soon after the 401 left the stage were already in flight. */
-export const inFlightGraceMs = 250;
+/**
+ * Calls with the revoked token that started after its 401 left the stage, tolerated: one (a call that
+ * set out while the answer was on its way, or a single retry). Calls that started before are in flight.
+ */
+export const revokedReuseTolerance = 1;
 
 export default defineClientCheck({
   id: 'client-revocation-recovery',
@@ -26,24 +29,33 @@ export default defineClientCheck({
           : 'the journey made too few API calls for the revocation to fire',
       );
     const revoked = first.token!.ref;
+    const scope = first.scope;
     const t0 = first.exchange.end;
-    const later = apiCalls.filter((call) => call.exchange.at > first.exchange.at);
+    // What the revocation concerns: later calls needing the refused call's scope, and token requests for it.
+    const later = apiCalls.filter((call) => call.exchange.at > first.exchange.at && call.scope === scope);
     if (later.length === 0)
-      return clientNotVerified(`the journey made no API call after the revocation at ${seconds(t0)}`, [
-        first.exchange,
-      ]);
-    const reused = later.filter(
-      (call) => call.token?.ref === revoked && call.exchange.at > t0 + inFlightGraceMs,
-    );
+      return clientNotVerified(
+        `the journey made no call needing ${scope ?? 'that scope'} after the revocation at ${seconds(t0)}`,
+        [first.exchange],
+      );
+    const reused = later.filter((call) => call.token?.ref === revoked && call.exchange.at >= t0);
+    // Recovered: a new token was accepted (any answer but 401; a later scenario step such as a 503 counts).
     const recovered = later.find(
       (call) =>
-        call.token && call.token.ref !== revoked && call.exchange.status >= 200 && call.exchange.status < 300,
+        call.token &&
+        call.token.ref !== revoked &&
+        call.exchange.status !== 401 &&
+        call.exchange.status !== 0,
     );
     const refreshes = tokenRequests.filter(
-      (r) => r.at >= first.exchange.at && (!recovered || r.at < recovered.exchange.at),
+      (request) =>
+        request.at >= first.exchange.at &&
+        (!recovered || request.at < recovered.exchange.at) &&
+        scope !== undefined &&
+        requestedScopes(request, session.stage.authorizedScopes).includes(scope),
     );
     const problems: string[] = [];
-    if (reused.length > 1)
+    if (reused.length > revokedReuseTolerance)
       problems.push(
         `the revoked token ${revoked} was sent again ${reused.length} times after its 401 (a retry loop):\n${reused
           .slice(0, 10)
@@ -52,10 +64,12 @@ export default defineClientCheck({
       );
     if (!recovered)
       problems.push(
-        `no API call succeeded with a new token after the revocation (${later.length} later calls)`,
+        `no call needing ${scope} was accepted with a new token after the revocation (${later.length} later calls)`,
       );
     if (refreshes.length > 2)
-      problems.push(`${refreshes.length} token requests between the 401 and the next success (a loop)`);
+      problems.push(
+        `${refreshes.length} token requests for ${scope} between the 401 and the new token's first use (a loop)`,
+      );
     const evidence = [
       first.exchange,
       ...reused.map((c) => c.exchange),
@@ -64,7 +78,7 @@ export default defineClientCheck({
     ];
     if (problems.length > 0) return clientFailed(problems.join('\n'), evidence);
     return clientPassed(
-      `${line(first.exchange)} (revoked); then ${refreshes.length} token request${refreshes.length === 1 ? '' : 's'}, ${reused.length} more call${reused.length === 1 ? '' : 's'} with the revoked token, and ${line(recovered!.exchange)} succeeded`,
+      `${line(first.exchange)} (revoked); then ${refreshes.length} token request${refreshes.length === 1 ? '' : 's'}, ${reused.length} more call${reused.length === 1 ? '' : 's'} with the revoked token, and ${line(recovered!.exchange)} was accepted with a new token`,
       evidence,
     );
   },

@@ -1,0 +1,96 @@
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { type ClientConformanceRun, clientCheckIds, runClientConformance } from '../../src/index.js';
+
+const referenceClient = fileURLToPath(new URL('../clients/reference-client.mjs', import.meta.url));
+
+/** Runs the reference client under the stage with one bug (or none), 2-s tokens, a 4-s journey. */
+function journey(bug: string, onSecret?: (secret: string) => void): Promise<ClientConformanceRun> {
+  return runClientConformance({
+    onStage: (stage) => onSecret?.(stage.client.clientSecret),
+    command: [process.execPath, referenceClient],
+    env: { ...process.env, BUG: bug, JOURNEY_SECONDS: '4' },
+    ttlSeconds: 2,
+    stdio: 'pipe',
+    timeoutSeconds: 60,
+  });
+}
+
+const statusOf = (run: ClientConformanceRun, id: string) =>
+  run.report.checks.find((check) => check.id === id)?.status;
+const failedMust = (run: ClientConformanceRun) =>
+  run.report.checks
+    .filter((check) => check.severity === 'must' && check.status === 'failed')
+    .map((check) => check.id);
+
+// Each wrong client, and the check it must turn red (and no other must check).
+const bugs: Array<[bug: string, check: string]> = [
+  ['token-per-call', 'client-token-reuse'],
+  ['cached-past-exp', 'client-no-expired-token'],
+  ['token-in-query', 'client-token-not-in-url'],
+  ['secret-to-api', 'client-secret-confined'],
+  ['ignore-retry-after', 'client-retry-after'],
+  ['replay-create', 'client-create-not-replayed'],
+  ['retry-loop-401', 'client-revocation-recovery'],
+  ['stampede', 'client-single-flight'],
+  ['other-partner', 'client-own-partner'],
+];
+
+async function inBatches<T, R>(
+  items: readonly T[],
+  size: number,
+  work: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results: R[] = [];
+  for (let index = 0; index < items.length; index += size)
+    results.push(...(await Promise.all(items.slice(index, index + size).map(work))));
+  return results;
+}
+
+describe('client mode against reference clients', () => {
+  it('a correct fetch client passes every check, each with evidence', async () => {
+    const run = await journey('');
+    const { report } = run;
+    expect(report.mode).toBe('client');
+    expect(report.journey.exitCode).toBe(0);
+    expect(report.checks.map((check) => check.id)).toEqual(clientCheckIds);
+    for (const check of report.checks) {
+      expect(check.status, `${check.id}: ${check.details}`).toBe('passed');
+      expect(check.evidence.length, check.id).toBeGreaterThan(0);
+    }
+    // Every scenario step was reached by the journey, so no pass stands on an unplayed step.
+    for (const scenario of report.scenarios) expect(scenario.firedAt, scenario.name).toBeTypeOf('number');
+  }, 90_000);
+
+  it('each wrong client turns exactly its own check red, and no other must check', async () => {
+    const runs = await inBatches(bugs, 3, async ([bug]) => journey(bug));
+    runs.forEach((run, index) => {
+      const [bug, check] = bugs[index]!;
+      expect(statusOf(run, check), `${bug} → ${check}`).toBe('failed');
+      const otherMust = failedMust(run).filter((id) => id !== check);
+      expect(otherMust, `${bug} turned other must checks red`).toEqual([]);
+      const failed = run.report.checks.find((item) => item.id === check)!;
+      expect(failed.fix, `${check} says how to fix`).toBeTruthy();
+      expect(failed.evidence.length).toBeGreaterThan(0);
+    });
+  }, 240_000);
+
+  it('a journey that makes no call earns no pass at all (negative control)', async () => {
+    const run = await journey('no-calls');
+    expect(run.report.summary.passed).toBe(0);
+    for (const check of run.report.checks) expect(check.details, check.id).toMatch(/^not verified: /);
+  }, 60_000);
+
+  it('keeps the client secret and whole tokens out of the session and the report', async () => {
+    let secret = '';
+    const run = await journey('token-in-query', (value) => {
+      secret = value;
+    });
+    expect(secret.length).toBeGreaterThan(20);
+    const text = JSON.stringify(run.session) + JSON.stringify(run.report);
+    expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\./);
+    expect(text).not.toContain(secret);
+    // The token the client put in the query is there, shortened: the evidence shows where it went.
+    expect(text).toMatch(/access_token=…[A-Za-z0-9_-]{6}/);
+  }, 60_000);
+});

@@ -1,0 +1,111 @@
+// A partner journey written with nothing but fetch: correct by default, wrong in exactly one way with
+// BUG=<name>. The client-mode tests run it under the stage; each bug must turn exactly its check red.
+//   token-per-call · cached-past-exp · token-in-query · secret-to-api · ignore-retry-after ·
+//   replay-create · retry-loop-401 · stampede · other-partner · no-calls
+const bug = process.env.BUG ?? '';
+const seconds = Number(process.env.JOURNEY_SECONDS ?? 5);
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const tokenUrl = env('PARTNER_TOKEN_URL');
+const baseUrl = env('PARTNER_BASE_URL');
+const audience = env('PARTNER_AUDIENCE');
+const clientId = env('PARTNER_CLIENT_ID');
+const clientSecret = env('PARTNER_CLIENT_SECRET');
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+if (bug === 'no-calls') process.exit(0);
+
+const cache = new Map(); // scope → { token, partnerId, expiresAt }
+const inFlight = new Map(); // scope → Promise
+
+async function requestToken(scope) {
+  const response = await fetch(tokenUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: clientId,
+      client_secret: clientSecret,
+      scope,
+      audience,
+    }),
+  });
+  if (!response.ok) throw new Error(`token endpoint answered ${response.status}`);
+  const body = await response.json();
+  return {
+    token: body.access_token,
+    partnerId: body.partnerId,
+    scope: body.scope,
+    expiresAt: Date.now() + body.expires_in * 1000,
+  };
+}
+
+async function tokenFor(scope) {
+  if (bug === 'token-per-call') return requestToken(scope);
+  const held = cache.get(scope);
+  // Renew when 20 % of the life is left; the cached-past-exp bug never renews.
+  if (held && (bug === 'cached-past-exp' || Date.now() < held.expiresAt - 600)) return held;
+  if (bug !== 'stampede' && inFlight.has(scope)) return inFlight.get(scope);
+  const pending = requestToken(scope).finally(() => inFlight.delete(scope));
+  inFlight.set(scope, pending);
+  const fresh = await pending;
+  cache.set(scope, fresh);
+  return fresh;
+}
+
+async function call(method, path, scope, body) {
+  let retriedAuth = false;
+  let attempts = 0;
+  for (;;) {
+    attempts += 1;
+    const { token, partnerId } = await tokenFor(scope);
+    const partner = bug === 'other-partner' ? 'partner-someone-else' : partnerId;
+    let url = `${baseUrl}/v3/partner/${partner}/${path}`;
+    if (bug === 'token-in-query') url += `${url.includes('?') ? '&' : '?'}access_token=${token}`;
+    const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
+    if (bug === 'secret-to-api') headers['x-client-secret'] = clientSecret;
+    if (body) headers['content-type'] = 'application/json';
+    const response = await fetch(url, { method, headers, ...(body && { body: JSON.stringify(body) }) });
+    await response.arrayBuffer();
+    if (response.status === 401 && /invalid_token/.test(response.headers.get('www-authenticate') ?? '')) {
+      if (bug === 'retry-loop-401' && attempts < 6) continue;
+      if (bug === 'cached-past-exp') return response.status;
+      if (retriedAuth) return response.status;
+      retriedAuth = true;
+      cache.delete(scope);
+      continue;
+    }
+    if ((response.status === 429 || response.status === 503) && attempts < 4) {
+      if (method === 'POST' && bug !== 'replay-create') return response.status;
+      const wait = bug === 'ignore-retry-after' ? 0 : Number(response.headers.get('retry-after') ?? 1) * 1000;
+      await sleep(wait);
+      continue;
+    }
+    return response.status;
+  }
+}
+
+const statuses = [];
+// Two calls at once at the start: the single flight of token requests shows (or the stampede).
+statuses.push(
+  ...(await Promise.all([
+    call('GET', 'loans?limit=5', 'read:loans'),
+    call('GET', 'loans?limit=5&offset=5', 'read:loans'),
+  ])),
+);
+statuses.push(await call('POST', 'loan_draft', 'create:loan_draft', { amount: 2500, currency: 'EUR' }));
+// An operation outside the grant: the token endpoint refuses the scope (or narrows it); do not call it.
+const repayment = await requestToken('create:repayment').catch(() => undefined);
+if (repayment && /create:repayment/.test(repayment.scope ?? ''))
+  statuses.push(await call('POST', 'repayments', 'create:repayment', { amount: 1 }));
+const end = Date.now() + seconds * 1000;
+while (Date.now() < end) {
+  statuses.push(await call('GET', 'loans?limit=10', 'read:loans'));
+  await sleep(250);
+}
+console.log(
+  `reference client${bug ? ` (bug: ${bug})` : ''}: ${statuses.length} calls, statuses ${[...new Set(statuses)].join(' ')}`,
+);
