@@ -107,8 +107,12 @@ describe('parseCliArgs', () => {
     expect(usageError(['--expect-scopes', ' , '])).toBe(
       '--expect-scopes needs at least one scope, e.g. "read:loans create:loan_draft"',
     );
-    expect(usageError(['--report-html', '/nonexistent-dir/r.html'])).toBe(
-      '--report-html: the directory /nonexistent-dir does not exist; create it or choose another path',
+    // A missing directory is created when the report is written; a file in the way is refused.
+    expect(parseCliArgs(['--report-html', '/nonexistent-dir/r.html'], {}).reports.html).toBe(
+      '/nonexistent-dir/r.html',
+    );
+    expect(usageError(['--report-html', `${process.execPath}/r.html`])).toBe(
+      `--report-html: ${process.execPath} is a file, so the report cannot go under it; choose another path`,
     );
   });
 });

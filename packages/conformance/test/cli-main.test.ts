@@ -57,7 +57,8 @@ describe('partner-conformance (main)', () => {
     expect(code).toBe(0);
     expect(streams.stdout.text()).toContain('PASS — 1 must check not verified: integrity-expired (exit 0)');
     const json = JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8'));
-    expect(json.schemaVersion).toBe(2);
+    expect(json.schemaVersion).toBe(3);
+    expect(json.mode).toBe('server');
     // Rules are cited by the API documentation's title, never by an internal file name.
     for (const file of ['r.json', 'r.xml', 'r.html'])
       expect(readFileSync(join(dir, file), 'utf8')).not.toMatch(/\bseed\b/i);

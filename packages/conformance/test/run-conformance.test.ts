@@ -88,7 +88,9 @@ describe('runConformance', () => {
     ]);
     expect(seen.sort()).toEqual(['bearer-query-token', 'token-no-store', 'token-wrong-secret']);
     expect(report).toMatchObject({
-      schemaVersion: 2,
+      schemaVersion: 3,
+      mode: 'server',
+      certify: false,
       tool: { name: '@partner-lending/conformance' },
       summary: { failed: 2, skipped: 1 },
     });

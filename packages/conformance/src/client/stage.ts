@@ -196,6 +196,8 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
   return { id: safeDecode(decoded.slice(0, colon)), secret: safeDecode(decoded.slice(colon + 1)) };
 }
 
+const jwtCandidates = /[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g;
+
 // RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token (the scheme is case-insensitive, RFC 9110 §11.1).
 const bearerPattern = /^(\S+)(?: +([A-Za-z0-9\-._~+/]+=*))?$/;
 
@@ -282,8 +284,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
     if (inText(secret, target) || inText(secret, decodedTarget)) leaks.add('secret-in-url');
     if (inText(client.clientId, target) || inText(client.clientId, decodedTarget))
       leaks.add('client-id-in-url');
-    for (const token of tokenRefs.keys())
-      if (target.includes(token) || decodedTarget.includes(token)) leaks.add('token-in-url');
+    // Issued tokens are JWTs: anything JWT-shaped in a URL is a token there, issued or not.
     if (/eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]+/.test(decodedTarget)) leaks.add('token-in-url');
     if (server === 'api') {
       for (const [name, value] of Object.entries(headers)) {
@@ -293,7 +294,9 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
           leaks.add('secret-in-api-header');
       }
       if (inText(secret, body) || inText(secret, safeDecode(body))) leaks.add('secret-in-api-body');
-      for (const token of tokenRefs.keys()) if (body.includes(token)) leaks.add('token-in-body');
+      // Look up each JWT-shaped run of the body (not every token ever issued: a token per call makes thousands).
+      for (const candidate of body.match(jwtCandidates) ?? [])
+        if (tokenRefs.has(candidate)) leaks.add('token-in-body');
     }
     return [...leaks];
   }
@@ -478,7 +481,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
         bytes: body.length,
         ...(body.length > 0 && { sha256: createHash('sha256').update(body).digest('hex') }),
         kind,
-        ...(body.length > 0 && { text: cut(redact(text)) }),
+        ...(body.length > 0 && { text: cut(redact(text.slice(0, keptText * 4))) }),
       },
       leaks: leaksOf(server, target, req.headers, text),
       status: 0,
@@ -560,7 +563,10 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
     for (const name of ['content-type', 'www-authenticate', 'retry-after', 'cache-control'])
       if (answer.headers[name] !== undefined)
         exchange.responseHeaders[name] = cut(redact(answer.headers[name]!));
-    exchange.responseBody = cut(redact(answer.body));
+    // Redact a window a little wider than what is kept (a secret across the cut is still caught).
+    exchange.responseBody = cut(redact(answer.body.slice(0, keptText * 4)));
+    if (answer.body.length > keptText * 4)
+      exchange.responseBody = `${exchange.responseBody.slice(0, keptText)}…[${answer.body.length} chars]`;
     const error = /"error"\s*:\s*"([^"]{1,64})"/.exec(answer.body)?.[1];
     if (error) exchange.error = error;
     await send(res, answer.status, answer.headers, answer.body);
@@ -578,7 +584,8 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
     const token = value.access_token;
     if (typeof token !== 'string') return undefined;
     const claims = decodeJwt(token)?.payload ?? {};
-    redactor.addToken(token);
+    // Not registered with the redactor: issued tokens are JWTs, which it shortens by their shape, and a
+    // list of every token ever issued would make each redaction slower as the session grows.
     const issued: IssuedToken = {
       ref: `T${tokens.length + 1}`,
       seq: issuedBy,

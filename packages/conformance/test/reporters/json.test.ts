@@ -8,9 +8,10 @@ describe('formatJsonReport', () => {
     expect(Object.keys(parsed)).toEqual([
       'schemaVersion',
       'tool',
+      'mode',
+      'certify',
       'target',
       'spec',
-      'mode',
       'writes',
       'startedAt',
       'durationMs',
