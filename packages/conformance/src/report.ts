@@ -67,6 +67,7 @@ export interface ClientReport extends ReportBase {
     authorizedScopes: string[];
     ttlSeconds: number;
     tokenDelayMs: number;
+    apiDelayMs: number;
   };
   /** The journey that was run: the command (redacted), how it ended, how many calls it made. */
   journey: JourneyRecord & { calls: { token: number; api: number; other: number } };

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { inspect } from 'node:util';
 import type { VerifiedToken } from './access-token.js';
 import { type ApiServerContext, type CachedPage, handleApiRequest } from './api-server.js';
@@ -93,6 +94,12 @@ export interface RunningMock {
   internalErrorCount(): number;
   /** The newest 1000 requests of both servers, secrets and tokens redacted. */
   requestLog(): readonly LoggedRequest[];
+  /**
+   * Hands a request that another HTTP server received (a recorder or proxy in front of the mock, in
+   * the same process) to the auth server or the API, which answers on `res` as if it had arrived
+   * there: no second HTTP hop. `req` needs `method`, `url` and `headers`, and its body as a stream.
+   */
+  handle(server: 'auth' | 'api', req: IncomingMessage, res: ServerResponse): void;
   /** Adds a new signing key; the previous one stays published until the next rotation. */
   rotateKeys(options?: { retirePrevious?: boolean }): Promise<void>;
   close(): Promise<void>;
@@ -314,6 +321,9 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     storedUsage: () => store.usage(),
     requestLog: () => log.entries(),
     rotateKeys: (rotateOptions) => keys.rotate(rotateOptions),
+    handle: (server, req, res) => {
+      (server === 'auth' ? authServer : apiServer).emit('request', req, res);
+    },
     close: () => {
       closing ??= Promise.all([closeServer(authServer), closeServer(apiServer)]).then(() => undefined);
       return closing;

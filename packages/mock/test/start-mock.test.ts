@@ -254,3 +254,33 @@ describe('startMock publicUrls', () => {
     );
   });
 });
+
+describe('startMock handle()', () => {
+  it('answers a request another server of the process received, with its body, on that server', async () => {
+    const { createServer } = await import('node:http');
+    const proxied = await startMock({ signingKey: await sharedSigningKey() });
+    const front = createServer((req, res) => proxied.handle(req.url === '/oauth/token' ? 'auth' : 'api', req, res));
+    await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+    const origin = `http://127.0.0.1:${(front.address() as { port: number }).port}`;
+    try {
+      const client = proxied.clients[0]!;
+      const issued = await fetch(`${origin}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(credentials(proxied, client)),
+      }).then((response) => response.json());
+      expect(issued.token_type).toBe('bearer');
+      const created = await fetch(`${origin}/v3/partner/${client.partnerId}/loan_draft`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${issued.access_token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ amount: 10 }),
+      });
+      expect(created.status).toBe(201);
+      expect(await created.json()).toMatchObject({ amount: 10, id: expect.any(String) });
+      expect(proxied.tokenRequestCount()).toBe(1);
+    } finally {
+      front.close();
+      await proxied.close();
+    }
+  });
+});

@@ -111,6 +111,7 @@ export function judgeSession(session: ClientSession, options: JudgeOptions = {})
       authorizedScopes: [...stage.authorizedScopes],
       ttlSeconds: stage.ttlSeconds,
       tokenDelayMs: stage.tokenDelayMs,
+      apiDelayMs: stage.apiDelayMs,
     },
     journey: { ...session.journey, calls: { token, api, other: session.exchanges.length - token - api } },
     scenarios: session.scenarios.map((item) => ({ ...item })),

@@ -38,6 +38,8 @@ export interface StageInfo {
   ttlSeconds: number;
   /** Delay the token endpoint adds to every answer, in ms (so that concurrent requests overlap visibly). */
   tokenDelayMs: number;
+  /** Delay before every API answer, in ms (so that concurrent calls overlap visibly). */
+  apiDelayMs: number;
 }
 
 export type ScenarioName = 'revocation' | 'throttle' | 'unavailable' | 'narrowed-grant';

@@ -7,6 +7,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
+import { Readable } from 'node:stream';
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { scopes as allScopes, matchPath, operations } from '@partner-lending/spec';
 import { ConformanceError } from '../errors.js';
@@ -45,6 +46,8 @@ export const defaultScopes = ['read:loans', 'create:loan_draft'];
 export const defaultTtlSeconds = 10;
 /** Default delay of every token answer, so that concurrent token requests overlap visibly. */
 export const defaultTokenDelayMs = 100;
+/** Default delay before an API call is answered, so that concurrent calls overlap visibly. */
+export const defaultApiDelayMs = 20;
 /** Default cap of the recorded exchanges; past it exchanges are counted, not kept. */
 export const defaultMaxExchanges = 50_000;
 /** Largest request body the stage reads (the mock's own limit); past it the request is refused. */
@@ -90,6 +93,8 @@ export interface StageOptions {
   authPort?: number;
   /** Delay of every token answer in ms. Default 100. */
   tokenDelayMs?: number;
+  /** Delay before every API call is answered, in ms. Default 20. */
+  apiDelayMs?: number;
   /** Recorded exchanges at most. Default 50000. */
   maxExchanges?: number;
   /** Epoch ms clock. Default Date.now. */
@@ -208,6 +213,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
   const enabled = new Set(options.scenarios ?? scenarioNames);
   const grant = enabled.has('narrowed-grant') ? [...(options.scopes ?? defaultScopes)] : [...allScopes];
   const tokenDelayMs = options.tokenDelayMs ?? defaultTokenDelayMs;
+  const apiDelayMs = options.apiDelayMs ?? defaultApiDelayMs;
   const maxExchanges = options.maxExchanges ?? defaultMaxExchanges;
   const listen = options.listen ?? '127.0.0.1';
   const client: StageClient = {
@@ -405,6 +411,61 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
     });
   }
 
+  /**
+   * Hands an API call to the mock in process (no second HTTP hop: the mock answers on `res`), replaying
+   * the body the stage already read, and keeps what the answer was for the record.
+   */
+  function dispatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer,
+  ): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+    const replay = Object.assign(Readable.from(body.length > 0 ? [body] : []), {
+      method: req.method,
+      url: req.url,
+      headers: req.headers,
+      rawHeaders: req.rawHeaders,
+      httpVersion: req.httpVersion,
+      socket: req.socket,
+    }) as unknown as IncomingMessage;
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
+    const keep = (chunk: unknown) => {
+      if (keptBytes >= keptText * 4 || chunk === undefined || chunk === null || typeof chunk === 'function') return;
+      const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+      kept.push(buffer);
+      keptBytes += buffer.length;
+    };
+    let headArgument: Record<string, unknown> = {};
+    const writeHead = res.writeHead.bind(res);
+    const write = res.write.bind(res);
+    const end = res.end.bind(res);
+    res.writeHead = ((status: number, ...rest: unknown[]) => {
+      const headers = rest.find((item) => typeof item === 'object' && item !== null);
+      if (headers) headArgument = headers as Record<string, unknown>;
+      return (writeHead as (...args: unknown[]) => ServerResponse)(status, ...rest);
+    }) as typeof res.writeHead;
+    res.write = ((chunk: unknown, ...rest: unknown[]) => {
+      keep(chunk);
+      return (write as (...args: unknown[]) => boolean)(chunk, ...rest);
+    }) as typeof res.write;
+    res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+      keep(chunk);
+      return (end as (...args: unknown[]) => ServerResponse)(chunk, ...rest);
+    }) as typeof res.end;
+    return new Promise((resolve) => {
+      const done = () => {
+        const headers: Record<string, string> = {};
+        for (const [name, value] of Object.entries({ ...res.getHeaders(), ...headArgument }))
+          if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+        resolve({ status: res.statusCode, headers, body: Buffer.concat(kept).toString('utf8') });
+      };
+      res.once('finish', done);
+      res.once('close', done);
+      mock.handle('api', replay, res);
+    });
+  }
+
   const json = (value: unknown) => JSON.stringify(value);
   const challenge = (error: string, description: string) =>
     `Bearer realm="partner-api", error="${error}", error_description="${description}"`;
@@ -506,6 +567,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
       }
       if (tokenDelayMs > 0 && path === '/oauth/token') await new Promise((r) => setTimeout(r, tokenDelayMs));
     } else {
+      if (apiDelayMs > 0) await new Promise((r) => setTimeout(r, apiDelayMs));
       const bearer = bearerOf(req.headers.authorization);
       if (bearer) exchange.bearer = bearer;
       const injected = injectionFor(method, path, bearer, since());
@@ -548,7 +610,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
           };
         }
       } else {
-        answer = await forward(req, mock.baseUrl, body);
+        answer = await dispatch(req, res, body);
         const narrowed = scenario('narrowed-grant');
         if (
           narrowed.enabled &&
@@ -569,7 +631,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
       exchange.responseBody = `${exchange.responseBody.slice(0, keptText)}…[${answer.body.length} chars]`;
     const error = /"error"\s*:\s*"([^"]{1,64})"/.exec(answer.body)?.[1];
     if (error) exchange.error = error;
-    await send(res, answer.status, answer.headers, answer.body);
+    if (!res.headersSent) await send(res, answer.status, answer.headers, answer.body);
     exchange.end = since();
     record(exchange);
   }
@@ -670,6 +732,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
         authorizedScopes: [...client.authorizedScopes],
         ttlSeconds,
         tokenDelayMs,
+        apiDelayMs,
       },
       scenarios: scenarios.map((item) => ({ ...item })),
       journey: { ...journey, command: journey.command.map(redact) },

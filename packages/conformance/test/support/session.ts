@@ -22,6 +22,7 @@ export function sessionOf(
       authorizedScopes: ['read:loans', 'create:loan_draft'],
       ttlSeconds: 4,
       tokenDelayMs: 0,
+      apiDelayMs: 0,
     },
     scenarios: [],
     journey: { command: ['journey'], exitCode: 0, signal: null, durationMs: 1000, ending: 'exited' },
