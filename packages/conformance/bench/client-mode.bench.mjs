@@ -39,7 +39,13 @@ async function perCall(baseUrl, answer) {
 }
 
 const mock = await startMock({ tokenTtlSeconds: 3600 });
-const stage = await startStage({ ttlSeconds: 3600, scenarios: [], tokenDelayMs: 0, apiDelayMs: 0, maxExchanges: 1_000_000 });
+const stage = await startStage({
+  ttlSeconds: 3600,
+  scenarios: [],
+  tokenDelayMs: 0,
+  apiDelayMs: 0,
+  maxExchanges: 1_000_000,
+});
 const client = mock.clients[0];
 const mockToken = await token(mock.tokenUrl, client.clientId, client.clientSecret, mock.audience);
 const stageToken = await token(

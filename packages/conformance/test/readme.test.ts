@@ -34,7 +34,10 @@ describe('README', () => {
   });
 
   it('lists every client check the same way, in catalogue order', () => {
-    const section = readme.slice(readme.indexOf('### Client checks'), readme.indexOf('### Reference clients'));
+    const section = readme.slice(
+      readme.indexOf('### Client checks'),
+      readme.indexOf('### Reference clients'),
+    );
     const rows = section
       .split('\n')
       .filter((line) => /^\| `client-[a-z0-9-]*` \|/.test(line))
@@ -60,7 +63,7 @@ describe('README', () => {
     );
   });
 
-  it('runs the command by its scoped package everywhere (an unscoped npx name could be anyone\'s)', () => {
+  it("runs the command by its scoped package everywhere (an unscoped npx name could be anyone's)", () => {
     expect(readme).not.toMatch(/npx partner-/);
   });
 });

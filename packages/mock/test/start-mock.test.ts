@@ -239,7 +239,10 @@ describe('startMock publicUrls', () => {
       });
       expect(loans.status).toBe(200);
       // The listening address is no longer the audience: a token asked for it is refused.
-      const wrong = await tokenRequest(proxied, { ...credentials(proxied, client), audience: proxied.baseUrl });
+      const wrong = await tokenRequest(proxied, {
+        ...credentials(proxied, client),
+        audience: proxied.baseUrl,
+      });
       expect(wrong.status).toBe(403);
     } finally {
       await proxied.close();
@@ -259,7 +262,9 @@ describe('startMock handle()', () => {
   it('answers a request another server of the process received, with its body, on that server', async () => {
     const { createServer } = await import('node:http');
     const proxied = await startMock({ signingKey: await sharedSigningKey() });
-    const front = createServer((req, res) => proxied.handle(req.url === '/oauth/token' ? 'auth' : 'api', req, res));
+    const front = createServer((req, res) =>
+      proxied.handle(req.url === '/oauth/token' ? 'auth' : 'api', req, res),
+    );
     await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
     const origin = `http://127.0.0.1:${(front.address() as { port: number }).port}`;
     try {

@@ -431,7 +431,8 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
     const kept: Buffer[] = [];
     let keptBytes = 0;
     const keep = (chunk: unknown) => {
-      if (keptBytes >= keptText * 4 || chunk === undefined || chunk === null || typeof chunk === 'function') return;
+      if (keptBytes >= keptText * 4 || chunk === undefined || chunk === null || typeof chunk === 'function')
+        return;
       const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
       kept.push(buffer);
       keptBytes += buffer.length;
@@ -457,7 +458,8 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
       const done = () => {
         const headers: Record<string, string> = {};
         for (const [name, value] of Object.entries({ ...res.getHeaders(), ...headArgument }))
-          if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+          if (value !== undefined)
+            headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
         resolve({ status: res.statusCode, headers, body: Buffer.concat(kept).toString('utf8') });
       };
       res.once('finish', done);
