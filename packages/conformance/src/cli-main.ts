@@ -5,12 +5,13 @@ import { parseCliArgs, usageText } from './cli-args.js';
 import type { ClientConformanceOptions } from './client/run-client.js';
 import { clientMain } from './client-cli.js';
 import { ConformanceError, exitCodeForError } from './errors.js';
-import { exitCodeFor } from './report.js';
+import { exitCodeFor, type Report } from './report.js';
 import { ConsoleReporter, type ConsoleStream } from './reporters/console.js';
 import { formatHtmlReport } from './reporters/html.js';
 import { formatJsonReport } from './reporters/json.js';
 import { formatJunitReport } from './reporters/junit.js';
 import { type ConformanceOptions, runConformanceDetailed } from './run-conformance.js';
+import { specSha256 } from './spec-responses.js';
 import { tool } from './version.js';
 
 export interface CliIo {
@@ -44,6 +45,46 @@ export async function writeReports(
   }
 }
 
+async function writeStoppedReports(
+  config: ReturnType<typeof parseCliArgs>,
+  error: ConformanceError,
+  startedAt: Date,
+  io: Pick<CliIo, 'stdout'>,
+): Promise<void> {
+  const options = config.options;
+  const report: Report = {
+    schemaVersion: 3,
+    tool: { name: tool.name, version: tool.version },
+    mode: 'server',
+    certify: options.certify === true,
+    target: {
+      authUrl: options.authUrl ?? '',
+      baseUrl: options.baseUrl ?? '',
+      audience: options.audience ?? options.baseUrl ?? '',
+    },
+    spec: { sha256: specSha256 },
+    writes: { allowed: options.allowWrites === true, mayHaveCreated: [] },
+    startedAt: startedAt.toISOString(),
+    durationMs: Date.now() - startedAt.getTime(),
+    summary: { passed: 0, failed: 0, skipped: 0, errored: 0 },
+    notVerified: [],
+    stopped: { code: error.code, reason: error.message },
+    checks: [],
+  };
+  const writes: Array<[string, string]> = [];
+  if (config.reports.json) writes.push([config.reports.json, formatJsonReport(report)]);
+  if (config.reports.junit) writes.push([config.reports.junit, formatJunitReport(report)]);
+  if (config.reports.html)
+    writes.push([
+      config.reports.html,
+      formatHtmlReport(report, {
+        kind: options.baseUrl ? 'remote' : 'embedded mock',
+        profile: 'not observed',
+      }),
+    ]);
+  await writeReports(writes, io);
+}
+
 /** The `partner-conformance` command: returns the exit code of the contract (0/1/2/3). */
 export async function main(argv: readonly string[], io: CliIo = defaultIo()): Promise<number> {
   const fail = (error: ConformanceError) => {
@@ -62,12 +103,22 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo()): Pr
       return 0;
     }
     const reporter = new ConsoleReporter({ stream: io.stdout, env: io.env });
-    const { report, target } = await runConformanceDetailed({
-      ...config.options,
-      ...io.overrides,
-      onTarget: (info) => reporter.start(info, tool),
-      onCheckResult: (result) => reporter.result(result),
-    });
+    const startedAt = new Date();
+    let run: Awaited<ReturnType<typeof runConformanceDetailed>>;
+    try {
+      run = await runConformanceDetailed({
+        ...config.options,
+        ...io.overrides,
+        onTarget: (info) => reporter.start(info, tool),
+        onCheckResult: (result) => reporter.result(result),
+      });
+    } catch (error) {
+      // The run stopped before any check (the preflight): the reports asked for still say why.
+      if (error instanceof ConformanceError && error.code !== 'ERR_USAGE')
+        await writeStoppedReports(config, error, startedAt, io).catch(() => undefined);
+      throw error;
+    }
+    const { report, target } = run;
     reporter.finish(report);
     const writes: Array<[string, string]> = [];
     if (config.reports.json) writes.push([config.reports.json, formatJsonReport(report)]);

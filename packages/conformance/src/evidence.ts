@@ -58,7 +58,10 @@ export function toEvidence(exchange: Exchange, redactor: Redactor): Evidence {
     ...(body === undefined ? {} : { requestBody: cut(redact(body)) }),
     status: exchange.status,
     responseHeaders,
-    responseBody: cut(redact(exchange.text)),
+    responseBody:
+      exchange.truncatedAt === undefined
+        ? cut(redact(exchange.text.slice(0, 4000)))
+        : `${cut(redact(exchange.text.slice(0, 4000)))} [body over ${exchange.truncatedAt} bytes: the suite stopped reading]`,
   };
 }
 

@@ -22,6 +22,8 @@ export interface Exchange {
   readonly text: string;
   /** The parsed body when it is JSON, else undefined. */
   readonly json: unknown;
+  /** Set when the body was longer than the read cap: how many bytes were read before the suite stopped. */
+  readonly truncatedAt?: number;
   readonly durationMs: number;
 }
 
@@ -33,6 +35,8 @@ export interface HttpProbeOptions {
   onExchange?: (exchange: Exchange) => void;
   /** Monotonic clock in ms for timings, default performance.now. */
   now?: () => number;
+  /** Longest body read of an answer, in bytes; the rest is not read (an endless body ends there). Default 1 MiB. */
+  maxBodyBytes?: number;
   /** Answers 429 are retried this many times after `Retry-After` (capped at 10 s). Default 3. */
   maxRetriesOn429?: number;
   sleep?: (ms: number) => Promise<void>;
@@ -41,6 +45,35 @@ export interface HttpProbeOptions {
    * without --allow-writes). The request is then never sent and `send` throws ERR_WRITE_GUARD.
    */
   guard?: (request: ProbeRequest) => string | undefined;
+}
+
+/** Default cap of a body the suite reads: 1 MiB (the answers it judges are small; an endless one stops here). */
+export const defaultMaxBodyBytes = 1024 * 1024;
+
+/**
+ * Reads at most `max` bytes of a body, then cancels the rest: an API that streams for ever costs the
+ * suite `max` bytes of memory, not all of it. `truncatedAt` says how much was read when it stopped.
+ */
+export async function readCapped(
+  response: Response,
+  max: number,
+): Promise<{ text: string; truncatedAt?: number }> {
+  if (!response.body) return { text: '' };
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      chunks.push(value.subarray(0, value.byteLength - (size - max)));
+      await reader.cancel().catch(() => undefined);
+      return { text: new TextDecoder().decode(Buffer.concat(chunks)), truncatedAt: size };
+    }
+    chunks.push(value);
+  }
+  return { text: new TextDecoder().decode(Buffer.concat(chunks)) };
 }
 
 /** Headers a probe always sends unless the request names them. */
@@ -78,8 +111,10 @@ export class HttpProbe {
   readonly #maxRetries: number;
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #guard: ((request: ProbeRequest) => string | undefined) | undefined;
+  readonly #maxBodyBytes: number;
 
   constructor(options: HttpProbeOptions = {}) {
+    this.#maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes;
     this.#guard = options.guard;
     this.#maxRetries = options.maxRetriesOn429 ?? 3;
     this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
@@ -124,6 +159,7 @@ export class HttpProbe {
     const started = this.#now();
     let response: Response;
     let text: string;
+    let truncatedAt: number | undefined;
     try {
       response = await this.#fetch(request.url, {
         method: request.method,
@@ -132,7 +168,7 @@ export class HttpProbe {
         signal: AbortSignal.timeout(this.#timeoutMs),
         ...(body === undefined ? {} : { body }),
       });
-      text = await response.text();
+      ({ text, truncatedAt } = await readCapped(response, this.#maxBodyBytes));
     } catch (error) {
       throw new ConformanceError(
         'ERR_NETWORK',
@@ -141,7 +177,7 @@ export class HttpProbe {
       );
     }
     let json: unknown;
-    if (text.length > 0) {
+    if (text.length > 0 && truncatedAt === undefined) {
       try {
         json = JSON.parse(text);
       } catch {
@@ -154,6 +190,7 @@ export class HttpProbe {
       headers: response.headers,
       text,
       json,
+      ...(truncatedAt !== undefined && { truncatedAt }),
       durationMs: this.#now() - started,
     };
     return exchange;

@@ -53,6 +53,8 @@ export interface Report extends ReportBase {
   target: { authUrl: string; baseUrl: string; audience: string };
   /** Whether create endpoints got requests with a body, and what those may have created. */
   writes: { allowed: boolean; mayHaveCreated: string[] };
+  /** Set when the run stopped before any check (the preflight): its error code and why; `checks` is empty. */
+  stopped?: { code: string; reason: string };
 }
 
 /** The JSON report of a client run (`partner-conformance client`): the partner's integration judged. */
@@ -107,6 +109,12 @@ export function journeyFailureOf(report: AnyReport): string | undefined {
 
 /** The verdict of any report, as every reporter prints it. */
 export function reportVerdict(report: AnyReport): ReturnType<typeof verdictOf> {
+  if (report.mode === 'server' && report.stopped)
+    return {
+      code: 1,
+      word: 'FAIL',
+      text: `FAIL — the run stopped before any check: ${report.stopped.reason}`,
+    };
   const journeyFailure = journeyFailureOf(report);
   return verdictOf(report.checks, {
     certify: report.certify,

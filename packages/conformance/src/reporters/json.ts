@@ -12,6 +12,7 @@ const serverKeys = [
   'durationMs',
   'summary',
   'notVerified',
+  'stopped',
   'checks',
 ] as const satisfies readonly (keyof Report)[];
 

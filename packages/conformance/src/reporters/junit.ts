@@ -62,5 +62,11 @@ export function formatJunitReport(report: AnyReport): string {
     out += checks.map(testcase).join('');
     out += `  </testsuite>\n`;
   }
+  if (report.mode === 'server' && report.stopped) {
+    // No check ran: one errored case says why, so that a CI reading only JUnit does not see "0 tests, green".
+    out = out.replace(/tests="0" failures="0" errors="0"/, 'tests="1" failures="0" errors="1"');
+    out += `  <testsuite name="preflight" tests="1" failures="0" errors="1" skipped="0" time="0.000" timestamp="${xmlEscape(report.startedAt)}">\n`;
+    out += `    <testcase classname="partner-conformance.preflight" name="run-stopped" time="0.000">\n      <error message="${xmlEscape(report.stopped.code)}" type="errored">${xmlEscape(report.stopped.reason)}</error>\n    </testcase>\n  </testsuite>\n`;
+  }
   return `${out}</testsuites>\n`;
 }
