@@ -8,7 +8,7 @@ import { parseScopeList } from './scope-set.js';
 export const usageText = `Usage: partner-conformance [--target mock]
        partner-conformance --auth-url URL --base-url URL [--audience URL]
            [--expect-scopes "read:loans create:loan_draft"] [--allow-writes]
-           [--other-partner-id ID] [--listen HOST] [--certify]
+           [--other-partner-id ID] [--other-audience AUD] [--listen HOST] [--certify]
            [--max-expiry-wait SECONDS] [--only ID,...] [--skip ID,...]
            [--report-json FILE] [--report-junit FILE] [--report-html FILE]
 
@@ -39,6 +39,7 @@ const flags = {
   'expect-scopes': { type: 'string' },
   'allow-writes': { type: 'boolean' },
   'other-partner-id': { type: 'string' },
+  'other-audience': { type: 'string' },
   listen: { type: 'string' },
   certify: { type: 'boolean' },
   'max-expiry-wait': { type: 'string' },
@@ -182,6 +183,7 @@ export function parseCliArgs(argv: readonly string[], env: Record<string, string
       );
     options.otherPartnerId = id;
   }
+  if (values['other-audience'] !== undefined) options.otherAudience = values['other-audience'];
   const otherId = nonEmpty(env.PARTNER_OTHER_CLIENT_ID);
   const otherSecret = nonEmpty(env.PARTNER_OTHER_CLIENT_SECRET);
   if ((otherId === undefined) !== (otherSecret === undefined))

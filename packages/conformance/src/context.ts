@@ -34,6 +34,8 @@ export interface CheckSettings {
   readonly jwksUrl: string | undefined;
   /** A host the target can reach the suite's own issuer at (--listen); loopback targets need none. */
   readonly listen?: string | undefined;
+  /** An audience the token endpoint issues for this client that is not the API (--other-audience). */
+  readonly otherAudience?: string | undefined;
 }
 
 /** A token request and what came back. */

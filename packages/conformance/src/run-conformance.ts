@@ -25,6 +25,12 @@ export interface ConformanceOptions {
   clientSecret?: string | undefined;
   /** Options of the embedded mock, when no target is given (profile, faults, clients…). */
   mock?: MockOptions;
+  /**
+   * An audience the token endpoint issues tokens for, for this client, that is not the partner API (a
+   * second API, or one registered for certification): `audience-foreign` proves with it that the API
+   * refuses a token made for another audience. The embedded mock serves one (`embeddedOtherAudience`).
+   */
+  otherAudience?: string;
   /** The scopes the partner console says the client has; compared with what is granted. */
   expectScopes?: readonly string[] | undefined;
   /** Let the positive controls call the create endpoints with a valid token (they write). Default false. */
@@ -88,6 +94,9 @@ export interface ConformanceRun {
 }
 
 const usage = (message: string) => new ConformanceError('ERR_USAGE', message);
+
+/** The second API the embedded mock's auth server also issues tokens for (its own API refuses them). */
+export const embeddedOtherAudience = 'https://second-api.partner-lending.invalid';
 
 /**
  * The probe's write guard: without --allow-writes, a request with a body (JSON, form or raw) to a create
@@ -201,6 +210,11 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
     );
 
   let mock: RunningMock | undefined;
+  let otherAudience = options.otherAudience;
+  if (otherAudience !== undefined && (otherAudience.trim() === '' || /\s/.test(otherAudience)))
+    throw usage(
+      `--other-audience must be an audience identifier (e.g. https://other-api.example), got ${JSON.stringify(otherAudience)}`,
+    );
   let target: Target;
   let expectScopes = options.expectScopes;
   const foreignPartnerId = options.otherPartnerId;
@@ -229,7 +243,7 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
   } else {
     const { startMock } = await import('@partner-lending/mock');
     try {
-      mock = await startMock(options.mock);
+      mock = await startMock({ otherAudiences: [embeddedOtherAudience], ...options.mock });
     } catch (cause) {
       // A bad fault name or mock option is a usage error of the caller, not a failure of the target.
       const message = cause instanceof Error ? cause.message : String(cause);
@@ -249,6 +263,8 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
     if (other && !foreignPartnerId && !otherClient)
       otherClient = { clientId: new Secret(other.clientId), clientSecret: new Secret(other.clientSecret) };
     jwksUrl ??= mock.jwksUrl;
+    otherAudience ??=
+      options.mock?.otherAudiences === undefined ? embeddedOtherAudience : options.mock.otherAudiences[0];
     kind = `embedded mock (${mock.profile}${mock.faults.length > 0 ? `; faults: ${mock.faults.join(', ')}` : ''})`;
   }
   let contextToClose: CheckContext | undefined;
@@ -289,6 +305,7 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
         otherClient,
         listen: options.listen,
         jwksUrl,
+        otherAudience,
       },
       probe,
       redactor,

@@ -37,6 +37,8 @@ let api: TestServer;
 let jwk: JWK;
 let privateKey: CryptoKey;
 
+const reportsApi = 'https://reports-api.alt.example';
+
 function tokenEndpoint(res: ServerResponse, body: string) {
   const form = new URLSearchParams(body);
   const noStore = { 'cache-control': 'no-store', pragma: 'no-cache' };
@@ -52,7 +54,10 @@ function tokenEndpoint(res: ServerResponse, body: string) {
   );
   if (!caller) return error(second ? 400 : 401, 'invalid_client');
   if (form.get('grant_type') !== 'client_credentials') return error(400, 'unsupported_grant_type');
-  if (!second && (form.get('audience') ?? api.url) !== api.url) return error(400, 'invalid_target');
+  // A second API this auth server also serves: a token for it names it, and the API here refuses it.
+  const audience = form.get('audience') === reportsApi ? reportsApi : api.url;
+  if (!second && (form.get('audience') ?? api.url) !== api.url && audience !== reportsApi)
+    return error(400, 'invalid_target');
   const asked = form.has('scope') ? form.get('scope')!.split(' ').filter(Boolean) : authorised;
   const granted = authorised.filter((scope) => asked.includes(scope));
   if (second && granted.length === 0) return error(400, 'invalid_scope');
@@ -61,7 +66,7 @@ function tokenEndpoint(res: ServerResponse, body: string) {
   void new SignJWT({ scope: granted.join(' '), partnerId: caller.partnerId, client_id: caller.id, jti })
     .setProtectedHeader({ alg: 'ES256', kid: 'alt-key', typ: 'at+jwt' })
     .setIssuer(auth.url)
-    .setAudience(api.url)
+    .setAudience(audience)
     .setSubject(caller.id)
     .setIssuedAt(iat)
     .setExpirationTime(iat + 600)
@@ -152,6 +157,7 @@ describe('a second correct implementation, taking the other answers the RFCs all
         otherClientSecret: otherClient.secret,
         expectScopes: authorised,
         allowWrites: true,
+        otherAudience: reportsApi,
       });
       const bad = report.checks.filter((check) => check.status !== 'passed');
       expect(bad.map((check) => `${check.id} ${check.status}: ${check.details}`)).toEqual([

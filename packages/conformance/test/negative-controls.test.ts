@@ -32,6 +32,7 @@ const notPassedUnder: Record<string, Control[]> = {
   'scope-claim': ['token-endpoint-once'],
   'scope-order': ['token-endpoint-once'],
   'audience-foreign': ['token-endpoint-once'],
+  'audience-foreign-endpoint': ['token-endpoint-once'],
   'bearer-valid-token': apiChecks,
   'bearer-missing-header': apiChecks,
   'bearer-scheme-case': apiChecks,

@@ -40,6 +40,34 @@ const limitedClients = (): MockClient[] => [
 const one = (...faults: FaultName[]): FaultCase[] => [{ faults }];
 
 /**
+ * A 1-s-token case on a clock shared by the mock and the suite, which a sleep moves forward at once: the
+ * expiry check can then probe 300 s of leeway in no time.
+ */
+function expiryCase(settings: {
+  faults?: FaultName[];
+  leewaySeconds?: number;
+  maxExpiryWaitSeconds: number;
+}): FaultCase {
+  let now = Date.now();
+  const clock = { now: () => now };
+  return {
+    faults: settings.faults ?? [],
+    mock: {
+      tokenTtlSeconds: 1,
+      clock: () => now,
+      ...(settings.leewaySeconds !== undefined && { leewaySeconds: settings.leewaySeconds }),
+    },
+    options: {
+      clock,
+      sleep: async (ms: number) => {
+        now += ms;
+      },
+      maxExpiryWaitSeconds: settings.maxExpiryWaitSeconds,
+    },
+  };
+}
+
+/**
  * check id → the fault cases that must turn it red. Every registered check has an entry (tested below):
  * a check that no fault can turn red is not done.
  */
@@ -62,8 +90,9 @@ const redFor: Record<string, FaultCase[]> = {
   'scope-claim': one('token-scope-claim-mismatch'),
   'scope-order': one('token-scope-order-sensitive'),
   'audience-claim': one('token-wrong-audience-claim'),
-  // Issuing a foreign-audience token is fine when the API refuses it; only the pair is a hole.
-  'audience-foreign': one('token-accept-foreign-audience', 'api-skip-audience-check'),
+  // The embedded mock's auth server also serves a second API: its token must be refused by this API.
+  'audience-foreign': one('api-skip-audience-check'),
+  'audience-foreign-endpoint': one('token-accept-foreign-audience'),
   'bearer-valid-token': one('api-reject-valid-tokens'),
   'bearer-missing-header': one('api-omit-challenge'),
   'bearer-scheme-case': one('api-bearer-case-sensitive'),
@@ -80,11 +109,10 @@ const redFor: Record<string, FaultCase[]> = {
   'integrity-embedded-jwk': one('api-trust-embedded-jwk'),
   'integrity-jku': one('api-trust-jku'),
   // No mock fault: proven red by a named faulty server (see provenByServer).
-  // The only case with a short-lived token: the check waits the real lifetime out, then keeps asking
-  // (a leeway may be allowed) until the budget, 3 s here, is spent.
-  'integrity-expired': [
-    { faults: ['api-ignore-expiry'], mock: { tokenTtlSeconds: 1 }, options: { maxExpiryWaitSeconds: 3 } },
-  ],
+  // The only case with a short-lived token: the check waits the lifetime out, then keeps asking (a
+  // leeway of up to 300 s may be allowed) — on a clock shared by the mock and the suite that a sleep
+  // moves forward, so that "still accepted past 300 s" is reached in no time.
+  'integrity-expired': [expiryCase({ faults: ['api-ignore-expiry'], maxExpiryWaitSeconds: 400 })],
   'scope-granted': one('api-reject-valid-tokens'),
   'scope-enforced': one('api-ignore-scope'),
   'scope-insufficient-403': one('api-insufficient-scope-401'),
@@ -111,7 +139,7 @@ const unobservable: Partial<Record<FaultName, string>> = {
   'api-no-body-limit': 'the source states no body limit: accepting 2 MiB breaks no rule a check may enforce',
 };
 
-const byId = (checks: readonly CheckResult[], id: string) => checks.find((check) => check.id === id);
+const byId = (checks: readonly CheckResult[], id: string) => checks.find((check) => check.id === id)!;
 
 describe('self-proof: the catalogue against the mock', () => {
   it('has a fault case for every registered check, and every fault is used or explained', () => {
@@ -175,15 +203,74 @@ describe('self-proof: the catalogue against the mock', () => {
     expect(byId(report.checks, 'integrity-expired')).toMatchObject({ status: 'passed' });
   });
 
-  it('a foreign-audience token that the API refuses is no hole: audience-foreign passes', async () => {
+  it('expiry with leeway: 60 s passes (or is not verified on a short budget), a day fails; each shows the leeway', async () => {
+    const run = async (leewaySeconds: number, maxExpiryWaitSeconds: number) => {
+      const setting = expiryCase({ leewaySeconds, maxExpiryWaitSeconds });
+      const report = await runConformance({
+        ...setting.options,
+        mock: setting.mock!,
+        only: ['integrity-expired'],
+      });
+      return byId(report.checks, 'integrity-expired');
+    };
+    const minute = await run(60, 400);
+    expect(minute.status).toBe('passed');
+    expect(minute.details).toMatch(
+      /refused 6\d(\.\d)? s after exp: 401.*observed leeway: at least 5\d(\.\d)? s \(accepted then\)/,
+    );
+    const short = await run(60, 20);
+    expect(short.status).toBe('skipped');
+    expect(short.details).toMatch(
+      /still accepted 1\d(\.\d)? s after exp when the --max-expiry-wait budget \(20 s\) ended.*Observed leeway: at least 1\d/,
+    );
+    const day = await run(86_400, 400);
+    expect(day.status).toBe('failed');
+    expect(day.details).toMatch(/^still accepted 3\d\d(\.\d)? s after exp, beyond the 300 s of leeway/);
+  });
+
+  it('a foreign-audience token that the API refuses is no hole: audience-foreign passes, only the endpoint check fails', async () => {
     const report = await runConformance({
-      only: ['audience-foreign'],
+      only: ['audience-foreign', 'audience-foreign-endpoint'],
       mock: { faults: ['token-accept-foreign-audience'] },
     });
     expect(byId(report.checks, 'audience-foreign')).toMatchObject({
       status: 'passed',
-      details: expect.stringMatching(/^issued for the foreign audience, then refused by the API: 401/),
+      details: expect.stringMatching(
+        /^a token for https:\/\/second-api\.partner-lending\.invalid .* was refused by the API: 401/,
+      ),
     });
+    expect(byId(report.checks, 'audience-foreign-endpoint').status).toBe('failed');
+  });
+
+  it('a strict token endpoint never earns audience-foreign a pass for an API that checks no aud', async () => {
+    // The endpoint issues no token for another audience: the API side cannot be verified.
+    const strict = await runConformance({
+      only: ['audience-foreign', 'audience-foreign-endpoint'],
+      mock: { otherAudiences: [], faults: ['api-skip-audience-check'] },
+    });
+    expect(byId(strict.checks, 'audience-foreign')).toMatchObject({
+      status: 'skipped',
+      details: expect.stringMatching(/^not verified: not verified at the API: .*--other-audience AUD/),
+    });
+    expect(byId(strict.checks, 'audience-foreign-endpoint').status).toBe('passed');
+    // With an audience the endpoint issues, the same API fails, with the exchange as evidence…
+    const holed = await runConformance({
+      only: ['audience-foreign'],
+      otherAudience: 'https://reporting-api.example',
+      mock: { otherAudiences: ['https://reporting-api.example'], faults: ['api-skip-audience-check'] },
+    });
+    const failedCheck = byId(holed.checks, 'audience-foreign');
+    expect(failedCheck.status).toBe('failed');
+    expect(failedCheck.evidence.some((item) => item.status === 200 && item.url.includes('/loans'))).toBe(
+      true,
+    );
+    // …and a correct API passes.
+    const correct = await runConformance({
+      only: ['audience-foreign'],
+      otherAudience: 'https://reporting-api.example',
+      mock: { otherAudiences: ['https://reporting-api.example'] },
+    });
+    expect(byId(correct.checks, 'audience-foreign').status).toBe('passed');
   });
 
   it('401 for a missing scope fails only the should check: exit 0', async () => {

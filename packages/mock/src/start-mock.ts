@@ -69,6 +69,12 @@ export interface MockOptions {
    * listening addresses.
    */
   publicUrls?: { authUrl: string; baseUrl: string };
+  /**
+   * Other APIs the auth server issues tokens for, as a real one serving several APIs does: a token
+   * request naming one of them gets a token with that audience, which this mock's API refuses (401).
+   * Default [] (any other audience is refused 403 access_denied).
+   */
+  otherAudiences?: string[];
 }
 
 export interface RunningMock {
@@ -234,8 +240,15 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
   );
   // Filled in once both ports are known; no request can arrive before the servers listen.
   const urls = { authUrl: '', baseUrl: '', issuer: '', audience: '' };
+  const otherAudiences = options.otherAudiences ?? [];
+  if (
+    !Array.isArray(otherAudiences) ||
+    otherAudiences.some((item) => typeof item !== 'string' || item === '')
+  )
+    fail('startMock: otherAudiences must be an array of audience strings (e.g. https://other-api.example).');
   const authContext: AuthServerContext = {
     profile,
+    otherAudiences: [...otherAudiences],
     get issuer() {
       return urls.issuer;
     },

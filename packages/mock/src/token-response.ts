@@ -22,6 +22,8 @@ export interface IssuerContext {
   readonly profile: Profile;
   readonly issuer: string;
   readonly audience: string;
+  /** Other APIs this auth server issues tokens for (their tokens are refused by this mock's API). */
+  readonly otherAudiences: readonly string[];
   readonly tokenTtlSeconds: number;
   readonly clock: () => number;
   readonly keys: KeySet;
@@ -72,9 +74,9 @@ export async function issueToken(
       error: 'unsupported_grant_type',
       description: 'grant_type must be client_credentials',
     };
-  // No audience: the partner API (the only audience this server knows).
+  // No audience: the partner API (the audience this server issues for unless asked for another it knows).
   let audience = request.audience ?? context.audience;
-  if (audience !== context.audience) {
+  if (audience !== context.audience && !context.otherAudiences.includes(audience)) {
     if (!faults.has('token-accept-foreign-audience'))
       return {
         status: 403,

@@ -289,3 +289,29 @@ describe('startMock handle()', () => {
     }
   });
 });
+
+describe('startMock otherAudiences', () => {
+  it('issues a token for another API it serves, which this API refuses; any other audience is still 403', async () => {
+    const other = 'https://second-api.example';
+    const multi = await startMock({ signingKey: await sharedSigningKey(), otherAudiences: [other] });
+    try {
+      const client = multi.clients[0]!;
+      const issued = await tokenRequest(multi, { ...credentials(multi, client), audience: other });
+      expect(issued.status).toBe(200);
+      const payload = JSON.parse(Buffer.from(issued.body.access_token.split('.')[1], 'base64url').toString());
+      expect(payload.aud).toEqual([other]);
+      const refused = await fetch(`${multi.baseUrl}/v3/partner/${client.partnerId}/loans`, {
+        headers: { authorization: `Bearer ${issued.body.access_token}` },
+      });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get('www-authenticate')).toContain('invalid_token');
+      const unknown = await tokenRequest(multi, {
+        ...credentials(multi, client),
+        audience: 'https://third.example',
+      });
+      expect(unknown.status).toBe(403);
+    } finally {
+      await multi.close();
+    }
+  });
+});

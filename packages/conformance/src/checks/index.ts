@@ -1,6 +1,7 @@
 import type { Check } from '../check.js';
 import audienceClaim from './audience/audience-claim.js';
 import audienceForeign from './audience/audience-foreign.js';
+import audienceForeignEndpoint from './audience/audience-foreign-endpoint.js';
 import bearerBodyToken from './bearer-header/bearer-body-token.js';
 import bearerInvalidTokenError from './bearer-header/bearer-invalid-token-error.js';
 import bearerMalformedHeader from './bearer-header/bearer-malformed-header.js';
@@ -54,6 +55,7 @@ export const checks: readonly Check[] = [
   scopeOrder,
   audienceClaim,
   audienceForeign,
+  audienceForeignEndpoint,
   bearerValidToken,
   bearerMissingHeader,
   bearerSchemeCase,
