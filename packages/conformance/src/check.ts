@@ -34,6 +34,8 @@ export interface Check {
   readonly precondition: string;
   /** What the check keeps as evidence (README table). */
   readonly records: string;
+  /** One line for the server's developer: how to fix a failure of this check. */
+  readonly fix: string;
   /** Runs after every other check, because it judges what the others saw. */
   readonly final?: boolean;
   run(context: CheckContext): Promise<CheckOutcome>;

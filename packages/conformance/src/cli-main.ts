@@ -5,7 +5,7 @@ import { parseCliArgs, usageText } from './cli-args.js';
 import type { ClientConformanceOptions } from './client/run-client.js';
 import { clientMain } from './client-cli.js';
 import { ConformanceError, exitCodeForError } from './errors.js';
-import { exitCodeFor, type Report } from './report.js';
+import { exitCodeFor, type Report, runEnvironment } from './report.js';
 import { ConsoleReporter, type ConsoleStream } from './reporters/console.js';
 import { formatHtmlReport } from './reporters/html.js';
 import { formatJsonReport } from './reporters/json.js';
@@ -66,6 +66,7 @@ async function writeStoppedReports(
     writes: { allowed: options.allowWrites === true, mayHaveCreated: [] },
     startedAt: startedAt.toISOString(),
     durationMs: Date.now() - startedAt.getTime(),
+    environment: runEnvironment(),
     summary: { passed: 0, failed: 0, skipped: 0, errored: 0 },
     notVerified: [],
     stopped: { code: error.code, reason: error.message },

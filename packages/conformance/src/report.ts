@@ -1,3 +1,4 @@
+import { hostname, release as osRelease, type as osType } from 'node:os';
 import type { JourneyRecord, ScenarioRecord } from './client/session.js';
 import type { Evidence } from './evidence.js';
 
@@ -41,10 +42,28 @@ interface ReportBase {
   spec: { sha256: string };
   startedAt: string;
   durationMs: number;
+  /** Where the run happened: Node version, OS, host (schemaVersion 3). */
+  environment?: RunEnvironment;
   summary: Record<'passed' | 'failed' | 'skipped' | 'errored', number>;
   /** Ids of the `must` checks that were skipped: rules this run did not verify. */
   notVerified: string[];
   checks: CheckResult[];
+}
+
+/** Who ran the suite where: what a reviewer needs to place a report. */
+export interface RunEnvironment {
+  node: string;
+  os: string;
+  host: string;
+}
+
+/** The environment of this process. */
+export function runEnvironment(): RunEnvironment {
+  return {
+    node: process.version,
+    os: `${osType()} ${osRelease()} ${process.arch}`,
+    host: hostname(),
+  };
 }
 
 /** The JSON report of a server run (`partner-conformance`). */

@@ -7,7 +7,7 @@ import { ConformanceError } from './errors.js';
 import { type Exchange, HttpProbe, type ProbeRequest } from './http-probe.js';
 import { preflight } from './preflight.js';
 import { Redactor, Secret } from './redact.js';
-import { type CheckResult, mustNotVerified, type Report, summarize } from './report.js';
+import { type CheckResult, mustNotVerified, type Report, runEnvironment, summarize } from './report.js';
 import { runChecks } from './runner.js';
 import { createOperationOf, specSha256 } from './spec-responses.js';
 import { tool } from './version.js';
@@ -357,6 +357,7 @@ export async function runConformanceDetailed(options: ConformanceOptions = {}): 
       writes: { allowed: allowWrites, mayHaveCreated: [...mayHaveCreated] },
       startedAt: startedAt.toISOString(),
       durationMs: Math.round(performance.now() - started),
+      environment: runEnvironment(),
       summary: summarize(all),
       notVerified: mustNotVerified(all),
       checks: all,

@@ -48,6 +48,7 @@ async function runOne(check: Check, context: CheckContext, now: () => number): P
     citation: check.citation,
     precondition: check.precondition,
     details: context.redactor.redact(details),
+    ...(status === 'failed' && { fix: check.fix }),
     evidence: listed.map((exchange) => toEvidence(exchange, context.redactor)),
     evidenceOmitted: judged.size - listed.length,
     durationMs: Math.round((now() - started) * 10) / 10,

@@ -17,3 +17,14 @@ describe('judge', () => {
     expect(judge([], [])).toEqual({ status: 'passed', details: 'as expected' });
   });
 });
+
+describe('how to fix', () => {
+  it('every server check and client check says in one line how to fix a failure', async () => {
+    const { checks } = await import('../src/checks/index.js');
+    const { clientChecks } = await import('../src/client-checks/index.js');
+    for (const check of [...checks, ...clientChecks]) {
+      expect(check.fix.length, check.id).toBeGreaterThan(20);
+      expect(check.fix, check.id).not.toContain('\n');
+    }
+  });
+});

@@ -42,6 +42,7 @@ const base = {
   citation: 'RFC 6749 §5.1: "…"',
   precondition: 'none',
   records: 'nothing',
+  fix: 'do the thing',
 } as const;
 
 describe('runChecks', () => {

@@ -294,6 +294,7 @@ describe('self-proof: the catalogue against the mock', () => {
     });
     const result = byId(report.checks, id);
     expect(result?.status, result?.details).toBe('failed');
+    expect(result?.fix, `${id} says how to fix`).toBeTruthy();
     if (result?.severity === 'must') expect(exitCodeFor(report.checks)).toBe(1);
   });
 });

@@ -1,7 +1,13 @@
 import type { ClientCheck } from '../client-check.js';
 import { clientChecks } from '../client-checks/index.js';
 import { type Evidence, maxEvidence } from '../evidence.js';
-import { type CheckResult, type ClientReport, mustNotVerified, summarize } from '../report.js';
+import {
+  type CheckResult,
+  type ClientReport,
+  mustNotVerified,
+  runEnvironment,
+  summarize,
+} from '../report.js';
 import { specSha256 } from '../spec-responses.js';
 import type { ClientSession, RecordedExchange } from './session.js';
 import { viewOf } from './view.js';
@@ -100,6 +106,7 @@ export function judgeSession(session: ClientSession, options: JudgeOptions = {})
     spec: { sha256: specSha256 },
     startedAt: session.startedAt,
     durationMs: Math.round(session.durationMs + (now() - started)),
+    environment: runEnvironment(),
     summary: summarize(checks),
     notVerified: mustNotVerified(checks),
     checks,

@@ -1,6 +1,6 @@
 import type { ClientSession, RecordedExchange } from '../client/session.js';
 import type { ClientReport } from '../report.js';
-import { htmlEscape, sectionsHtml, style, verdictHtml } from './html.js';
+import { htmlEscape, provenanceHtml, sectionsHtml, style, verdictHtml } from './html.js';
 
 /** Marks drawn at most per row of the timeline; past it calls are sampled evenly (the report says so). */
 export const maxTimelineMarks = 2000;
@@ -119,12 +119,13 @@ ${verdictHtml(report)}
 <dt>Calls</dt><dd>${journey.calls.token} token requests, ${journey.calls.api} API calls, ${journey.calls.other} other requests${report.recording.dropped > 0 ? `; ${report.recording.dropped} exchanges past the cap of ${report.recording.maxExchanges} were not recorded` : ''}</dd>
 <dt>Stage</dt><dd>token endpoint <code>${htmlEscape(report.stage.authUrl)}/oauth/token</code>, partner API <code>${htmlEscape(report.stage.baseUrl)}</code>, partner <code>${htmlEscape(report.stage.partnerId)}</code>, authorised ${htmlEscape(report.stage.authorizedScopes.join(' '))}, tokens live ${report.stage.ttlSeconds} s</dd>
 <dt>Date</dt><dd>${htmlEscape(report.startedAt)}</dd>
+${provenanceHtml(report)}
 <dt>Summary</dt><dd>${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} skipped, ${errored} errored</dd>
 </dl>
 <h2>Scenario plan</h2>
-<table><thead><tr><th>step</th><th>in this session</th><th>what the stage does</th></tr></thead><tbody>
+<div class="scroll"><table><thead><tr><th>step</th><th>in this session</th><th>what the stage does</th></tr></thead><tbody>
 ${scenarios}
-</tbody></table>
+</tbody></table></div>
 <h2>Timeline</h2>
 ${timelineSvg(session)}
 <p class="muted">A check is <em>passed</em> only when the journey reached what it judges; otherwise it is <em>skipped</em> with the reason ("not verified: …"). The session file (<code>--save-session</code>) lets anyone judge the same traffic again: <code>partner-conformance client --judge FILE</code>.</p>

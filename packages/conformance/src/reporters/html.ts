@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import { categories } from '../check.js';
 import { clientCategories } from '../client-check.js';
 import { type AnyReport, type CheckResult, type Report, reportVerdict } from '../report.js';
+import { formatJsonReport } from './json.js';
 
 export interface HtmlReportMeta {
   /** The kind of target: `embedded mock (deployed)` or `remote`. */
@@ -22,7 +24,7 @@ export function htmlEscape(text: string): string {
 
 // Inline styles only: the report is one file that opens offline, with no external asset.
 export const style = `
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#1b1f24}
+*{box-sizing:border-box}body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#1b1f24}
 h1{font-size:1.5rem;margin:0 0 .25rem}h2{font-size:1.1rem;margin:2rem 0 .5rem;border-bottom:1px solid #d0d7de;padding-bottom:.25rem}
 table{border-collapse:collapse;width:100%;table-layout:fixed}col.check{width:28%}col.severity{width:7%}col.rule{width:19%}col.result{width:8%}th,td{text-align:left;vertical-align:top;padding:.35rem .5rem;border-bottom:1px solid #eaeef2}
 th{background:#f6f8fa;font-weight:600}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:1rem 0}dt{font-weight:600}dd{margin:0}
@@ -30,6 +32,9 @@ code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}pre{white-space:pre-w
 .verdict{display:inline-block;padding:.25rem .75rem;border-radius:4px;font-weight:700;color:#fff}.pass{background:#1a7f37}.fail{background:#cf222e}
 .check{border:1px solid #d0d7de;border-radius:6px;padding:.5rem .75rem;margin:.75rem 0}.check h3{font-size:1rem;margin:.2rem 0}.sev{font-size:.8rem;color:#57606a}blockquote{margin:.3rem 0;padding:.2rem .6rem;border-left:3px solid #d0d7de;color:#3b434b}.muted{color:#57606a}.exchange{background:#f6f8fa;padding:.4rem;margin:.3rem 0}.check.failed,.check.errored{border-color:#cf222e}.check.skipped{border-color:#d4a72c}
 .fix{border-left:3px solid #cf222e;padding:.2rem .6rem}svg.timeline{width:100%;height:auto;border:1px solid #d0d7de;border-radius:6px}
+.scroll{overflow-x:auto}dd,code{overflow-wrap:anywhere}
+@media (max-width:600px){body{margin:1rem auto;padding:0 .6rem}dl{grid-template-columns:1fr}dt{margin-top:.4rem}table{table-layout:auto}col.check,col.severity,col.rule,col.result{width:auto}}
+@media print{details::details-content{content-visibility:visible;display:block}details>summary{list-style:none}.check{break-inside:avoid-page}}
 .passed{color:#1a7f37}.failed{color:#cf222e}.skipped{color:#9a6700}.errored{color:#8250df}.status{font-weight:700;white-space:nowrap}
 `;
 
@@ -93,6 +98,17 @@ export function sectionsHtml(report: AnyReport): string {
     .join('\n');
 }
 
+/** The lines every report shows about itself: its JSON twin's digest and where it was made. */
+export function provenanceHtml(report: AnyReport): string {
+  const digest = createHash('sha256').update(formatJsonReport(report)).digest('hex');
+  const env = report.environment;
+  return `<dt>JSON twin SHA-256</dt><dd><code>${digest}</code> (of the JSON report of this run, as --report-json writes it)</dd>${
+    env
+      ? `\n<dt>Run on</dt><dd>${htmlEscape(env.host)} — Node ${htmlEscape(env.node)}, ${htmlEscape(env.os)}</dd>`
+      : ''
+  }`;
+}
+
 export function verdictHtml(report: AnyReport): string {
   const verdict = reportVerdict(report);
   return `<p><span class="verdict ${verdict.code === 0 ? 'pass' : 'fail'}">${verdict.word}</span> ${htmlEscape(verdict.text.replace(/^(PASS|FAIL) — /, ''))}${report.certify ? ' (certification mode)' : ''}</p>`;
@@ -128,6 +144,7 @@ ${verdictHtml(report)}
 <dt>Profile</dt><dd>${htmlEscape(meta.profile)}</dd>${(meta.notes ?? []).map((note) => `\n<dt>Preflight</dt><dd>${htmlEscape(note)}</dd>`).join('')}
 <dt>Writes</dt><dd>${htmlEscape(writes)}</dd>
 <dt>Date</dt><dd>${htmlEscape(report.startedAt)}</dd>
+${provenanceHtml(report)}
 <dt>Duration</dt><dd>${(report.durationMs / 1000).toFixed(2)} s</dd>
 <dt>Summary</dt><dd>${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} skipped, ${errored} errored</dd>${report.stopped ? `\n<dt>Stopped</dt><dd>before any check (${htmlEscape(report.stopped.code)}): ${htmlEscape(report.stopped.reason)}</dd>` : ''}
 </dl>

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { chmod, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -69,6 +70,11 @@ describe('partner-conformance client', () => {
     expect(run.journeyOutput()).toContain('listed 10 loans');
     const html = await readFile(paths.html, 'utf8');
     expect(html).toContain('<svg class="timeline"');
+    // The HTML names the digest of its JSON twin, byte for byte the file written beside it.
+    const digest = createHash('sha256')
+      .update(await readFile(paths.json))
+      .digest('hex');
+    expect(html).toContain(`<code>${digest}</code>`);
     expect(html).toContain('Scenario plan');
     expect(await readFile(paths.junit, 'utf8')).toContain('<testsuite name="client-credentials"');
 

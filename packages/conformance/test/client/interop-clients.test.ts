@@ -7,8 +7,8 @@ const clients = fileURLToPath(new URL('../clients/', import.meta.url));
 function certify(command: string[]): Promise<ClientConformanceRun> {
   return runClientConformance({
     command,
-    env: { ...process.env, JOURNEY_SECONDS: '8' },
-    ttlSeconds: 4,
+    env: { ...process.env, JOURNEY_SECONDS: '12' },
+    ttlSeconds: 6,
     stdio: 'pipe',
     timeoutSeconds: 60,
   });
@@ -50,5 +50,5 @@ describe('client mode against third-party clients', () => {
       new Set(run.session.exchanges.flatMap((e) => (e.form ? [e.form.clientAuth] : [])));
     expect([...auth(oauth2)]).toEqual(['basic']);
     expect([...auth(curl)]).toEqual(['body']);
-  }, 120_000);
+  }, 150_000);
 });

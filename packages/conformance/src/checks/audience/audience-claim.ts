@@ -12,6 +12,7 @@ export default defineCheck({
     'RFC 9068 §2.2: "aud REQUIRED — as defined in Section 4.1.3 of [RFC7519]"; Partner Lending API — Authentication and Access §5.3: "The audience of the token is the partner API in which it is used."',
   precondition: 'the preflight got a token (the run cannot start without one), a JWT',
   records: 'the preflight token answer (aud claim)',
+  fix: "put the requested audience (the partner API's base address) into the JWT aud claim",
   async run(context) {
     const claim = context.main.jwt?.payload.aud;
     const audiences = audiencesOfClaim(claim);

@@ -14,6 +14,7 @@ export default defineCheck({
   precondition:
     'the same token request with the right credentials gets a token in this run (positive control of the token endpoint)',
   records: 'the token request for a reserved, unknown audience and what came back',
+  fix: 'refuse a token request for an audience the server does not serve (400 invalid_target, or 403), or issue for the partner API only',
   async run(context) {
     const control = await context.tokenControl();
     if (!control.ok) return notVerified(control.reason);

@@ -21,6 +21,7 @@ export default defineCheck({
   precondition: `a token whose aud is not the API can be had from the token endpoint (--other-audience AUD, an audience it issues for this client; or the reserved foreign audience, if the endpoint issues it); ${API_CONTROL}`,
   records:
     "the token request for the other audience, the API call with that token, and the API's positive control",
+  fix: "have the API check that the token's aud contains its own base address and answer any other 401 invalid_token",
   async run(context) {
     const candidates = [context.settings.otherAudience, foreignAudience].filter(
       (item): item is string => item !== undefined,

@@ -19,6 +19,7 @@ export default defineCheck({
   precondition: `${API_CONTROL}; --allow-writes (the only endpoints that take a body are the create endpoints)`,
   records:
     'POST loan_draft with the token in a form field and in a JSON field, no header (only with --allow-writes); the positive control',
+  fix: 'ignore access_token in a JSON body; take the token from the Authorization header',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

@@ -13,6 +13,7 @@ export default defineCheck({
     'RFC 6750 §3.1: "invalid_token — The access token provided is expired, revoked, malformed, or invalid for other reasons. The resource SHOULD respond with the HTTP 401 (Unauthorized) status code."',
   precondition: API_CONTROL,
   records: 'GET loans with a junk and a tampered token (status, WWW-Authenticate); the positive control',
+  fix: 'answer a bad or expired token 401 with WWW-Authenticate: Bearer error="invalid_token" (RFC 6750 §3.1)',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

@@ -33,6 +33,7 @@ export default defineCheck({
     'RFC 6750 §3: "… does not contain an access token that enables access to the protected resource, the resource server MUST include the HTTP "WWW-Authenticate" response header field"',
   precondition: API_CONTROL,
   records: 'GET loans with each malformed Authorization value; the positive control',
+  fix: 'parse the Authorization header defensively and answer anything that is not Bearer <b64token> 400 or 401, never 5xx',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

@@ -12,6 +12,7 @@ export default defineCheck({
     'RFC 6750 §3: "If the protected resource request does not include authentication credentials or does not contain an access token that enables access to the protected resource, the resource server MUST include the HTTP "WWW-Authenticate" response header field"',
   precondition: API_CONTROL,
   records: 'GET loans without Authorization (status, WWW-Authenticate); the positive control',
+  fix: 'answer a request without Authorization 401 with WWW-Authenticate: Bearer realm="…" (RFC 6750 §3)',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

@@ -14,6 +14,7 @@ export default defineCheck({
     'Partner Lending API — Authentication and Access §4.2: "Every call carries the header Authorization: Bearer <ACCESS_TOKEN>." (no RFC requires refusing other schemes: should)',
   precondition: API_CONTROL,
   records: 'GET loans under each other scheme name; the positive control',
+  fix: 'accept the token only under the Bearer scheme; answer other schemes 401 with a Bearer challenge',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

@@ -16,6 +16,7 @@ export default defineCheck({
     'RFC 6750 §2.3: "Because of the security weaknesses associated with the URI method …, it SHOULD NOT be used unless it is impossible to transport the access token in the "Authorization" request header field or the HTTP request entity-body. Resource servers MAY support this method."; RFC 9700 §4.3.2: clients "MUST NOT pass access tokens in a URI query parameter"',
   precondition: API_CONTROL,
   records: 'GET loans with ?access_token= and no header; the positive control',
+  fix: 'ignore access_token in the query string (take the token from the Authorization header only)',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

@@ -10,6 +10,7 @@ export default defineCheck({
   citation: 'RFC 9110 §11.1: "It uses a case-insensitive token to identify the authentication scheme"',
   precondition: 'the client is authorised for read:loans and GET loans with "Bearer" gets 2xx',
   records: 'GET loans with bearer, BEARER and bEaReR; the positive control',
+  fix: 'compare the auth scheme case-insensitively: "bearer" and "BEARER" are Bearer (RFC 9110 §11.1)',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

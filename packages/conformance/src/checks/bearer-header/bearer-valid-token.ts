@@ -11,6 +11,7 @@ export default defineCheck({
     'Partner Lending API — Authentication and Access §5.2: "The partner sends the returned access_token in the Authorization header with the Bearer scheme on each partner API call."',
   precondition: 'the client is authorised for read:loans (GET loans is the write-free control)',
   records: 'GET loans with the valid token',
+  fix: 'accept a valid, unexpired token of the right audience and scope sent as Authorization: Bearer <token>',
   async run(context) {
     if (!context.canRead)
       return notVerified('the client is not authorised for read:loans; GET loans is the write-free control');

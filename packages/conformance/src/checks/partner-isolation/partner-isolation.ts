@@ -56,6 +56,7 @@ export default defineCheck({
   precondition: `a real second partner is known (--other-partner-id, PARTNER_OTHER_CLIENT_ID/SECRET, or the embedded mock's second client); ${API_CONTROL}; with a second client, its own token gets 2xx on its own GET loans`,
   records:
     "the second partner's token request and own GET loans (when credentials are given); each call on the second partner's paths; the positive controls",
+  fix: "compare the path's {partner_id} with the token's partnerId on every request and refuse another partner's paths",
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

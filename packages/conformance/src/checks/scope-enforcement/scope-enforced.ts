@@ -15,6 +15,7 @@ export default defineCheck({
   precondition: `a token lacking the endpoint's scope can be had; the same route accepts a token with it (GET loans: ${API_CONTROL}; create endpoints only with --allow-writes)`,
   records:
     "each endpoint's call with a token lacking its scope, the token request, and the route's positive control",
+  fix: "check the operation's scope on every request and refuse a token without it",
   async run(context) {
     const problems: string[] = [];
     const notes: string[] = [];

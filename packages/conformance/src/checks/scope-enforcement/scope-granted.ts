@@ -17,6 +17,7 @@ export default defineCheck({
   precondition:
     'at least one endpoint probed: the client holds its scope (create endpoints only with --allow-writes)',
   records: "each endpoint's call with a token of exactly its scope, and that token request",
+  fix: "accept a token whose scope claim (array or space-separated string) holds the operation's scope",
   async run(context) {
     const problems: string[] = [];
     const notes: string[] = [];

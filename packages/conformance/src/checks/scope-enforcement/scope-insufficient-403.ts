@@ -17,6 +17,7 @@ export default defineCheck({
     'RFC 6750 §3.1: "insufficient_scope — The request requires higher privileges than provided by the access token. The resource server SHOULD respond with the HTTP 403 (Forbidden) status code"',
   precondition: 'as scope-enforced',
   records: 'as scope-enforced (status, WWW-Authenticate error and scope)',
+  fix: 'answer a token without the operation\'s scope 403 with WWW-Authenticate: Bearer error="insufficient_scope", scope="…"',
   async run(context) {
     const problems: string[] = [];
     const notes: string[] = [];

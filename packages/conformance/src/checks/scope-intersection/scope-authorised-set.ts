@@ -17,6 +17,7 @@ export default defineCheck({
   precondition:
     'the preflight got a token (the run cannot start without one); compared with --expect-scopes when given',
   records: 'the preflight answer (A) and the request without scope',
+  fix: "grant exactly the scopes the partner console authorises: compare the granted set with the client's registration",
   async run(context) {
     const granted = context.authorised;
     const problems: string[] = [];

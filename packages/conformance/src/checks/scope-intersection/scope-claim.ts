@@ -14,6 +14,7 @@ export default defineCheck({
     'RFC 9068 §2.2.3: "If an authorization request includes a scope parameter, the corresponding issued JWT access token SHOULD include a "scope" claim"',
   precondition: 'at least one JWT issued for a scope request in this run',
   records: "the token request for every non-empty subset, whose tokens' scope claims are compared",
+  fix: "write the granted scopes into the JWT scope claim exactly as in the response's scope field",
   async run(context) {
     const problems: string[] = [];
     const subsets = nonEmptySubsets(scopes);

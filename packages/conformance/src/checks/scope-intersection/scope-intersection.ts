@@ -14,6 +14,7 @@ export default defineCheck({
     'Partner Lending API — Authentication and Access §2.2: "scope — … It is the intersection of the requested scopes and the scopes the partner is authorised for."',
   precondition: 'the preflight got a token (the run cannot start without one) (A learned by the preflight)',
   records: 'the token request for every non-empty subset of the four scopes',
+  fix: 'grant requested ∩ authorised scopes (API documentation §4.1 rule 1): drop unauthorised ones, never add unrequested ones',
   async run(context) {
     const authorised = context.authorised;
     const problems: string[] = [];

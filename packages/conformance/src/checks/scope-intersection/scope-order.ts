@@ -13,6 +13,7 @@ export default defineCheck({
     'RFC 6749 §3.3: "If the value contains multiple space-delimited strings, their order does not matter, and each string adds an additional access range to the requested scope."',
   precondition: 'at least one pair of requests (same scopes, two orders) got tokens',
   records: 'each multi-scope request in ascending and descending order',
+  fix: 'treat the requested scope as a set: compare scopes by value, not by position',
   async run(context) {
     const problems: string[] = [];
     const subsets = nonEmptySubsets(scopes).filter((subset) => subset.length > 1);

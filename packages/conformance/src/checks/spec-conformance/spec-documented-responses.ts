@@ -18,6 +18,7 @@ export default defineCheck({
     'OpenAPI 3.1 Responses Object: the spec documents each status an operation answers; bodies the API documentation leaves open (§7: "Error status codes, error codes and error bodies: not shown.") are not judged',
   precondition: `at least one API response of this run was judged, and ${API_CONTROL}`,
   records: 'every answer of the run from a documented operation (the first 12 listed, the rest counted)',
+  fix: 'answer with the statuses and content types the spec documents for each operation (application/json)',
   final: true,
   async run(context) {
     // What was seen counts either way; only a pass needs the API's positive control.

@@ -11,6 +11,7 @@ export default defineCheck({
     'RFC 9110 §15.6: "The 5xx (Server Error) class of status code indicates that the server is aware that it has erred or is incapable of performing the requested method." (no RFC forbids it: should)',
   precondition: API_CONTROL,
   records: 'every answer of the run (the first 12 listed, the rest counted)',
+  fix: 'find the 5xx in the evidence and handle that input: a malformed request is a 4xx',
   final: true,
   async run(context) {
     // What was seen counts either way; only a pass needs the API's positive control.

@@ -14,6 +14,7 @@ export default defineCheck({
     'Partner Lending API — Authentication and Access §2.2: "expires_in — Number of seconds the token is valid. The JWT also carries an expiry claim (exp) that can be checked."',
   precondition: 'the preflight got a token (the run cannot start without one), a JWT with a numeric exp',
   records: 'the preflight token answer (expires_in; exp and iat read from the token)',
+  fix: "set expires_in to the token's lifetime in whole seconds, at most exp − iat of the JWT",
   async run(context) {
     const { body, jwt, exchange } = context.main;
     const expiresIn = body?.expires_in;

@@ -12,6 +12,7 @@ export default defineCheck({
   precondition:
     'the same token request with the right credentials gets a token in this run (positive control of the token endpoint); two tokens to compare',
   records: 'the preflight and a second token request with their answers',
+  fix: "use one issuer value for the response's iss and the JWT's iss claim, the same on every token",
   async run(context) {
     const other = await context.tokenFor(context.authorised.slice(0, 1));
     const problems: string[] = [];

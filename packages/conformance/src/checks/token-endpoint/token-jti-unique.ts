@@ -11,6 +11,7 @@ export default defineCheck({
   precondition:
     'the same token request with the right credentials gets a token in this run (positive control of the token endpoint); at least two tokens to compare',
   records: 'the preflight and three fresh token requests with their answers',
+  fix: "give every token its own random jti and repeat it in the response's jti field",
   async run(context) {
     const fresh = await Promise.all(
       [1, 2, 3].map(() => context.requestToken({ scopes: context.authorised })),

@@ -12,6 +12,7 @@ export default defineCheck({
   precondition:
     'the same token request with the right credentials gets a token in this run (positive control of the token endpoint)',
   records: 'the request without credentials and its answer; the positive-control token request',
+  fix: 'refuse a token request without client_id/client_secret (or HTTP Basic) with 400 invalid_request or 401 invalid_client; never fall back to a default client',
   async run(context) {
     const control = await context.tokenControl();
     if (!control.ok) return notVerified(control.reason);

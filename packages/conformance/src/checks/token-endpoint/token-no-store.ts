@@ -11,6 +11,7 @@ export default defineCheck({
     'RFC 6749 §5.1: "The authorization server MUST include the HTTP "Cache-Control" response header field with a value of "no-store" in any response containing tokens, credentials, or other sensitive information"',
   precondition: 'the preflight got a token (the run cannot start without one)',
   records: 'the preflight token answer (its Cache-Control header)',
+  fix: 'send Cache-Control: no-store (and Pragma: no-cache) with every token answer (RFC 6749 §5.1)',
   async run(context) {
     const { exchange } = context.main;
     const header = exchange.headers.get('cache-control');

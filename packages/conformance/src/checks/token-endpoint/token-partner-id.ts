@@ -11,6 +11,7 @@ export default defineCheck({
     'Partner Lending API — Authentication and Access §4.2: "{partner_id} is the partner identifier (the partnerId of the token response)."',
   precondition: 'the preflight got a token (the run cannot start without one)',
   records: 'the preflight token answer (partnerId; the partnerId claim)',
+  fix: "take the response's partnerId and the token's partnerId claim from the same partner record",
   async run(context) {
     const field = context.main.body?.partnerId;
     const claim = context.main.jwt?.payload.partnerId;

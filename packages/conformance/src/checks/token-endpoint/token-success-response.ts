@@ -15,6 +15,7 @@ export default defineCheck({
     'Partner Lending API — Authentication and Access §4.1: "Success response: JSON object of section 2.2"; RFC 6749 §5.1: "access_token REQUIRED. The access token issued by the authorization server."',
   precondition: 'the preflight got a token (the run cannot start without one)',
   records: 'the preflight token request and its answer',
+  fix: 'answer a valid client_credentials request with 200 and a JSON body holding access_token, token_type "bearer", expires_in, scope, iss, partnerId and jti (API documentation §2.2)',
   async run(context) {
     const { exchange } = context.main;
     const problems: string[] = [];

@@ -15,6 +15,7 @@ export default defineCheck({
   precondition:
     'the same token request with the right credentials gets a token in this run (positive control of the token endpoint)',
   records: 'the request with an unknown grant_type and its answer; the positive-control token request',
+  fix: 'accept only grant_type=client_credentials; answer any other value 400 unsupported_grant_type (RFC 6749 §5.2)',
   async run(context) {
     const control = await context.tokenControl();
     if (!control.ok) return notVerified(control.reason);

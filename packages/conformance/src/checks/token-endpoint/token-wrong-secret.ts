@@ -14,6 +14,7 @@ export default defineCheck({
     'the same token request with the right credentials gets a token in this run (positive control of the token endpoint)',
   records:
     'the request with a wrong secret (shown as <WRONG_SECRET>) and its answer; the positive-control token request',
+  fix: 'compare the client secret (in constant time) and answer a mismatch 401 invalid_client, the same answer as for an unknown client',
   async run(context) {
     const control = await context.tokenControl();
     if (!control.ok) return notVerified(control.reason);

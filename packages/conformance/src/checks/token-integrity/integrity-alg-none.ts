@@ -12,6 +12,7 @@ export default defineCheck({
   citation: 'RFC 9068 §4: "The resource server MUST reject any JWT in which the value of "alg" is "none"."',
   precondition: API_CONTROL,
   records: 'GET loans with the token re-encoded as alg none in four casings; the positive control',
+  fix: 'verify with an allow-list of algorithms (RS256) and refuse alg none in any case',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

@@ -13,6 +13,7 @@ export default defineCheck({
     'RFC 9068 §4: "The resource server MUST validate the signature of all incoming JWT access tokens …"; RFC 8725 §3.10: "Do Not Trust Received Claims"',
   precondition: `${API_CONTROL}; a JWT`,
   records: 'GET loans with the token carrying its own jwk; the positive control',
+  fix: 'ignore a jwk in the token header: verify with keys from your own key set only',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

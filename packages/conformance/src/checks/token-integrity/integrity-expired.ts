@@ -19,6 +19,7 @@ export default defineCheck({
     'the token lives at most --max-expiry-wait seconds, the same token gets 2xx on GET loans before exp, and the budget lasts until the API refuses it or 300 s of leeway after exp have passed',
   records:
     'the short-lived token request, GET loans with it before exp, and after exp until refused (1 s apart, then 5 s, then 15 s): the observed leeway',
+  fix: 'check exp on every request (a leeway of at most a few minutes) and answer an expired token 401 invalid_token',
   async run(context) {
     if (!context.canRead)
       return notVerified('the client is not authorised for read:loans; GET loans is the write-free probe');

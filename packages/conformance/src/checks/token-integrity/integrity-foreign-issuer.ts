@@ -17,6 +17,7 @@ export default defineCheck({
   precondition: `${API_CONTROL}; a JWT; the suite's issuer is reachable from the target (loopback, or --listen)`,
   records:
     "GET loans with the foreign-issuer token; whether the target fetched the suite's metadata or key set (in the details); the positive control",
+  fix: "check iss against your one trusted issuer and take keys only from its configured key set, never from the token's iss",
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

@@ -13,6 +13,7 @@ export default defineCheck({
     'RFC 9068 §4: "The resource server MUST validate the signature of all incoming JWT access tokens according to [RFC7515] using the algorithm specified in the JWT "alg" Header Parameter."; RFC 8725 §3.1: "Libraries MUST enable the caller to specify a supported set of algorithms and MUST NOT use any other algorithms when performing cryptographic operations."',
   precondition: `${API_CONTROL}; the auth server publishes a key set`,
   records: 'the key set fetched; GET loans with each HS256 token; the positive control',
+  fix: 'pin the algorithm per key (RS256 for RSA keys) so that an HS256 token cannot be verified with the public key as a secret',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

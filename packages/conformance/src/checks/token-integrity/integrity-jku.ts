@@ -16,6 +16,7 @@ export default defineCheck({
   precondition: `${API_CONTROL}; a JWT; the suite's issuer is reachable from the target (loopback, or --listen)`,
   records:
     "GET loans with the jku token; whether the target fetched the suite's key set (in the details); the positive control",
+  fix: 'ignore jku (and x5u) in the token header: never fetch keys from an address the token names',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

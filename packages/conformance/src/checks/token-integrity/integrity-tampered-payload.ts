@@ -14,6 +14,7 @@ export default defineCheck({
     'RFC 9068 §4: "The resource server MUST validate the signature of all incoming JWT access tokens according to [RFC7515] using the algorithm specified in the JWT "alg" Header Parameter."',
   precondition: `${API_CONTROL}; a JWT`,
   records: 'GET loans with the tampered token; the positive control',
+  fix: 'verify the signature over the exact header and payload received before reading any claim',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);

@@ -13,6 +13,7 @@ export default defineCheck({
     'RFC 9068 §4: "The resource server MUST validate the signature of all incoming JWT access tokens according to [RFC7515] using the algorithm specified in the JWT "alg" Header Parameter."',
   precondition: `${API_CONTROL}; a JWT`,
   records: 'GET loans with the token signed by an unknown key; the positive control',
+  fix: 'verify only with keys of your own key set; refuse a token whose kid is not in it',
   async run(context) {
     const control = await context.apiControl();
     if (!control.ok) return notVerified(control.reason);
