@@ -42,6 +42,8 @@ export default defineConfigWithTheme<DefaultTheme.Config & { guideCards: GuideCa
   description:
     'TypeScript tools for the Partner Lending API v3: a typed SDK, a strict local mock and the conformance suite that certifies an integration.',
   lang: 'en',
+  // GitHub Pages serves a project site under /<repository>/: the docs workflow sets DOCS_BASE.
+  base: process.env.DOCS_BASE ?? '/',
   outDir: process.env.DOCS_OUT_DIR ?? 'dist',
   srcExclude: ['README.md', 'test/**', 'test-results/**', 'dist/**', 'node_modules/**'],
   rewrites: {

@@ -4,6 +4,14 @@ export { type Challenge, findBearerChallenge, parseWwwAuthenticate } from './bea
 export type { Clock, Sleep } from './clock.js';
 export { raceSignal, startDeadline } from './clock.js';
 export {
+  createStderrLogger,
+  type LogLevel,
+  logLevelFromEnv,
+  logLevels,
+  logTokenEvent,
+  type StderrLogger,
+} from './env-logger.js';
+export {
   BearerInsufficientScopeError,
   InsecureTokenUrlError,
   PartnerApiError,

@@ -1,6 +1,7 @@
 import type { JSONWebKeySet, JWTPayload } from 'jose';
 import { type AccessToken, toAccessToken } from './access-token.js';
 import { type Clock, raceSignal, realSleep, type Sleep, systemClock } from './clock.js';
+import { createStderrLogger, logLevelFromEnv, logTokenEvent } from './env-logger.js';
 import { PartnerAuthError, ScopeNotGrantedError, TokenThrottledError } from './errors.js';
 import { redactTokens, shortenToken } from './redact.js';
 import { defaultRetryPolicy, type RetryOptions, type RetryPolicy, resolveRetryPolicy } from './retry.js';
@@ -160,7 +161,11 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   const requestTimeoutMs = nonNegative(options.requestTimeoutMs, 10_000, 'requestTimeoutMs');
   const store = options.store;
   const defaultScopes = normalizeScopes(options.scopes ?? []);
-  const onEvent = options.onEvent;
+  // PARTNER_LOG=debug|info|warn logs token events to stderr when no onEvent observer is given.
+  const envLevel = logLevelFromEnv(globalThis.process?.env?.PARTNER_LOG);
+  const envLogger =
+    envLevel && !options.onEvent ? createStderrLogger(envLevel, [clientId, clientSecret]) : undefined;
+  const onEvent = options.onEvent ?? (envLogger && ((event: TokenEvent) => logTokenEvent(envLogger, event)));
   const emit = (event: TokenEvent): void => {
     if (!onEvent) return;
     try {
@@ -215,14 +220,18 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   }
 
   // The client id is a credential (API documentation §2.1): keys carry a hash of it, never the id itself.
-  // node:crypto is loaded on the first getToken, not when the package is imported.
+  // Web Crypto (globalThis.crypto) is in Node ≥ 20 and every edge and worker runtime: no Node built-in.
   let keyPrefix = '';
   let preparing: Promise<void> | undefined;
   const prepare = (): Promise<void> =>
-    (preparing ??= import('node:crypto').then(({ createHash }) => {
-      const clientTag = createHash('sha256').update(clientId).digest('hex').slice(0, 16);
-      keyPrefix = `partner-lending-auth:v1|${tokenUrl.href}|${clientTag}|${audience}|`;
-    }));
+    (preparing ??= globalThis.crypto.subtle
+      .digest('SHA-256', new TextEncoder().encode(clientId))
+      .then((digest) => {
+        const clientTag = [...new Uint8Array(digest).slice(0, 8)]
+          .map((byte) => byte.toString(16).padStart(2, '0'))
+          .join('');
+        keyPrefix = `partner-lending-auth:v1|${tokenUrl.href}|${clientTag}|${audience}|`;
+      }));
   const keys = new Map<string, string>();
   const keyFor = (scopes: ScopeSet): string => {
     const joined = scopes.join(' ');

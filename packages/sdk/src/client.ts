@@ -1,5 +1,8 @@
 import {
+  createStderrLogger,
   createTokenProvider,
+  logLevelFromEnv,
+  logTokenEvent,
   raceSignal,
   type TokenProvider,
   type TokenProviderOptions,
@@ -132,13 +135,23 @@ export interface IterateLoansOptions<Item = Loan> extends RequestOptions {
   items?: ItemsSelector<LoansPage, Item> | undefined;
 }
 
+/**
+ * The loans. Like every resource method, each takes the per-call options (`timeoutMs`, `signal`,
+ * `maxRetries`, `partnerId`) as its last argument; they may also stand beside the paging options.
+ */
 export interface LoansResource {
   /** One page of loans (`GET /v3/partner/{partner_id}/loans`): its items and where it sits. */
-  list<Item = Loan>(options?: ListLoansOptions<Item>): APIPromise<Page<Item>>;
+  list<Item = Loan>(params?: ListLoansOptions<Item>, options?: RequestOptions): APIPromise<Page<Item>>;
   /** Every loan, across pages. */
-  iterate<Item = Loan>(options?: IterateLoansOptions<Item>): AsyncGenerator<Item, void, undefined>;
+  iterate<Item = Loan>(
+    params?: IterateLoansOptions<Item>,
+    options?: RequestOptions,
+  ): AsyncGenerator<Item, void, undefined>;
   /** Every page; empty pages are not yielded. */
-  pages<Item = Loan>(options?: IterateLoansOptions<Item>): AsyncGenerator<Page<Item>, void, undefined>;
+  pages<Item = Loan>(
+    params?: IterateLoansOptions<Item>,
+    options?: RequestOptions,
+  ): AsyncGenerator<Page<Item>, void, undefined>;
 }
 
 export interface CreateResource<Input = OpenObject, Output = OpenObject> {
@@ -223,6 +236,15 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
   const env = options.env ?? globalThis.process?.env ?? {};
   const connection = resolveConnection(options, env, options.tokenProvider === undefined);
   const baseFetch = options.fetch ?? globalThis.fetch;
+  // PARTNER_LOG=debug|info|warn: the SDK's and the token provider's log lines on stderr, redacted.
+  const envLevel = options.logger ? undefined : logLevelFromEnv(env.PARTNER_LOG);
+  const envLogger = envLevel
+    ? createStderrLogger(
+        envLevel,
+        [connection.clientId, connection.clientSecret].filter((item): item is string => !!item),
+      )
+    : undefined;
+  const logger: PartnerLogger | undefined = options.logger ?? envLogger;
   if (
     connection.baseUrl.protocol === 'http:' &&
     !/^(localhost|.*\.localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i.test(connection.baseUrl.hostname)
@@ -248,6 +270,7 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
   } else {
     const onEvent = options.onTokenEvent;
     const debug = options.logger?.debug;
+    const envLog = envLogger;
     const providerOptions: TokenProviderOptions = {
       authUrl: connection.authUrl!.href,
       clientId: connection.clientId!,
@@ -263,11 +286,12 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
         ? { requestTimeoutMs: options.tokenRequestTimeoutMs }
         : {}),
       ...(options.dangerouslyAllowInsecureHttp ? { dangerouslyAllowInsecureHttp: true } : {}),
-      ...(onEvent || debug
+      ...(onEvent || debug || envLog
         ? {
             onEvent: (event) => {
               onEvent?.(event);
               debug?.(`token: ${event.type}`, { ...event });
+              if (envLog) logTokenEvent(envLog, event);
             },
           }
         : {}),
@@ -307,7 +331,7 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     now,
     sleep: options.sleep ?? defaultSleep,
     random: options.random ?? Math.random,
-    logger: options.logger,
+    logger,
   });
   const core = createClient<paths>({
     baseUrl: connection.baseUrl.href.replace(/\/+$/, ''),
@@ -465,7 +489,11 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     call('listLoans', { query }, opts);
 
   const loans: LoansResource = {
-    list: <Item = Loan>({ limit, offset, items, ...opts }: ListLoansOptions<Item> = {}) => {
+    list: <Item = Loan>(
+      { limit, offset, items, ...inline }: ListLoansOptions<Item> = {},
+      last: RequestOptions = {},
+    ) => {
+      const opts = { ...inline, ...last };
       const query = {
         ...(limit === undefined ? {} : { limit }),
         ...(offset === undefined ? {} : { offset }),
@@ -480,12 +508,11 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
       }));
       return apiPromise<Page<Item>>(inner);
     },
-    pages: <Item = Loan>({
-      pageSize = DEFAULT_PAGE_SIZE,
-      offset,
-      items,
-      ...opts
-    }: IterateLoansOptions<Item> = {}) => {
+    pages: <Item = Loan>(
+      { pageSize = DEFAULT_PAGE_SIZE, offset, items, ...inline }: IterateLoansOptions<Item> = {},
+      last: RequestOptions = {},
+    ) => {
+      const opts = { ...inline, ...last };
       checkCallOptions({ ...opts, pageSize, offset });
       return paginate<Item>({
         pageSize,
@@ -494,8 +521,11 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
         fetchPage: (query) => fetchPage(query, opts),
       });
     },
-    iterate: async function* <Item = Loan>(iterateOptions: IterateLoansOptions<Item> = {}) {
-      for await (const page of loans.pages(iterateOptions)) yield* page.items;
+    iterate: async function* <Item = Loan>(
+      iterateOptions: IterateLoansOptions<Item> = {},
+      last: RequestOptions = {},
+    ) {
+      for await (const page of loans.pages(iterateOptions, last)) yield* page.items;
     },
   };
   const creator = <Input, Output>(id: ApiOperationId): CreateResource<Input, Output> => ({

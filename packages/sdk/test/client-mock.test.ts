@@ -33,6 +33,24 @@ function clientFor(index: number, extra: Partial<PartnerClientOptions> = {}) {
 const apiRequests = () => mock.requestLog().filter((entry) => entry.server === 'api');
 
 describe('against the mock', () => {
+  it('takes the per-call options as the last argument of list, iterate and pages too', async () => {
+    const client = clientFor(0);
+    const other = mock.clients[1]!.partnerId;
+    await expect(client.loans.list({ limit: 1 }, { partnerId: other })).rejects.toBeInstanceOf(
+      PermissionDeniedError,
+    );
+    const pages = client.loans.pages({ pageSize: 5 }, { partnerId: other });
+    await expect(pages.next()).rejects.toBeInstanceOf(PermissionDeniedError);
+    const loans = client.loans.iterate({ pageSize: 5 }, { signal: AbortSignal.abort() });
+    await expect(loans.next()).rejects.toBeInstanceOf(APIUserAbortError);
+    // The last argument wins over the same option beside the paging ones.
+    const own = await client.loans.list(
+      { limit: 2, partnerId: other },
+      { partnerId: mock.clients[0]!.partnerId },
+    );
+    expect(own.items).toHaveLength(2);
+  });
+
   it('lists and iterates loans without the partner touching a token, a scope or a partner id', async () => {
     const client = clientFor(0);
     const tokensBefore = mock.tokenRequestCount();

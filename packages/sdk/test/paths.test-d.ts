@@ -95,3 +95,15 @@ describe('resource methods', () => {
     client.loans.iterate({ pageSize: '10' });
   });
 });
+
+describe('per-call options', () => {
+  it('go last on every resource method, and may stand beside the paging options', () => {
+    expectTypeOf(client.loans.list({ limit: 5 }, { timeoutMs: 1000 })).resolves.toEqualTypeOf<Page<Loan>>();
+    expectTypeOf(client.loans.list({ limit: 5, timeoutMs: 1000 })).resolves.toEqualTypeOf<Page<Loan>>();
+    client.loans.iterate({ pageSize: 10 }, { signal: AbortSignal.timeout(1000) });
+    client.loans.pages({}, { maxRetries: 0, partnerId: 'p2' });
+    client.repayments.create({}, { timeoutMs: 1000 });
+    // @ts-expect-error limit is a paging option, not a per-call one
+    client.loans.list({}, { limit: 5 });
+  });
+});
