@@ -111,6 +111,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo()): Pr
         ...config.options,
         ...io.overrides,
         onTarget: (info) => reporter.start(info, tool),
+        onCheckStart: (check) => reporter.started(check),
         onCheckResult: (result) => reporter.result(result),
       });
     } catch (error) {

@@ -22,7 +22,9 @@ beforeAll(async () => {
 });
 afterAll(() => mock?.close());
 
-async function withLog(level: string | undefined): Promise<{ stdout: string; stderr: string; secret: string }> {
+async function withLog(
+  level: string | undefined,
+): Promise<{ stdout: string; stderr: string; secret: string }> {
   const client = mock.clients[0]!;
   const env: Record<string, string | undefined> = {
     ...process.env,
@@ -32,7 +34,10 @@ async function withLog(level: string | undefined): Promise<{ stdout: string; std
     PARTNER_CLIENT_SECRET: client.clientSecret,
     PARTNER_LOG: level,
   };
-  const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], { env, timeout: 30_000 });
+  const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], {
+    env,
+    timeout: 30_000,
+  });
   return { stdout, stderr, secret: client.clientSecret };
 }
 
@@ -60,6 +65,8 @@ describe('PARTNER_LOG', () => {
   it('an unknown level leaves logging off and says so once', async () => {
     const { stdout, stderr } = await withLog('verbose');
     expect(stdout.trim()).toBe('done');
-    expect(stderr).toBe('[partner-lending] PARTNER_LOG="verbose" is not one of debug, info, warn: logging stays off.\n');
+    expect(stderr).toBe(
+      '[partner-lending] PARTNER_LOG="verbose" is not one of debug, info, warn: logging stays off.\n',
+    );
   });
 });

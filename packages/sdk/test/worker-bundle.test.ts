@@ -23,7 +23,11 @@ beforeAll(async () => {
   mock = await startMock();
   const result = await build({
     // Resolved from the package itself: @partner-lending/sdk is its own exports map, as installed.
-    stdin: { contents: entry, resolveDir: fileURLToPath(new URL('..', import.meta.url)), sourcefile: 'worker.mjs' },
+    stdin: {
+      contents: entry,
+      resolveDir: fileURLToPath(new URL('..', import.meta.url)),
+      sourcefile: 'worker.mjs',
+    },
     bundle: true,
     platform: 'browser',
     conditions: ['worker'],
@@ -87,6 +91,10 @@ describe('the SDK bundled for a worker', () => {
       clientSecret: client.clientSecret,
     });
     // The result is an object of the other realm: compare its JSON.
-    expect(JSON.parse(JSON.stringify(result))).toEqual({ count: 3, total: 25, denied: 'ERR_SCOPE_NOT_GRANTED' });
+    expect(JSON.parse(JSON.stringify(result))).toEqual({
+      count: 3,
+      total: 25,
+      denied: 'ERR_SCOPE_NOT_GRANTED',
+    });
   });
 });

@@ -34,6 +34,7 @@ export class ConsoleReporter {
   readonly #pending = new Map<string, number>();
   readonly #results = new Map<string, CheckResult[]>();
   readonly #order = new Map<string, number>();
+  readonly #announced = new Set<string>();
   #statusShown = false;
 
   constructor(options: ConsoleReporterOptions) {
@@ -103,6 +104,17 @@ export class ConsoleReporter {
     const severity = result.severity === 'should' ? ' (should)' : '';
     const note = result.status === 'skipped' ? ` — ${result.details.split('\n')[0]}` : '';
     return `  ${symbol} ${result.id}${severity}  ${this.#paint(2, result.title)}${note}\n`;
+  }
+
+  /**
+   * A check started. Off a terminal (a CI log), the first check of a category prints one line, so that
+   * a long wait (the expiry check) shows what is running; on a terminal the status line does that.
+   */
+  started(check: { id: string; category: string }): void {
+    if (this.#tty || this.#announced.has(check.category)) return;
+    this.#announced.add(check.category);
+    const total = (this.#pending.get(check.category) ?? 0) + (this.#results.get(check.category)?.length ?? 0);
+    this.#stream.write(`… ${check.category}: ${total} check${total === 1 ? '' : 's'} running\n`);
   }
 
   /** One finished check; prints its category once the category is complete. */

@@ -64,3 +64,27 @@ describe('ConsoleReporter', () => {
     expect(noColor).toContain('running: ');
   });
 });
+
+describe('ConsoleReporter progress off a terminal', () => {
+  it('prints one line when a category starts (a CI log shows what runs), none on a terminal', () => {
+    for (const isTTY of [false, true]) {
+      const out = sink(isTTY);
+      const reporter = new ConsoleReporter({ stream: out, env: {} });
+      reporter.start(target, tool);
+      for (const result of report.checks) reporter.started(result);
+      for (const result of report.checks) reporter.started(result);
+      const lines = out
+        .text()
+        .split('\n')
+        .filter((line) => line.startsWith('… '));
+      if (isTTY) expect(lines).toEqual([]);
+      else
+        expect(lines).toEqual(
+          [...new Set(report.checks.map((check) => check.category))].map((category) => {
+            const n = report.checks.filter((check) => check.category === category).length;
+            return `… ${category}: ${n} check${n === 1 ? '' : 's'} running`;
+          }),
+        );
+    }
+  });
+});
