@@ -207,6 +207,43 @@ describe('docs site in Chromium', () => {
     await page.close();
   });
 
+  it.each(['retry', 'token', 'Retry-After'])(
+    'searching "%s" ranks a guide above the changelog',
+    async (query) => {
+      const page = await open('index.html');
+      const hrefs = await search(page, query);
+      const changelog = hrefs.findIndex((href) => href.startsWith('/changelog'));
+      const firstGuide = hrefs.findIndex(
+        (href) => !href.startsWith('/changelog') && !href.startsWith('/reference/'),
+      );
+      expect(firstGuide, `${query}: ${hrefs.join(', ')}`).toBeGreaterThanOrEqual(0);
+      if (changelog >= 0) expect(firstGuide, `${query}: ${hrefs.join(', ')}`).toBeLessThan(changelog);
+      expect(hrefs[0], `${query}: ${hrefs.join(', ')}`).not.toMatch(/^\/changelog/);
+      expect(
+        hrefs.some((href) => href.startsWith('/changelog')),
+        'the changelog is out of the index',
+      ).toBe(false);
+      await page.close();
+    },
+  );
+
+  it.each([
+    ['authentication.html', 'The token lifecycle'],
+    ['fleet.html', 'One token for a fleet'],
+    ['certification.html', 'Certification, both modes'],
+    ['certify-your-integration.html', 'Certification, both modes'],
+  ])('%s shows its diagram (%s), built into the site', async (path, title) => {
+    const page = await open(path);
+    // Vite takes the SVG in at build time: a fingerprinted /assets file, or a data: URI when small.
+    const image = page.locator(`.vp-doc img[alt^="${title}"]`);
+    await image.scrollIntoViewIfNeeded();
+    const size = await image.evaluate((img) => (img as HTMLImageElement).naturalWidth);
+    expect(size, `${path}: ${title}`).toBeGreaterThan(500);
+    expect(await image.getAttribute('alt')).toMatch(/^.{60,}$/);
+    expect(await image.getAttribute('src')).toMatch(/^(\/assets\/.+\.svg|data:image\/svg\+xml)/);
+    await page.close();
+  });
+
   it('a search for a word no page has finds nothing (the result lists above are not everything)', async () => {
     const page = await open('index.html');
     await page.locator('.VPNavBarSearch button').click();

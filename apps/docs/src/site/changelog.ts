@@ -71,11 +71,13 @@ export function changelogMarkdown(
   const lines = [
     '---',
     'editLink: false',
+    // Out of the search index: it names every feature once and would rank above the guides.
+    'search: false',
     '---',
     '',
     '# Changelog',
     '',
-    'What changed in each published package. "Unreleased" lists the changes recorded for the next release; the released versions follow, package by package. This page is built from the repository\'s changesets each time the site is built.',
+    'What changed for you in each package you install: new features, fixes, and anything you must change when you upgrade (marked **Breaking**; while a package is at 0.x, a minor version may break). "Unreleased" is what the next release brings; the released versions follow, package by package.',
     '',
     '## Unreleased',
     '',

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -92,6 +92,8 @@ export function writeGenerated(root = docsRoot): SiteSources {
     readFileSync(join(redocDir, 'bundles/redoc.standalone.js.LICENSE.txt'), 'utf8'),
   );
   writeFileSync(join(publicDir, referenceAssets.download), `${JSON.stringify(sources.spec, null, 2)}\n`);
+  // The diagrams of the guides: SVG sources kept in diagrams/, served by the site itself (no CDN).
+  cpSync(join(root, 'diagrams'), join(publicDir, 'diagrams'), { recursive: true });
   writeFileSync(
     join(publicDir, referenceAssets.spec),
     `${JSON.stringify(referenceSpec(sources.spec, sources.links))}\n`,
