@@ -10,7 +10,6 @@ import { docsRoot } from './helpers/build-site.js';
 const dir = join(docsRoot, '..', '..', '.github', 'workflows');
 const files = readdirSync(dir).filter((name) => name.endsWith('.yml'));
 const text = (name: string) => readFileSync(join(dir, name), 'utf8');
-// biome-ignore lint/suspicious/noExplicitAny: a parsed workflow is any YAML
 const workflow = (name: string): any => parse(text(name));
 const steps = (
   name: string,
@@ -60,6 +59,7 @@ describe('GitHub workflows', () => {
     const site = build.find((step) => step.run === 'pnpm --filter @partner-lending/docs build') as {
       env?: Record<string, string>;
     };
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression, not a JS template
     expect(site?.env?.DOCS_BASE).toBe('/${{ github.event.repository.name }}/');
     expect(build.find((step) => step.uses?.startsWith('actions/upload-pages-artifact@'))?.with?.path).toBe(
       'apps/docs/dist',

@@ -11,6 +11,7 @@ import { Readable } from 'node:stream';
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { scopes as allScopes, matchPath, operations } from '@partner-lending/spec';
 import { ConformanceError } from '../errors.js';
+import { mediaTypeOfValue as mediaType } from '../http-probe.js';
 import { decodeJwt, scopesOfClaim } from '../jwt.js';
 import { Redactor } from '../redact.js';
 import { tool } from '../version.js';
@@ -164,8 +165,6 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
     req.on('error', reject);
   });
 }
-
-const mediaType = (value: string | undefined) => (value ?? '').split(';')[0]!.trim().toLowerCase();
 
 function bodyKindOf(body: Buffer, contentType: string | undefined): BodyKind {
   if (body.length === 0) return 'none';

@@ -1,8 +1,8 @@
 import type { RecordedExchange } from '../../client/session.js';
 import { type ApiCall, line } from '../../client/view.js';
 import { clientFailed, clientNotVerified, clientPassed, defineClientCheck } from '../../client-check.js';
+import { mediaTypeOfValue as mediaType } from '../../http-probe.js';
 
-const mediaType = (value: string | undefined) => (value ?? '').split(';')[0]!.trim().toLowerCase();
 const integerAtLeast = (value: string | null, min: number) =>
   value === null || (/^\d+$/.test(value) && Number(value) >= min);
 
