@@ -6,6 +6,8 @@ export type PartnerAuthErrorCode =
   | 'ERR_TOKEN_RESPONSE'
   | 'ERR_TOKEN_NETWORK'
   | 'ERR_TOKEN_THROTTLED'
+  | 'ERR_TOKEN_ABORTED'
+  | 'ERR_TOKEN_TIMEOUT'
   | 'ERR_SCOPE_NOT_GRANTED'
   | 'ERR_BEARER_INSUFFICIENT_SCOPE'
   | 'ERR_INSECURE_TOKEN_URL';
@@ -131,10 +133,45 @@ export class TokenNetworkError extends PartnerAuthError {
 export class TokenThrottledError extends PartnerAuthError {
   /** Milliseconds until a new token request will be sent. */
   readonly retryAfterMs: number;
+  /** Epoch ms (the provider's clock) from which a new token request will be sent. */
+  readonly retryAt: number;
 
-  constructor(message: string, retryAfterMs: number, options?: { cause?: unknown }) {
+  constructor(message: string, retryAfterMs: number, options?: { cause?: unknown; now?: number }) {
     super('ERR_TOKEN_THROTTLED', message, options);
     this.retryAfterMs = retryAfterMs;
+    this.retryAt = (options?.now ?? Date.now()) + retryAfterMs;
+  }
+}
+
+/**
+ * The caller's `signal` aborted `getToken()`: the caller stopped waiting (the shared token request goes
+ * on for other callers). The signal's reason is the `cause`.
+ */
+export class TokenAbortedError extends PartnerAuthError {
+  constructor(cause: unknown) {
+    super(
+      'ERR_TOKEN_ABORTED',
+      'getToken() was aborted by its signal before a token was ready; nothing to fix unless the abort was unexpected (the token request goes on for other callers).',
+      { cause },
+    );
+  }
+}
+
+/**
+ * No token within the caller's time limit (`getToken({ timeoutMs })`, or a signal that aborted with a
+ * `TimeoutError`, such as `AbortSignal.timeout()`). The shared token request goes on for other callers.
+ */
+export class TokenTimeoutError extends PartnerAuthError {
+  /** The time limit, in ms, when known. */
+  readonly timeoutMs: number | undefined;
+
+  constructor(timeoutMs: number | undefined, cause?: unknown) {
+    super(
+      'ERR_TOKEN_TIMEOUT',
+      `no access token within ${timeoutMs === undefined ? "the caller's time limit" : `${timeoutMs} ms`}: the token endpoint or the shared token store was too slow; check the auth service (authUrl/tokenUrl) and the store, or allow more time.`,
+      cause === undefined ? undefined : { cause },
+    );
+    this.timeoutMs = timeoutMs;
   }
 }
 

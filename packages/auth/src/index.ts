@@ -20,10 +20,12 @@ export {
   PartnerAuthError,
   type PartnerAuthErrorCode,
   ScopeNotGrantedError,
+  TokenAbortedError,
   TokenNetworkError,
   TokenRequestError,
   TokenResponseError,
   TokenThrottledError,
+  TokenTimeoutError,
 } from './errors.js';
 export {
   describeNetworkError,
@@ -43,6 +45,7 @@ export {
   retryAfterFromHeaders,
 } from './retry.js';
 export { missingScopes, normalizeScopes, parseScopeString, type ScopeSet } from './scope-set.js';
+export type { StoredEntryProblem } from './stored-entry.js';
 export type { TokenEvent, TokenEventListener } from './token-event.js';
 export {
   ALLOWED_ALGORITHMS,
@@ -53,6 +56,7 @@ export {
   type TokenProviderOptions,
   type VerifyOptions,
 } from './token-provider.js';
+export { MAX_THROTTLE_MS } from './token-request.js';
 export {
   createMemoryTokenStore,
   type SingleFlightOptions,

@@ -13,7 +13,11 @@ export interface RetryOptions {
   baseDelayMs?: number;
   /** Cap of the backoff bound. */
   maxDelayMs?: number;
-  /** Longest `Retry-After` honoured; a longer wait is not waited for. */
+  /**
+   * Longest `Retry-After` waited for before the next attempt. A longer one (or one ending past the
+   * caller's deadline) is not waited for: the call fails at once and, in the token provider, token
+   * requests fail fast with TokenThrottledError until it has passed (at most 1 hour).
+   */
   maxRetryAfterMs?: number;
   /**
    * Attempts in total, the first included (`maxRetries + 1`).

@@ -1,3 +1,5 @@
+import type { StoredEntryProblem } from './stored-entry.js';
+
 /**
  * What the provider tells an `onEvent` hook. Tokens appear as their last 6 characters (`…abc123`);
  * neither the client id nor the secret ever appears.
@@ -40,6 +42,18 @@ export type TokenEvent =
     }
   | { type: 'throttled'; scopes: readonly string[]; retryAfterMs: number; status?: number }
   | { type: 'invalidated'; scopes: readonly string[]; token?: string }
+  | {
+      /**
+       * A token the shared store returned was not served (a miss): expired, for another audience,
+       * client, partner or issuer, inconsistent with its JWT, or (with `verify`) not verifying. An entry
+       * that can never be right under its key (anything but `expired`) is deleted from the store.
+       */
+      type: 'store-entry-rejected';
+      scopes: readonly string[];
+      reason: StoredEntryProblem;
+      /** The rejected token, shortened, when it was a string. */
+      token?: string;
+    }
   | {
       /**
        * The shared token store failed (down, timed out, answered nonsense). Best-effort: the call goes

@@ -1,14 +1,22 @@
 import type { JSONWebKeySet, JWTPayload } from 'jose';
 import { type AccessToken, toAccessToken } from './access-token.js';
-import { type Clock, raceSignal, realSleep, type Sleep, systemClock } from './clock.js';
+import { type Clock, raceSignal, realSleep, type Sleep, startDeadline, systemClock } from './clock.js';
 import { createStderrLogger, logLevelFromEnv, logTokenEvent } from './env-logger.js';
-import { PartnerAuthError, ScopeNotGrantedError, TokenThrottledError } from './errors.js';
+import {
+  PartnerAuthError,
+  ScopeNotGrantedError,
+  TokenAbortedError,
+  TokenResponseError,
+  TokenThrottledError,
+  TokenTimeoutError,
+} from './errors.js';
 import { redactTokens, shortenToken } from './redact.js';
 import { defaultRetryPolicy, type RetryOptions, type RetryPolicy, resolveRetryPolicy } from './retry.js';
 import { missingScopes, normalizeScopes, type ScopeSet } from './scope-set.js';
+import { checkStoredEntry, FOREIGN_ENTRY, type StoredEntryProblem } from './stored-entry.js';
 import { assertSecureUrl, isLoopbackHost, resolveTokenUrl } from './token-endpoint.js';
 import type { TokenEvent } from './token-event.js';
-import { sendTokenRequest } from './token-request.js';
+import { MAX_THROTTLE_MS, sendTokenRequest } from './token-request.js';
 import { processTokenResponse } from './token-response.js';
 import type { StoredToken, TokenStore } from './token-store.js';
 
@@ -85,8 +93,18 @@ export interface TokenProviderOptions {
 export interface GetTokenOptions {
   /** Scopes the caller needs. Default: the provider's `scopes` option. */
   scopes?: readonly string[];
-  /** Stops waiting (the shared token request goes on for other callers). */
+  /**
+   * Stops waiting (the shared token request goes on for other callers): rejects with
+   * TokenAbortedError, or TokenTimeoutError when the reason is a `TimeoutError` (`AbortSignal.timeout()`).
+   */
   signal?: AbortSignal;
+  /**
+   * The longest this caller waits, in ms: rejects with TokenTimeoutError after it, and a token endpoint
+   * asking to retry later than that (Retry-After) fails the call at once with TokenThrottledError
+   * instead of waiting. Default: no limit of the caller's own (each token request attempt is still
+   * bounded by `requestTimeoutMs`, and the whole sequence by the retry policy).
+   */
+  timeoutMs?: number;
 }
 
 export interface TokenProvider {
@@ -267,6 +285,8 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
 
   /** A token this provider holds, with its refresh plan drawn once (so the jitter is stable). */
   interface Held {
+    /** The cache key it is held under. */
+    key: string;
     entry: StoredToken;
     scopes: ScopeSet;
     /** Epoch ms: from here on one background refresh runs while callers keep this token. */
@@ -279,12 +299,17 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   }
   /** The provider's own memory: tokens are served from here even when a shared store fails. */
   const memory = new Map<string, Held>();
+  /** Narrower keys served by a broader token held under another key (the scoped fast path). */
+  const covering = new Map<string, Held>();
   const inflight = new Map<string, Promise<Held>>();
   const throttledUntil = new Map<string, number>();
   /** After a failed request sequence, the next one for the key waits: one shared retry schedule. */
   const paused = new Map<string, { until: number; error: unknown; failures: number }>();
   /** When each key last got an answer from the token endpoint (for scopeRecheckMs). */
   const askedAt = new Map<string, number>();
+  /** The partner id of the tokens this provider got from the endpoint itself: stored ones must match. */
+  let ownPartnerId: string | undefined;
+  const expectedIssuer = options.verify?.issuer;
 
   const hold = (key: string, entry: StoredToken, scopes: ScopeSet): Held => {
     const current = memory.get(key);
@@ -297,6 +322,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     const cap = SOFT_SHARE * lifetime;
     const soft = base <= cap ? base : cap * (1 - (jitterRatio / 2) * random());
     const held: Held = {
+      key,
       entry,
       scopes,
       refreshAt: entry.expiresAt - Math.max(soft, hard),
@@ -317,15 +343,53 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     });
   };
 
-  const storeGet = async (key: string): Promise<StoredToken | undefined> => {
+  /**
+   * What a store handed back, checked as a token-endpoint answer is: another process (or whoever can
+   * write to the store) put it there. Served only when it is alive and for this audience, client,
+   * partner and issuer (and verifies, with `verify`); otherwise a miss, reported, and an entry that
+   * can never be right under this key is deleted.
+   */
+  const admit = async (key: string, scopes: ScopeSet, value: unknown): Promise<StoredToken | undefined> => {
+    if (value === undefined || value === null) return undefined;
+    const checked = checkStoredEntry(value, {
+      now: clock.now(),
+      audience,
+      clientId,
+      partnerId: ownPartnerId,
+      issuer: expectedIssuer,
+    });
+    let problem: StoredEntryProblem | undefined = 'problem' in checked ? checked.problem : undefined;
+    if (problem === undefined && verifyJwt !== undefined) {
+      try {
+        await verifyJwt((value as StoredToken).accessToken);
+      } catch {
+        problem = 'signature';
+      }
+    }
+    if (problem === undefined) return (checked as { entry: StoredToken }).entry;
+    const token = (value as { accessToken?: unknown }).accessToken;
+    emit({
+      type: 'store-entry-rejected',
+      scopes,
+      reason: problem,
+      ...(typeof token === 'string' ? { token: shortenToken(token) } : {}),
+    });
+    if (store !== undefined && FOREIGN_ENTRY.has(problem)) {
+      store.delete(key).catch((error: unknown) => storeFailed('delete', error));
+    }
+    return undefined;
+  };
+
+  const storeGet = async (key: string, scopes: ScopeSet): Promise<StoredToken | undefined> => {
     if (store === undefined) return undefined;
+    let value: unknown;
     try {
-      const entry = await store.get(key);
-      return isStoredToken(entry) ? entry : undefined;
+      value = await store.get(key);
     } catch (error) {
       storeFailed('get', error);
       return undefined;
     }
+    return admit(key, scopes, value);
   };
 
   const storeSet = async (key: string, entry: StoredToken): Promise<void> => {
@@ -338,8 +402,13 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   };
 
   /** Sends the token request (with its retries) and validates the answer. */
-  const request = (scopes: ScopeSet, background: boolean, key: string): Promise<StoredToken> =>
-    sendTokenRequest(
+  const request = async (
+    scopes: ScopeSet,
+    background: boolean,
+    key: string,
+    deadlineAt: number | undefined,
+  ): Promise<StoredToken> => {
+    const entry = await sendTokenRequest(
       { tokenUrl, clientId, clientSecret, audience, scopes, clientAuth },
       {
         fetch: fetchImpl,
@@ -350,6 +419,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
         requestTimeoutMs,
         background,
         emit,
+        deadlineAt,
         onThrottle: (until) => throttledUntil.set(key, until),
         process: (response, requestedAt) =>
           processTokenResponse(response, {
@@ -362,9 +432,21 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
           }),
       },
     );
+    ownPartnerId = entry.partnerId;
+    return entry;
+  };
 
-  /** Time a whole request sequence may take: every attempt and the backoff between them. */
-  const sequenceBudgetMs = requestTimeoutMs * (retry.maxRetries + 1) + retry.maxDelayMs * retry.maxRetries;
+  /** Time a whole request sequence may take: every attempt and the waits between them. */
+  const sequenceBudgetMs =
+    requestTimeoutMs * (retry.maxRetries + 1) +
+    Math.max(retry.maxDelayMs, retry.maxRetryAfterMs) * retry.maxRetries;
+
+  const throttled = (scopes: ScopeSet, left: number): TokenThrottledError =>
+    new TokenThrottledError(
+      `token requests for scopes "${scopes.join(' ')}" are paused for another ${Math.ceil(left / 1000)} s because the token endpoint asked to retry later (429/503 Retry-After); retry after that.`,
+      left,
+      { now: clock.now() },
+    );
 
   /** Gets a token from the endpoint, through the shared store's single flight when it has one. */
   const obtain = async (
@@ -372,9 +454,10 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     scopes: ScopeSet,
     background: boolean,
     replacing: string | undefined,
+    deadlineAt: number | undefined,
   ): Promise<StoredToken> => {
     if (store?.singleFlight === undefined) {
-      const entry = await request(scopes, background, key);
+      const entry = await request(scopes, background, key, deadlineAt);
       await storeSet(key, entry);
       return entry;
     }
@@ -383,7 +466,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     let own: { ok: true; entry: StoredToken } | { ok: false; error: unknown } | undefined;
     const fetchToken = async () => {
       try {
-        const entry = await request(scopes, background, key);
+        const entry = await request(scopes, background, key, deadlineAt);
         own = { ok: true, entry };
         return entry;
       } catch (error) {
@@ -391,26 +474,41 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
         throw error;
       }
     };
+    let shared: unknown;
     try {
-      const entry = await store.singleFlight(key, fetchToken, {
+      shared = await store.singleFlight(key, fetchToken, {
         timeoutMs: sequenceBudgetMs,
         ...(replacing === undefined ? {} : { replacing }),
       });
-      if (!isStoredToken(entry))
-        throw new TypeError('singleFlight resolved with something that is not a token');
-      if (replacing !== undefined && entry.accessToken === replacing) {
-        throw new TypeError('singleFlight resolved with the token being replaced');
-      }
-      return entry;
     } catch (error) {
       const ownResult = own as typeof own;
       if (ownResult?.ok === false && (error === ownResult.error || error instanceof PartnerAuthError)) {
         throw error;
       }
+      // Another process was told to retry later (the store shares the throttle): fail fast with it,
+      // without a request of our own against an endpoint that throttles.
+      const until = (error as { throttledUntil?: unknown } | null)?.throttledUntil;
+      if (ownResult === undefined && typeof until === 'number' && until > clock.now()) {
+        const left = Math.min(until - clock.now(), MAX_THROTTLE_MS);
+        throttledUntil.set(key, clock.now() + left);
+        emit({ type: 'throttled', scopes, retryAfterMs: left });
+        throw throttled(scopes, left);
+      }
       storeFailed('singleFlight', error);
       if (ownResult?.ok === true) return ownResult.entry;
-      return request(scopes, background, key);
+      return request(scopes, background, key, deadlineAt);
     }
+    const ownResult = own as typeof own;
+    if (ownResult?.ok === true && shared === ownResult.entry) return ownResult.entry;
+    const entry = await admit(key, scopes, shared);
+    if (entry !== undefined && entry.accessToken !== replacing) return entry;
+    if (entry !== undefined) {
+      storeFailed('singleFlight', new TypeError('singleFlight resolved with the token being replaced'));
+    }
+    if (ownResult?.ok === true) return ownResult.entry;
+    const mine = await request(scopes, background, key, deadlineAt);
+    await storeSet(key, mine);
+    return mine;
   };
 
   const fetchShared = (
@@ -418,6 +516,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     scopes: ScopeSet,
     background: boolean,
     replacing?: string,
+    deadlineAt?: number,
   ): Promise<Held> => {
     const existing = inflight.get(key);
     if (existing) return existing;
@@ -427,12 +526,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       const left = until - now;
       if (left > 0) {
         emit({ type: 'throttled', scopes, retryAfterMs: left });
-        return Promise.reject(
-          new TokenThrottledError(
-            `token requests for scopes "${scopes.join(' ')}" are paused for another ${Math.ceil(left / 1000)} s because the token endpoint asked to retry later (429/503 Retry-After); retry after that.`,
-            left,
-          ),
-        );
+        return Promise.reject(throttled(scopes, left));
       }
       throttledUntil.delete(key);
     }
@@ -442,13 +536,13 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       try {
         // Another process may already have put a newer token in the shared store.
         if (store !== undefined && replacing !== undefined) {
-          const newer = await storeGet(key);
+          const newer = await storeGet(key, scopes);
           if (newer !== undefined && newer.accessToken !== replacing) {
             const held = hold(key, newer, scopes);
             if (clock.now() < held.refreshAt) return held;
           }
         }
-        const entry = await obtain(key, scopes, background, replacing);
+        const entry = await obtain(key, scopes, background, replacing, deadlineAt);
         askedAt.set(key, clock.now());
         paused.delete(key);
         throttledUntil.delete(key);
@@ -463,15 +557,18 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
         });
         return held;
       } catch (error) {
-        const failures = (paused.get(key)?.failures ?? 0) + 1;
-        // A failed refresh (background, or of a token still held) pauses for retry.maxDelayMs: callers
-        // keep the token meanwhile. A failed wait for a first token pauses for the backoff bound of its
-        // failure count. Callers within the pause share the failure instead of starting a sequence.
-        const pauseMs =
-          background || replacing !== undefined
-            ? retry.maxDelayMs
-            : Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (failures - 1));
-        paused.set(key, { until: clock.now() + pauseMs, error, failures });
+        // A throttle has its own fail-fast window (throttledUntil): no pause on top of it.
+        if (!(error instanceof TokenThrottledError)) {
+          const failures = (paused.get(key)?.failures ?? 0) + 1;
+          // A failed refresh (background, or of a token still held) pauses for retry.maxDelayMs: callers
+          // keep the token meanwhile. A failed wait for a first token pauses for the backoff bound of
+          // its failure count. Callers within the pause share the failure instead of starting a sequence.
+          const pauseMs =
+            background || replacing !== undefined
+              ? retry.maxDelayMs
+              : Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (failures - 1));
+          paused.set(key, { until: clock.now() + pauseMs, error, failures });
+        }
         emit({
           type: 'token-request-failed',
           scopes,
@@ -505,21 +602,28 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   };
 
   /** A held token for `wanted`: the exact key (memory, then store), else a broader one that covers it. */
-  const lookup = async (key: string, wanted: ScopeSet, now: number): Promise<Held | undefined> => {
+  const lookup = async (key: string, wanted: ScopeSet): Promise<Held | undefined> => {
     let exact = memory.get(key);
-    if (exact === undefined || now >= exact.hardAt) {
-      const stored = await storeGet(key);
-      if (stored !== undefined && stored.expiresAt - now > 0) {
-        const candidate = hold(key, stored, wanted);
-        if (exact === undefined || candidate.entry.expiresAt > exact.entry.expiresAt) exact = candidate;
+    if (exact === undefined || clock.now() >= exact.hardAt) {
+      const stored = await storeGet(key, wanted);
+      // The store read took time: compare with the memory as it is now.
+      exact = memory.get(key);
+      if (stored !== undefined && (exact === undefined || stored.expiresAt > exact.entry.expiresAt)) {
+        exact = hold(key, stored, wanted);
       }
     }
+    // Read after every await: a decision on a clock read before one could serve an expired token.
+    const now = clock.now();
     if (exact !== undefined && now < exact.hardAt && exact.covers) return exact;
     if (wanted.length > 0) {
       // A token granted a superset of the wanted scopes serves this narrower request as well.
       for (const [otherKey, other] of memory) {
         if (otherKey === key || now >= other.hardAt) continue;
-        if (missingScopes(wanted, other.entry.grantedScopes).length === 0) return other;
+        if (missingScopes(wanted, other.entry.grantedScopes).length === 0) {
+          // Remembered, so that the next call for these scopes takes the warm path.
+          if (exact === undefined && (covering.has(key) || covering.size < 64)) covering.set(key, other);
+          return other;
+        }
       }
     }
     return exact;
@@ -540,50 +644,105 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   const notGranted = (wanted: ScopeSet, entry: StoredToken): ScopeNotGrantedError =>
     new ScopeNotGrantedError(missingScopes(wanted, entry.grantedScopes), entry.grantedScopes);
 
-  const slowPath = async (key: string, wanted: ScopeSet, signal: AbortSignal | undefined) => {
-    const now = clock.now();
-    const held = await lookup(key, wanted, now);
-    if (held !== undefined && now < held.hardAt) {
-      if (missingScopes(wanted, held.entry.grantedScopes).length === 0) {
-        if (now >= held.refreshAt) refreshInBackground(keyFor(held.scopes), held, now);
-        return serve(held);
+  const slowPath = async (
+    key: string,
+    wanted: ScopeSet,
+    signal: AbortSignal | undefined,
+    deadlineAt: number | undefined,
+  ): Promise<AccessToken> => {
+    // A token is handed out only if it has not expired at the moment it is handed out: one that
+    // expired while this caller waited (a slow store, a long shared request) sends it round again.
+    for (let round = 0; ; round++) {
+      const held = await lookup(key, wanted);
+      const now = clock.now();
+      let fresh: Held;
+      if (held !== undefined && now < held.hardAt) {
+        if (missingScopes(wanted, held.entry.grantedScopes).length === 0) {
+          if (now >= held.refreshAt) refreshInBackground(held.key, held, now);
+          return serve(held);
+        }
+        // A decision made once is asked again (at most once per scopeRecheckMs): the console may have
+        // granted the scope since.
+        const last = askedAt.get(key);
+        if (last !== undefined && now - last < scopeRecheckMs) throw notGranted(wanted, held.entry);
+        fresh = await raceSignal(fetchShared(key, wanted, false, held.entry.accessToken, deadlineAt), signal);
+      } else {
+        // While a (remote) store read was pending, another caller's request may have completed.
+        const latest = memory.get(key);
+        if (latest !== undefined && latest !== held && latest.covers && now < latest.hardAt) {
+          return serve(latest);
+        }
+        try {
+          fresh = await raceSignal(
+            fetchShared(key, wanted, false, held?.entry.accessToken, deadlineAt),
+            signal,
+          );
+        } catch (error) {
+          // The endpoint is failing: a token that has not expired yet is still better than no token.
+          if (
+            !signal?.aborted &&
+            held !== undefined &&
+            held.entry.expiresAt > clock.now() &&
+            missingScopes(wanted, held.entry.grantedScopes).length === 0
+          ) {
+            return serve(held);
+          }
+          throw error;
+        }
       }
-      // A decision made once is asked again (at most once per scopeRecheckMs): the console may have
-      // granted the scope since.
-      const last = askedAt.get(key);
-      if (last !== undefined && now - last < scopeRecheckMs) throw notGranted(wanted, held.entry);
-      const fresh = await raceSignal(fetchShared(key, wanted, false, held.entry.accessToken), signal);
       if (missingScopes(wanted, fresh.entry.grantedScopes).length > 0) throw notGranted(wanted, fresh.entry);
-      return fresh.view;
+      if (fresh.entry.expiresAt > clock.now()) return fresh.view;
+      if (round >= 1) {
+        throw new TokenResponseError(
+          `the token endpoint's tokens expired before they could be used (the last one at ${new Date(fresh.entry.expiresAt).toISOString()}, ${clock.now() - fresh.entry.expiresAt} ms ago); check this machine's clock and the token lifetime (expires_in).`,
+        );
+      }
     }
-    // While a (remote) store read was pending, another caller's request may have completed.
-    const latest = memory.get(key);
-    if (latest !== undefined && latest !== held && latest.covers && clock.now() < latest.hardAt) {
-      return serve(latest);
-    }
-    let fresh: Held;
+  };
+
+  /** An aborted or timed-out wait, inside the PartnerApiError family (the reason is the cause). */
+  const stopped = (reason: unknown, timeoutMs: number | undefined): PartnerAuthError =>
+    timeoutMs !== undefined || (reason instanceof DOMException && reason.name === 'TimeoutError')
+      ? new TokenTimeoutError(timeoutMs, reason)
+      : new TokenAbortedError(reason);
+
+  /** The slow path under the caller's signal and time limit: it never waits past either. */
+  const bounded = async (
+    key: string,
+    wanted: ScopeSet,
+    signal: AbortSignal | undefined,
+    timeoutMs: number | undefined,
+  ): Promise<AccessToken> => {
+    const deadline =
+      timeoutMs === undefined ? undefined : startDeadline(timeoutMs, `no token within ${timeoutMs} ms`);
+    const limit =
+      deadline === undefined ? signal : signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
     try {
-      fresh = await raceSignal(fetchShared(key, wanted, false, held?.entry.accessToken), signal);
+      const deadlineAt = timeoutMs === undefined ? undefined : clock.now() + timeoutMs;
+      return await raceSignal(slowPath(key, wanted, limit, deadlineAt), limit);
     } catch (error) {
-      // The endpoint is failing: a token that has not expired yet is still better than no token.
-      if (
-        !signal?.aborted &&
-        held !== undefined &&
-        held.entry.expiresAt > clock.now() &&
-        missingScopes(wanted, held.entry.grantedScopes).length === 0
-      ) {
-        return serve(held);
+      if (limit?.aborted && error === limit.reason) {
+        const timedOut = deadline?.signal.aborted === true && deadline.signal.reason === limit.reason;
+        throw stopped(limit.reason, timedOut ? timeoutMs : undefined);
       }
       throw error;
+    } finally {
+      deadline?.clear();
     }
-    if (missingScopes(wanted, fresh.entry.grantedScopes).length > 0) throw notGranted(wanted, fresh.entry);
-    return fresh.view;
   };
 
   const self: TokenProvider = {
     getToken(getOptions = {}) {
-      const { signal } = getOptions;
-      if (signal?.aborted) return Promise.reject(signal.reason);
+      const { signal, timeoutMs } = getOptions;
+      if (signal?.aborted) return Promise.reject(stopped(signal.reason, undefined));
+      if (
+        timeoutMs !== undefined &&
+        (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0)
+      ) {
+        return Promise.reject(
+          new TypeError(`getToken: timeoutMs must be a finite number > 0, got ${String(timeoutMs)}.`),
+        );
+      }
       if (keyPrefix === '') return prepare().then(() => self.getToken(getOptions));
       let key: string;
       let wanted: ScopeSet;
@@ -594,11 +753,16 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       }
       // The warm path: no await, no allocation beyond the event.
       const held = memory.get(key);
-      if (held?.covers) {
-        const now = clock.now();
-        if (now < held.refreshAt) return Promise.resolve(serve(held));
+      if (held === undefined) {
+        // A narrower request served by a broader token held under another key.
+        const broader = covering.get(key);
+        if (broader !== undefined && memory.get(broader.key) === broader && clock.now() < broader.refreshAt) {
+          return Promise.resolve(serve(broader));
+        }
+      } else if (held.covers && clock.now() < held.refreshAt) {
+        return Promise.resolve(serve(held));
       }
-      return slowPath(key, wanted, signal);
+      return bounded(key, wanted, signal, timeoutMs);
     },
 
     async invalidate(token) {
@@ -606,7 +770,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       const target = typeof token === 'string' ? token : token?.accessToken;
       for (const [key, scopes] of known) {
         const held = memory.get(key);
-        const stored = held === undefined ? await storeGet(key) : held.entry;
+        const stored = held === undefined ? await storeGet(key, scopes) : held.entry;
         if (stored === undefined || (target !== undefined && stored.accessToken !== target)) continue;
         memory.delete(key);
         if (store !== undefined) {
@@ -627,17 +791,3 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
 const HARD_SHARE = 0.05;
 /** The soft window is at most this share of a token's lifetime: a short token is refreshed about once. */
 const SOFT_SHARE = 0.12;
-
-/** What a shared store hands back is checked before it is served: another process wrote it. */
-function isStoredToken(value: unknown): value is StoredToken {
-  if (typeof value !== 'object' || value === null) return false;
-  const entry = value as Record<string, unknown>;
-  return (
-    typeof entry.accessToken === 'string' &&
-    entry.accessToken !== '' &&
-    typeof entry.expiresAt === 'number' &&
-    typeof entry.obtainedAt === 'number' &&
-    Array.isArray(entry.grantedScopes) &&
-    typeof entry.partnerId === 'string'
-  );
-}

@@ -78,7 +78,18 @@ export interface SendTokenRequestDeps<T> {
   process: (response: Response, requestedAt: number) => Promise<T>;
   /** Stops the whole sequence (e.g. the caller's deadline). */
   signal?: AbortSignal | undefined;
+  /**
+   * Epoch ms (deps.clock) by which the caller that started the sequence needs an answer: a wait
+   * (Retry-After or backoff) that would end past it is not waited for, the failure is thrown at once.
+   */
+  deadlineAt?: number | undefined;
 }
+
+/**
+ * The longest a Retry-After keeps token requests failing fast (1 hour): a longer ask (`Retry-After:
+ * 999999`, a misconfigured proxy) is honoured for an hour, then one request is tried again.
+ */
+export const MAX_THROTTLE_MS = 3_600_000;
 
 const hints: Record<string, string> = {
   invalid_client:
@@ -209,6 +220,8 @@ export async function sendTokenRequest<T>(
     }
     if (attempt > retry.maxRetries) throw outcome.error;
     const delayMs = outcome.delayMs ?? backoffDelay(attempt, retry, deps.random);
+    // A wait that would end past the caller's deadline helps nobody: fail now.
+    if (deps.deadlineAt !== undefined && clock.now() + delayMs >= deps.deadlineAt) throw outcome.error;
     emit({
       type: 'retry-scheduled',
       scopes: params.scopes,
@@ -246,27 +259,31 @@ export async function sendTokenRequest<T>(
     }
     const retryAfter = retryAfterFromHeaders(response.headers, clock.now());
     if ((status === 429 || status === 503) && retryAfter !== undefined) {
-      const waitMs = Math.min(retryAfter, retry.maxRetryAfterMs);
-      deps.onThrottle(clock.now() + waitMs);
+      const now = clock.now();
+      const waitMs = Math.min(retryAfter, MAX_THROTTLE_MS);
+      // Waited for in line only when it is short (retry.maxRetryAfterMs) and ends before the caller's
+      // deadline; otherwise the caller learns at once, and every request fails fast until then.
+      const inLine =
+        !last &&
+        waitMs <= retry.maxRetryAfterMs &&
+        (deps.deadlineAt === undefined || now + waitMs < deps.deadlineAt);
+      deps.onThrottle(now + waitMs);
       emit({ type: 'throttled', scopes: params.scopes, retryAfterMs: waitMs, status });
-      const oauth = await readOrDiscard(response, last);
+      const oauth = await readOrDiscard(response, !inLine);
       const error = new TokenThrottledError(
         `the token endpoint ${where} answered ${status} asking to retry after ${Math.ceil(waitMs / 1000)} s${
           oauth.error ? ` (${oauth.error})` : ''
         }; token requests for these scopes fail fast until then: retry later or lower the request rate.`,
         waitMs,
+        { now },
       );
-      if (last) throw error;
+      if (!inLine) throw error;
       throw new Retryable(error, 'status', status, waitMs);
     }
     const oauth = await readOrDiscard(response, last);
     const error = statusError(params.tokenUrl, status, oauth, attempt);
     if (last) throw error;
-    throw new Retryable(
-      error,
-      'status',
-      status,
-      retryAfter === undefined ? undefined : Math.min(retryAfter, retry.maxRetryAfterMs),
-    );
+    if (retryAfter !== undefined && retryAfter > retry.maxRetryAfterMs) throw error;
+    throw new Retryable(error, 'status', status, retryAfter);
   }
 }

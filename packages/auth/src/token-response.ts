@@ -266,7 +266,13 @@ export async function processTokenResponse(
   return {
     accessToken,
     tokenType: 'Bearer',
-    expiresAt: Math.min(ctx.requestedAt + expiresIn * 1000, exp * 1000),
+    // exp bounds the life, unless this machine's clock already puts it in the past (within the skew
+    // allowance, else the token was refused above): then the clocks differ and only the relative
+    // expires_in says how long the token lives.
+    expiresAt:
+      exp * 1000 > ctx.now
+        ? Math.min(ctx.requestedAt + expiresIn * 1000, exp * 1000)
+        : ctx.requestedAt + expiresIn * 1000,
     obtainedAt: ctx.requestedAt,
     grantedScopes,
     partnerId,

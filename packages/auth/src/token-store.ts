@@ -30,8 +30,13 @@ export interface TokenStore {
    * provider calls it on a miss or a refresh instead of requesting a token itself: the store either
    * runs `fetchToken` in this process (it holds the lock), saves the result and tells the waiting
    * processes, or waits for another process's result and returns it. It must settle within
-   * `timeoutMs` (the provider's request timeout); a rejection makes the provider fall back to its
-   * own request, reported through `onEvent`.
+   * `timeoutMs` (the provider's whole request sequence); a rejection makes the provider fall back to
+   * its own request, reported through `onEvent`, except a rejection whose error carries a numeric
+   * `throttledUntil` (epoch ms): the token endpoint told another process to retry later, and the
+   * provider fails fast with TokenThrottledError until then instead of sending a request of its own.
+   *
+   * Whatever `get` and `singleFlight` return is checked before it is served (alive, for this audience,
+   * client, partner and issuer): a store is trusted to be fast, not to be right.
    */
   singleFlight?(
     key: string,

@@ -1,9 +1,23 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ScopeNotGrantedError, TokenThrottledError } from '../src/errors.js';
+import {
+  PartnerApiError,
+  ScopeNotGrantedError,
+  TokenAbortedError,
+  TokenThrottledError,
+  TokenTimeoutError,
+} from '../src/errors.js';
 import type { TokenEvent } from '../src/token-event.js';
+import { createTokenProvider } from '../src/token-provider.js';
+import { MAX_THROTTLE_MS } from '../src/token-request.js';
 import { createMemoryTokenStore, type StoredToken, type TokenStore } from '../src/token-store.js';
 import { providerFor } from './support/provider.js';
-import { fakeClock, startTokenServer, type TokenServer } from './support/token-server.js';
+import {
+  CLIENT_ID,
+  CLIENT_SECRET,
+  fakeClock,
+  startTokenServer,
+  type TokenServer,
+} from './support/token-server.js';
 
 let server: TokenServer;
 beforeAll(async () => {
@@ -347,6 +361,56 @@ describe('refresh ahead', () => {
   });
 });
 
+describe('never an expired token', () => {
+  it('a token that expired while its caller waited is not handed out: one more request, then a live token', async () => {
+    const clock = fakeClock();
+    const local = await startTokenServer({ now: clock.now, ttlSeconds: 10 });
+    try {
+      const provider = providerFor(local, { clock });
+      // The first answer takes (on this clock) longer than the token lives.
+      local.next(async (_request, issue) => {
+        const body = await issue();
+        clock.advance(11_000);
+        return { body };
+      });
+      const token = await provider.getToken();
+      expect(local.tokenRequests()).toBe(2);
+      expect(token.accessToken).toBe(local.issued[1]);
+      expect(token.expiresAt).toBeGreaterThan(clock.now());
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('a narrower request served by a broader token takes the warm path from the second call (no store read)', async () => {
+    let reads = 0;
+    const inner = createMemoryTokenStore();
+    const store: TokenStore = {
+      get: (key) => {
+        reads++;
+        return inner.get(key);
+      },
+      set: (key, value, ttl) => inner.set(key, value, ttl),
+      delete: (key) => inner.delete(key),
+    };
+    const provider = providerFor(server, { store });
+    const broad = await provider.getToken();
+    const before = reads;
+    const narrow = await provider.getToken({ scopes: ['read:loans'] });
+    expect(narrow.accessToken).toBe(broad.accessToken);
+    const afterFirst = reads;
+    for (let i = 0; i < 100; i++) await provider.getToken({ scopes: ['read:loans'] });
+    expect(afterFirst - before).toBe(1);
+    expect(reads).toBe(afterFirst);
+    expect(count()).toBe(1);
+    // Dropping the broad token ends the shortcut: the next narrow call asks for its own.
+    await provider.invalidate(broad);
+    const own = await provider.getToken({ scopes: ['read:loans'] });
+    expect(own.accessToken).not.toBe(broad.accessToken);
+    expect(own.grantedScopes).toEqual(['read:loans']);
+  });
+});
+
 describe('single flight', () => {
   it('1,000 concurrent getToken on a cold cache send exactly 1 token request', async () => {
     const provider = providerFor(server);
@@ -402,13 +466,19 @@ describe('single flight', () => {
     expect(count()).toBe(2);
   });
 
-  it('rejects with the reason of an already aborted signal, even on a cache hit', async () => {
+  it('rejects an already aborted signal with TokenAbortedError (the reason as cause), even on a cache hit', async () => {
     const provider = providerFor(server);
     const reason = new Error('caller gave up before asking');
-    await expect(provider.getToken({ signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    const first = await provider.getToken({ signal: AbortSignal.abort(reason) }).catch((e: unknown) => e);
+    expect(first).toBeInstanceOf(TokenAbortedError);
+    expect(first).toBeInstanceOf(PartnerApiError);
+    expect(first).toMatchObject({ code: 'ERR_TOKEN_ABORTED', cause: reason });
     expect(count()).toBe(0);
     await provider.getToken();
-    await expect(provider.getToken({ signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    await expect(provider.getToken({ signal: AbortSignal.abort(reason) })).rejects.toMatchObject({
+      code: 'ERR_TOKEN_ABORTED',
+      cause: reason,
+    });
     expect(count()).toBe(1);
   });
 
@@ -417,10 +487,36 @@ describe('single flight', () => {
     const controller = new AbortController();
     const aborted = provider.getToken({ signal: controller.signal });
     const other = provider.getToken();
-    controller.abort(new Error('caller gave up'));
-    await expect(aborted).rejects.toThrow('caller gave up');
+    const reason = new Error('caller gave up');
+    controller.abort(reason);
+    await expect(aborted).rejects.toMatchObject({ code: 'ERR_TOKEN_ABORTED', cause: reason });
     await expect(other).resolves.toMatchObject({ tokenType: 'Bearer' });
     expect(count()).toBe(1);
+  });
+
+  it('a TimeoutError reason, or timeoutMs, rejects with TokenTimeoutError in time; the request goes on', async () => {
+    const provider = providerFor(server);
+    server.next(async (_request, issue) => {
+      await new Promise((r) => setTimeout(r, 400));
+      return { body: await issue() };
+    });
+    let answered = false;
+    const byOption = provider.getToken({ timeoutMs: 100 }).catch((e: unknown) => e);
+    const bySignal = provider.getToken({ signal: AbortSignal.timeout(150) }).catch((e: unknown) => e);
+    const patient = provider.getToken().finally(() => {
+      answered = true;
+    });
+    const [a, b] = await Promise.all([byOption, bySignal]);
+    // Both gave up before the token arrived (the endpoint takes 400 ms).
+    expect(answered).toBe(false);
+    expect(a).toBeInstanceOf(TokenTimeoutError);
+    expect(a).toMatchObject({ code: 'ERR_TOKEN_TIMEOUT', timeoutMs: 100 });
+    expect(b).toMatchObject({ code: 'ERR_TOKEN_TIMEOUT' });
+    await expect(patient).resolves.toMatchObject({ tokenType: 'Bearer' });
+    expect(count()).toBe(1);
+    await expect(provider.getToken({ timeoutMs: 0 })).rejects.toThrow(
+      /timeoutMs must be a finite number > 0/,
+    );
   });
 });
 
@@ -562,26 +658,80 @@ describe('throttling', () => {
   });
 });
 
-describe('throttling, capped', () => {
-  it('fails fast no longer than retry.maxRetryAfterMs, whatever Retry-After asks', async () => {
+describe('throttling, longer than the caller can wait', () => {
+  it('a Retry-After past retry.maxRetryAfterMs fails the first call at once and every call until it passes (at most 1 h)', async () => {
     const clock = fakeClock();
     const local = await startTokenServer({ now: clock.now });
+    const waits: number[] = [];
     try {
-      const provider = providerFor(local, { clock, retry: { maxAttempts: 1, maxRetryAfterMs: 2_000 } });
+      const provider = providerFor(local, {
+        clock,
+        sleep: async (ms) => {
+          waits.push(ms);
+        },
+        retry: { maxRetryAfterMs: 2_000 },
+      });
       local.next(() => ({ status: 503, headers: { 'retry-after': '3600' } }));
       await expect(provider.getToken()).rejects.toMatchObject({
         code: 'ERR_TOKEN_THROTTLED',
-        retryAfterMs: 2_000,
+        retryAfterMs: 3_600_000,
+        retryAt: clock.now() + 3_600_000,
       });
-      clock.advance(1_000);
+      expect(waits).toEqual([]);
+      clock.advance(3_599_000);
       await expect(provider.getToken()).rejects.toMatchObject({ retryAfterMs: 1_000 });
       expect(local.tokenRequests()).toBe(1);
       clock.advance(1_001);
       await expect(provider.getToken()).resolves.toMatchObject({ tokenType: 'Bearer' });
       expect(local.tokenRequests()).toBe(2);
+      // An absurd Retry-After is honoured for MAX_THROTTLE_MS, then one request is tried again.
+      const other = providerFor(local, { clock, retry: { maxRetryAfterMs: 2_000 } });
+      local.next(() => ({ status: 429, headers: { 'retry-after': '999999' } }));
+      await expect(other.getToken()).rejects.toMatchObject({ retryAfterMs: MAX_THROTTLE_MS });
+      clock.advance(MAX_THROTTLE_MS - 1);
+      await expect(other.getToken()).rejects.toMatchObject({ retryAfterMs: 1 });
+      clock.advance(2);
+      await expect(other.getToken()).resolves.toMatchObject({ tokenType: 'Bearer' });
+      expect(local.tokenRequests()).toBe(4);
     } finally {
       await local.close();
     }
+  });
+
+  it('a Retry-After ending past getToken({ timeoutMs }) fails at once instead of waiting', async () => {
+    const waits: number[] = [];
+    const provider = providerFor(server, {
+      sleep: async (ms) => {
+        waits.push(ms);
+      },
+    });
+    server.next(() => ({ status: 429, headers: { 'retry-after': '5' } }));
+    await expect(provider.getToken({ timeoutMs: 4_000 })).rejects.toMatchObject({
+      code: 'ERR_TOKEN_THROTTLED',
+      retryAfterMs: 5_000,
+    });
+    expect(waits).toEqual([]);
+    expect(count()).toBe(1);
+  });
+
+  it('with real time: 429 Retry-After: 999999 rejects the first call well under 5 s, typed', async () => {
+    const provider = createTokenProvider({
+      tokenUrl: server.tokenUrl,
+      clientId: CLIENT_ID,
+      clientSecret: CLIENT_SECRET,
+      audience: server.audience,
+    });
+    server.next(() => ({ status: 429, headers: { 'retry-after': '999999' } }));
+    const started = performance.now();
+    const error = await provider.getToken().catch((e: unknown) => e);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(error).toBeInstanceOf(TokenThrottledError);
+    // Cached tokens of other keys keep being served meanwhile.
+    await provider.getToken({ scopes: ['read:loans'] });
+    await expect(provider.getToken({ scopes: ['read:loans'] })).resolves.toMatchObject({
+      tokenType: 'Bearer',
+    });
+    expect(count()).toBe(2);
   });
 });
 

@@ -221,11 +221,21 @@ describe('retries', () => {
     }
   });
 
-  it('caps Retry-After at retry.maxRetryAfterMs', async () => {
-    server.next(() => ({ status: 429, headers: { 'retry-after': '3600' } }));
+  it('waits for a Retry-After up to retry.maxRetryAfterMs, and fails at once on a longer one', async () => {
+    server.next(() => ({ status: 429, headers: { 'retry-after': '2' } }));
     const { sleep, waits } = recordingSleep();
     await providerFor(server, { sleep, retry: { maxRetryAfterMs: 2_000 } }).getToken();
     expect(waits).toEqual([2000]);
+    const before = server.tokenRequests();
+    server.next(() => ({ status: 429, headers: { 'retry-after': '3' } }));
+    const error = await providerFor(server, { sleep, retry: { maxRetryAfterMs: 2_000 } })
+      .getToken()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TokenThrottledError);
+    expect(error).toMatchObject({ retryAfterMs: 3_000 });
+    // Not slept, not retried.
+    expect(waits).toEqual([2000]);
+    expect(server.tokenRequests() - before).toBe(1);
   });
 
   it('throws TokenThrottledError when the attempts run out on 429/503 with Retry-After', async () => {

@@ -117,18 +117,18 @@ describe('a shared store, as the provider uses it', () => {
     const a = providerFor(server, {
       store,
       requestTimeoutMs: 1_000,
-      retry: { maxRetries: 1, maxDelayMs: 500 },
+      retry: { maxRetries: 1, maxDelayMs: 500, maxRetryAfterMs: 400 },
     });
     const b = providerFor(server, {
       store,
       requestTimeoutMs: 1_000,
-      retry: { maxRetries: 1, maxDelayMs: 500 },
+      retry: { maxRetries: 1, maxDelayMs: 500, maxRetryAfterMs: 400 },
     });
     const [ta, tb] = await Promise.all([a.getToken(), b.getToken()]);
     expect(tb.accessToken).toBe(ta.accessToken);
     expect(server.tokenRequests() - before).toBe(1);
     expect(calls).toHaveLength(2);
-    // requestTimeoutMs × attempts + maxDelayMs × retries.
+    // requestTimeoutMs × attempts + max(maxDelayMs, maxRetryAfterMs) × retries.
     expect(calls[0]?.options).toEqual({ timeoutMs: 2_500 });
     // The store saved the token itself: the provider did not write it a second time.
     expect((await inner.get(calls[0]!.key))?.accessToken).toBe(ta.accessToken);
