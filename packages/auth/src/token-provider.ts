@@ -295,6 +295,8 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     hardAt: number;
     /** The token covers every scope its key names. */
     covers: boolean;
+    /** Epoch ms before which its replacement is not asked for (whole-second alignment), or 0. */
+    renewAt: number;
     view: AccessToken;
   }
   /** The provider's own memory: tokens are served from here even when a shared store fails. */
@@ -318,6 +320,25 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     // Windows scale with the lifetime: a 2-s token gets a 0.1-s hard window and is refreshed in the
     // background at about 88 % of its life, so it is asked for about once per lifetime.
     const hard = Math.min(hardWindowMs, HARD_SHARE * lifetime);
+    // A server that counts exp from the start of the current second (exp = floor(now) + expires_in, as
+    // most do) gives a token asked for before this one's exp only one second more than this one: for a
+    // short token that doubles the requests. Such a token is renewed at its exp instead, callers waiting
+    // through its hard window (the request's latency plus at most 5 % of the lifetime).
+    if (entry.expiresAt % 1000 === 0 && Math.ceil(lifetime / 1000) * 1000 <= ALIGN_MAX_LIFETIME_MS) {
+      const held: Held = {
+        key,
+        entry,
+        scopes,
+        refreshAt: entry.expiresAt - hard,
+        hardAt: entry.expiresAt - hard,
+        covers: missingScopes(scopes, entry.grantedScopes).length === 0,
+        renewAt: entry.expiresAt,
+        view: toAccessToken(entry),
+      };
+      memory.set(key, held);
+      known.set(key, scopes);
+      return held;
+    }
     const base = Math.max(softWindowMs, softWindowRatio * lifetime) * (1 + jitterRatio * random());
     const cap = SOFT_SHARE * lifetime;
     const soft = base <= cap ? base : cap * (1 - (jitterRatio / 2) * random());
@@ -328,6 +349,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       refreshAt: entry.expiresAt - Math.max(soft, hard),
       hardAt: entry.expiresAt - hard,
       covers: missingScopes(scopes, entry.grantedScopes).length === 0,
+      renewAt: 0,
       view: toAccessToken(entry),
     };
     memory.set(key, held);
@@ -541,6 +563,13 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
             const held = hold(key, newer, scopes);
             if (clock.now() < held.refreshAt) return held;
           }
+        }
+        // A whole-second token is replaced from its exp on (see hold): asked for earlier, the new
+        // one would expire only a second later.
+        const current = memory.get(key);
+        if (current !== undefined && current.entry.accessToken === replacing) {
+          const wait = current.renewAt - clock.now();
+          if (wait > 0 && (deadlineAt === undefined || current.renewAt < deadlineAt)) await sleep(wait);
         }
         const entry = await obtain(key, scopes, background, replacing, deadlineAt);
         askedAt.set(key, clock.now());
@@ -787,6 +816,8 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   return self;
 }
 
+/** Tokens with a whole-second exp and at most this lifetime are renewed at their exp (see hold). */
+const ALIGN_MAX_LIFETIME_MS = 6_000;
 /** The hard window is at most this share of a token's lifetime. */
 const HARD_SHARE = 0.05;
 /** The soft window is at most this share of a token's lifetime: a short token is refreshed about once. */

@@ -336,6 +336,45 @@ describe('refresh ahead', () => {
     }
   });
 
+  it('renews a short token whose exp is a whole second at its exp, not before (asked earlier, it would gain only 1 s)', async () => {
+    // exp = floor(now) + 2 and expires_in = 2, as an RFC 9068 server counting from the current second.
+    const clock = fakeClock(Date.UTC(2026, 0, 1, 0, 0, 0, 300));
+    const local = await startTokenServer({ now: clock.now, ttlSeconds: 2 });
+    local.fallback = async (_request, issue) => ({ body: await issue({ response: { expires_in: 2 } }) });
+    const arrivals: number[] = [];
+    const waits: number[] = [];
+    try {
+      const provider = providerFor(local, {
+        clock,
+        refresh: { clockSkewMs: 0 },
+        sleep: async (ms) => {
+          waits.push(ms);
+          clock.advance(ms);
+        },
+        fetch: (input, init) => {
+          arrivals.push(clock.now());
+          return fetch(input, init);
+        },
+      });
+      const first = await provider.getToken();
+      expect(first.expiresAt % 1000).toBe(0);
+      expect(first.expiresAt - clock.now()).toBe(1_700);
+      // No background refresh ahead of the exp: the token is served until its hard window (5 %).
+      clock.set(first.expiresAt - 120);
+      expect((await provider.getToken()).accessToken).toBe(first.accessToken);
+      expect(local.tokenRequests()).toBe(1);
+      // In the hard window the caller waits until the exp, then one request: the new token lives 2 s.
+      clock.set(first.expiresAt - 80);
+      const second = await provider.getToken();
+      expect(waits).toEqual([80]);
+      expect(arrivals[1]).toBe(first.expiresAt);
+      expect(second.expiresAt - first.expiresAt).toBe(2_000);
+      expect(local.tokenRequests()).toBe(2);
+    } finally {
+      await local.close();
+    }
+  });
+
   it('allows for clock skew when checking exp (default 30 s, configurable)', async () => {
     const serverClock = fakeClock();
     const local = await startTokenServer({ now: serverClock.now, ttlSeconds: 60 });

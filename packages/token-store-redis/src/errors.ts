@@ -7,10 +7,17 @@ export type RedisTokenStoreErrorCode =
   | 'ERR_REDIS_UNAVAILABLE'
   /** Redis answered a command with an error (a permission, a read-only replica, a wrong key type…). */
   | 'ERR_REDIS_COMMAND'
+  /** Redis refused the credentials (WRONGPASS, NOAUTH): the user or password of the URL or client is wrong. */
+  | 'ERR_REDIS_AUTH'
   /** Another process held the lock and no token arrived within `timeoutMs`. */
   | 'ERR_SINGLE_FLIGHT_TIMEOUT'
   /** The process holding the lock reported that its token request failed (its code is `remoteCode`). */
   | 'ERR_REMOTE_FETCH_FAILED'
+  /**
+   * The token endpoint told a process of the fleet to retry later (429/503 Retry-After): until
+   * `throttledUntil`, no process sends a token request for this key.
+   */
+  | 'ERR_REMOTE_THROTTLED'
   /** The encryption key (option or `PARTNER_TOKEN_STORE_KEY`) is not 32 bytes in base64 or hex. */
   | 'ERR_INVALID_ENCRYPTION_KEY'
   /** `close()` was called; the store takes no more calls. */
@@ -24,15 +31,21 @@ export class RedisTokenStoreError extends Error {
   readonly code: RedisTokenStoreErrorCode;
   /** For `ERR_REMOTE_FETCH_FAILED`: the `code` of the error the lock holder's token request threw. */
   readonly remoteCode: string | undefined;
+  /**
+   * For `ERR_REMOTE_THROTTLED`: epoch ms (this process's clock) until which the token endpoint asked
+   * the fleet to wait. The token provider fails fast with TokenThrottledError until then.
+   */
+  readonly throttledUntil: number | undefined;
 
   constructor(
     code: RedisTokenStoreErrorCode,
     message: string,
-    options?: { cause?: unknown; remoteCode?: string },
+    options?: { cause?: unknown; remoteCode?: string; throttledUntil?: number },
   ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'RedisTokenStoreError';
     this.code = code;
     this.remoteCode = options?.remoteCode;
+    this.throttledUntil = options?.throttledUntil;
   }
 }

@@ -8,6 +8,8 @@ export interface RedisNames {
   token: string;
   /** The single-flight lock: `{namespace}{tag}:lock`. */
   lock: string;
+  /** Set while the token endpoint asks the fleet to wait (Retry-After): `{namespace}{tag}:throttle`. */
+  throttle: string;
 }
 
 /** Default namespace: every key this store writes starts with it. */
@@ -20,7 +22,12 @@ export const DEFAULT_NAMESPACE = 'partner-lending:token-store:';
  */
 export function redisNames(namespace: string, cacheKey: string): RedisNames {
   const tag = createHash('sha256').update(cacheKey).digest('hex').slice(0, 32);
-  return { tag, token: `${namespace}{${tag}}:token`, lock: `${namespace}{${tag}}:lock` };
+  return {
+    tag,
+    token: `${namespace}{${tag}}:token`,
+    lock: `${namespace}{${tag}}:lock`,
+    throttle: `${namespace}{${tag}}:throttle`,
+  };
 }
 
 /** The pub/sub channel on which lock holders announce a finished token request. */

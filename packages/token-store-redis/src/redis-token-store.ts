@@ -9,6 +9,7 @@ import {
   releaseScript,
   renewScript,
   type Script,
+  throttleScript,
   writeScript,
 } from './scripts.js';
 import {
@@ -42,6 +43,14 @@ export type RedisTokenStoreEvent =
   | { type: 'redis-down'; message: string }
   /** The store's own client schedules its next connection attempt. */
   | { type: 'redis-reconnecting'; attempt: number; delayMs: number }
+  /**
+   * A command got no answer within `commandTimeoutMs` (a hung server, a black-holed network) or the
+   * connection failed: Redis is skipped for `skipMs` (jittered, doubling while it stays hung), then
+   * one probe (PING) checks it; `redis-ready` follows when it answers.
+   */
+  | { type: 'redis-skipped'; skipMs: number; message: string }
+  /** Redis refused the credentials (WRONGPASS/NOAUTH); the store retries, backing off up to 60 s. */
+  | { type: 'redis-auth-failed'; message: string }
   /** A call failed (the promise rejects with the same code). */
   | { type: 'redis-error'; operation: RedisOperation; code: RedisTokenStoreErrorCode; message: string }
   /** A stored entry could not be used and counted as a miss; a tampered or malformed one was deleted. */
@@ -77,8 +86,18 @@ export interface RedisTokenStoreSettings {
    * either, tokens are stored in clear and a warning says so once.
    */
   encryptionKey?: EncryptionKeyInput | readonly EncryptionKeyInput[] | undefined;
-  /** Longest wait for one Redis command before the call rejects with ERR_REDIS_UNAVAILABLE. Default 1 000. */
+  /**
+   * Longest wait for one Redis command, with a timer of the store's own (it holds for a command already
+   * written to a server that never answers): the call rejects with ERR_REDIS_UNAVAILABLE, and Redis is
+   * skipped for a cool-down (see `skipMs`). Default 1 000.
+   */
   commandTimeoutMs?: number;
+  /**
+   * After a command timed out or the connection failed, Redis is skipped (calls reject at once and the
+   * provider serves from memory or asks the token endpoint itself) for between half and all of this,
+   * at random, doubling while a probe finds it still hung, up to 30 s. Default 1 000.
+   */
+  skipMs?: number;
   /** Longest wait for a connection; calls made before the first connection wait at most this long. Default 2 000. */
   connectTimeoutMs?: number;
   /** Cap of the reconnection backoff of a client the store created (it doubles from 100 ms, with jitter). Default 2 000. */
@@ -106,7 +125,9 @@ export interface RedisTokenStore extends TokenStore {
   close(): Promise<void>;
 }
 
-type Notice = { kind: 'ok' | 'failed'; lockId: string; code: string } | { kind: 'timer' | 'down' };
+type Notice =
+  | { kind: 'ok' | 'failed'; lockId: string; code: string; waitMs: number }
+  | { kind: 'timer' | 'down' };
 
 let warnedUnencrypted = false;
 
@@ -130,6 +151,36 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** Redis refused the credentials: a wrong password, a wrong user, or no AUTH where one is needed. */
+function isAuthRefusal(error: unknown): boolean {
+  return /^(WRONGPASS|NOAUTH)\b/.test(messageOf(error));
+}
+
+/** No answer within the store's own deadline. */
+class CommandTimeout extends Error {}
+
+/** Settles like `promise`, or rejects with a CommandTimeout after `ms` (a timer of our own). */
+function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new CommandTimeout(`no answer to ${what} within ${ms} ms`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** Longest skip of a Redis that stays hung. */
+const MAX_SKIP_MS = 30_000;
+/** Longest wait between connection attempts after Redis refused the credentials. */
+const MAX_AUTH_BACKOFF_MS = 60_000;
+
 /**
  * Creates a Redis-backed TokenStore for `createTokenProvider({ store })` or
  * `createPartnerClient({ store })`: one token per (token URL, client, audience, scopes) for a whole
@@ -151,6 +202,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     );
   }
   const commandTimeoutMs = positive(options.commandTimeoutMs, 1_000, 'commandTimeoutMs');
+  const skipMs = positive(options.skipMs, 1_000, 'skipMs');
   const lockLeaseMs = positive(options.lockLeaseMs, 5_000, 'lockLeaseMs');
   const connectTimeoutMs = positive(options.connectTimeoutMs, 2_000, 'connectTimeoutMs');
   const maxReconnectDelayMs = positive(options.maxReconnectDelayMs, 2_000, 'maxReconnectDelayMs');
@@ -187,8 +239,17 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
   const owned = given === undefined;
   let closed = false;
   let up = false;
+  // The breaker: a Redis that timed out or failed is skipped until `skipUntil`, then probed once.
+  let skipUntil = 0;
+  let skipFor = 0;
+  let skipReason = '';
+  let probe: ReturnType<typeof setTimeout> | undefined;
 
   const noteUp = () => {
+    authRefusal = undefined;
+    authFailures = 0;
+    skipUntil = 0;
+    skipFor = 0;
     if (up) return;
     up = true;
     emit({ type: 'redis-ready' });
@@ -199,8 +260,21 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     emit({ type: 'redis-down', message: messageOf(cause) });
   };
 
+  /** The last credentials refusal, while it lasts: calls name it instead of "not reachable". */
+  let authRefusal: string | undefined;
+  let authFailures = 0;
   const reconnectStrategy = (retries: number, cause: unknown) => {
     noteDown(cause);
+    if (isAuthRefusal(cause)) {
+      // Retrying a wrong password at the connection pace only hammers Redis (and its audit log).
+      authFailures++;
+      if (authRefusal === undefined) emit({ type: 'redis-auth-failed', message: messageOf(cause) });
+      authRefusal = messageOf(cause);
+      const cap = Math.min(MAX_AUTH_BACKOFF_MS, 1_000 * 2 ** Math.min(authFailures - 1, 16));
+      const delayMs = Math.round(cap / 2 + (Math.random() * cap) / 2);
+      if (!closed) emit({ type: 'redis-reconnecting', attempt: retries + 1, delayMs });
+      return delayMs;
+    }
     const cap = Math.min(maxReconnectDelayMs, 100 * 2 ** Math.min(retries, 20));
     // Jitter, so that a fleet that lost Redis together does not reconnect in step.
     const delayMs = Math.round(cap / 2 + (Math.random() * cap) / 2);
@@ -252,11 +326,54 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
       'the Redis token store was closed; create a new one (or stop calling it after close()).',
     );
 
+  /**
+   * Redis timed out or failed: skip it for a jittered while (doubling while it stays hung), wake the
+   * flights of this process so they fall back at once, and probe it with one PING afterwards.
+   */
+  const skip = (reason: string) => {
+    if (closed) return;
+    skipFor = skipFor === 0 ? skipMs : Math.min(skipFor * 2, MAX_SKIP_MS);
+    const ms = Math.round(skipFor / 2 + (Math.random() * skipFor) / 2);
+    skipUntil = Date.now() + ms;
+    skipReason = reason;
+    noteDown(new Error(reason));
+    emit({ type: 'redis-skipped', skipMs: ms, message: reason });
+    wakeAll({ kind: 'down' });
+    if (probe !== undefined) clearTimeout(probe);
+    probe = setTimeout(() => {
+      probe = undefined;
+      // Disconnected: the client's own reconnection (and its `ready`) takes over from here.
+      if (closed || !client.isReady) return;
+      withDeadline(client.sendCommand(['PING']), commandTimeoutMs, 'PING').then(
+        () => {
+          if (Date.now() >= skipUntil) noteUp();
+        },
+        (error: unknown) => skip(`the probe got ${messageOf(error)}`),
+      );
+    }, ms);
+    probe.unref?.();
+  };
+
+  const authError = (operation: RedisOperation, detail: string, cause?: unknown) => {
+    const message = `Redis refused the credentials (${detail.slice(0, 120)}): check the user and password in the Redis URL or of the client you passed (an ACL user needs them both); ${owned ? 'the store keeps retrying, backing off up to 60 s, and ' : ''}the token provider falls back to its own token request meanwhile.`;
+    const error = new RedisTokenStoreError('ERR_REDIS_AUTH', message, { cause });
+    emit({ type: 'redis-error', operation, code: error.code, message });
+    return error;
+  };
+
   const ensureOpen = async (operation: RedisOperation) => {
     if (closed) throw closedError();
     await firstReady;
+    const left = skipUntil - Date.now();
+    if (left > 0) {
+      throw unavailable(
+        operation,
+        `Redis is skipped for another ${left} ms (${skipReason}); the token provider serves from memory or falls back to its own token request meanwhile.`,
+      );
+    }
     if (!client.isReady) {
       noteDown(new Error('not connected'));
+      if (authRefusal !== undefined) throw authError(operation, authRefusal);
       throw unavailable(
         operation,
         owned
@@ -271,19 +388,29 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
   const send = async <T>(operation: RedisOperation, args: string[]): Promise<T> => {
     await ensureOpen(operation);
     try {
-      return (await client.sendCommand(args, { timeout: commandTimeoutMs })) as T;
+      // node-redis's own `timeout` stops waiting only for a command not yet written to the socket; the
+      // store's timer covers a command written to a server that never answers (SIGSTOP, a black hole).
+      return (await withDeadline(
+        client.sendCommand(args, { timeout: commandTimeoutMs }),
+        commandTimeoutMs,
+        args[0] as string,
+      )) as T;
     } catch (cause) {
       // EVALSHA of a script the server has not seen yet: evaluate() sends the script itself.
       if (args[0] === 'EVALSHA' && /^NOSCRIPT/.test(messageOf(cause))) throw cause;
       if (isErrorReply(cause)) {
+        if (isAuthRefusal(cause)) throw authError(operation, messageOf(cause), cause);
         const message = `Redis refused ${args[0]}: ${messageOf(cause)}; check the Redis user's permissions and that the server is a writable primary.`;
         emit({ type: 'redis-error', operation, code: 'ERR_REDIS_COMMAND', message });
         throw new RedisTokenStoreError('ERR_REDIS_COMMAND', message, { cause });
       }
-      noteDown(cause);
+      const timedOut = cause instanceof CommandTimeout;
+      skip(timedOut ? `no answer to ${args[0]} within ${commandTimeoutMs} ms` : messageOf(cause));
       throw unavailable(
         operation,
-        `Redis did not answer ${args[0]} within ${commandTimeoutMs} ms (${messageOf(cause)}); the token provider falls back to its own token request meanwhile.`,
+        timedOut
+          ? `Redis did not answer ${args[0]} within ${commandTimeoutMs} ms (commandTimeoutMs; a hung or overloaded server?); the token provider falls back to its own token request meanwhile.`
+          : `Redis failed ${args[0]} (${messageOf(cause)}); the token provider falls back to its own token request meanwhile.`,
         cause,
       );
     }
@@ -366,11 +493,17 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
       sub.connect().catch(() => {});
       await ready;
       if (!sub.isReady) throw new Error('the notice connection is not up');
-      await sub.subscribe(channel, (message: string) => {
-        const [tag = '', kind, lockId = '', code = ''] = message.split('|');
+      const subscribing = sub.subscribe(channel, (message: string) => {
+        const [tag = '', kind, lockId = '', code = '', wait = ''] = message.split('|');
         const set = waiters.get(tag);
         if (!set || (kind !== 'ok' && kind !== 'failed')) return;
-        for (const wake of set) wake({ kind, lockId, code });
+        const waitMs = Number(wait) || 0;
+        for (const wake of set) wake({ kind, lockId, code, waitMs });
+      });
+      await withDeadline(subscribing, commandTimeoutMs, 'SUBSCRIBE').catch((error: unknown) => {
+        // A hung server: try again on the next flight (node-redis subscribes again once it answers).
+        subscribed = undefined;
+        throw error;
       });
     })();
     subscribed.catch(() => {
@@ -380,6 +513,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
   };
 
   const ensureSubscribed = async () => {
+    await ensureOpen('subscribe');
     try {
       await subscribe();
     } catch (cause) {
@@ -431,8 +565,15 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     };
   };
 
-  const notice = (tag: string, kind: 'ok' | 'failed', lockId: string, code = '') =>
-    `${tag}|${kind}|${lockId}|${code.replace(/[^A-Za-z0-9_]/g, '')}`;
+  const notice = (tag: string, kind: 'ok' | 'failed', lockId: string, code = '', waitMs = 0) =>
+    `${tag}|${kind}|${lockId}|${code.replace(/[^A-Za-z0-9_]/g, '')}|${Math.max(0, Math.ceil(waitMs))}`;
+
+  const throttledError = (waitMs: number, how: string) =>
+    new RedisTokenStoreError(
+      'ERR_REMOTE_THROTTLED',
+      `the token endpoint asked ${how} to retry later (Retry-After, another ${Math.ceil(waitMs / 1000)} s): no process of the fleet sends a token request for these scopes until then.`,
+      { remoteCode: 'ERR_TOKEN_THROTTLED', throttledUntil: Date.now() + waitMs },
+    );
 
   const fresh = (token: StoredToken | undefined, replacing: string | undefined): token is StoredToken => {
     if (token === undefined || token.accessToken === replacing) return false;
@@ -466,6 +607,18 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     } catch (error) {
       clearInterval(renewal);
       const code = String((error as { code?: unknown }).code ?? 'ERR_UNKNOWN');
+      const retryAfterMs = (error as { retryAfterMs?: unknown }).retryAfterMs;
+      if (code === 'ERR_TOKEN_THROTTLED' && typeof retryAfterMs === 'number' && retryAfterMs > 0) {
+        // The endpoint throttles: the whole fleet waits as long as it asked, not just this process.
+        const ms = String(Math.ceil(retryAfterMs));
+        await evaluate(
+          'single-flight',
+          throttleScript,
+          [names.lock, names.throttle],
+          [lockId, channel, notice(names.tag, 'failed', lockId, code, retryAfterMs), ms],
+        ).catch(() => {});
+        throw error;
+      }
       await evaluate(
         'single-flight',
         releaseScript,
@@ -498,8 +651,11 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     try {
       let waited = false;
       let takeover = false;
-      // Bounded: each round either returns, waits for a notice, or finds the lock gone.
-      for (let round = 0; round < 100; round++) {
+      // A waiter looks again at least this often: a hung Redis or a lost notice is found within it.
+      const checkMs = Math.min(commandTimeoutMs, 1_000);
+      // Bounded: each round either returns, waits for a notice (at most checkMs), or finds the lock gone.
+      const rounds = Math.ceil(timeoutMs / checkMs) + 100;
+      for (let round = 0; round < rounds; round++) {
         notices.clear();
         const current = await read('single-flight', names);
         if (fresh(current, replacing)) return current;
@@ -508,9 +664,10 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
         const [acquired, lockTtl = -1, holder = ''] = await evaluate<[number, number?, string?]>(
           'single-flight',
           acquireScript,
-          [names.lock],
+          [names.lock, names.throttle],
           [lockId, String(lockMs)],
         );
+        if (acquired === 2) throw throttledError(Number(lockTtl), 'a process of the fleet');
         if (acquired === 1) {
           // A holder may have written between the read above and the lock: look once more.
           const landed = await read('single-flight', names);
@@ -530,9 +687,14 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
         if (left <= 0) break;
         if (!waited) emit({ type: 'lock-waiting', tag: names.tag, lockTtlMs: Number(lockTtl) });
         waited = true;
-        // Wake on the holder's notice, or when its lock expires (a holder that died sends none).
-        const wait = Number(lockTtl) >= 0 ? Math.min(left, Number(lockTtl) + 5) : left;
+        // Wake on the holder's notice, when its lock expires (a holder that died sends none), or after
+        // checkMs to look again (a hung Redis times out that look, and the provider falls back).
+        const lockEndsFirst = Number(lockTtl) >= 0 && Number(lockTtl) + 5 <= Math.min(left, checkMs);
+        const wait = lockEndsFirst ? Number(lockTtl) + 5 : Math.min(left, checkMs);
         const next = await notices.next(wait);
+        if (next.kind === 'failed' && next.lockId === holder && next.code === 'ERR_TOKEN_THROTTLED') {
+          throw throttledError(next.waitMs, 'the process holding the token lock');
+        }
         if (next.kind === 'failed' && next.lockId === holder) {
           throw new RedisTokenStoreError(
             'ERR_REMOTE_FETCH_FAILED',
@@ -540,7 +702,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
             { remoteCode: next.code },
           );
         }
-        if (next.kind === 'timer') takeover = true;
+        if (next.kind === 'timer' && lockEndsFirst) takeover = true;
         if (next.kind === 'down') await ensureSubscribed();
       }
       const message = `no token arrived from the process holding the token lock within ${timeoutMs} ms; the token provider falls back to its own token request.`;
@@ -603,10 +765,13 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
       if (closed) return;
       closed = true;
       wakeAll({ kind: 'down' });
+      if (probe !== undefined) clearTimeout(probe);
+      // A hung server never answers QUIT: close() is bounded like every command.
       const shut = async (target: RedisClient | undefined) => {
         if (!target?.isOpen) return;
-        if (target.isReady) await target.close().catch(() => target.destroy());
-        else target.destroy();
+        if (target.isReady && Date.now() >= skipUntil) {
+          await withDeadline(target.close(), commandTimeoutMs, 'QUIT').catch(() => target.destroy());
+        } else target.destroy();
       };
       await shut(subscriber);
       if (owned) await shut(client);

@@ -11,12 +11,27 @@ function script(source: string): Script {
 }
 
 /**
- * Takes the lock with SET NX PX, or tells who holds it and for how long.
- * KEYS: lock. ARGV: lock id, ms. Returns `{1}` or `{0, pttl, holder id}`.
+ * Takes the lock with SET NX PX, or tells who holds it and for how long; while the token endpoint
+ * asks the fleet to wait (the throttle key is set), takes nothing and tells for how long.
+ * KEYS: lock, throttle. ARGV: lock id, ms. Returns `{1}`, `{0, pttl, holder id}` or `{2, throttle pttl}`.
  */
 export const acquireScript = script(`
+local wait = redis.call('PTTL', KEYS[2])
+if wait > 0 then return {2, wait} end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1} end
 return {0, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1]) or ''}
+`);
+
+/**
+ * The lock holder was told to retry later: records the throttle for the fleet (PX ms), releases the
+ * lock if this holder still owns it, and announces the failure.
+ * KEYS: lock, throttle. ARGV: lock id, channel, message, ms.
+ */
+export const throttleScript = script(`
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[4])
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1
 `);
 
 /**
