@@ -95,7 +95,7 @@ export interface RedisTokenStoreSettings {
   /**
    * After a command timed out or the connection failed, Redis is skipped (calls reject at once and the
    * provider serves from memory or asks the token endpoint itself) for between half and all of this,
-   * at random, doubling while a probe finds it still hung, up to 30 s. Default 1 000.
+   * at random, doubling while a probe (one PING) finds it still hung, up to 4 × skipMs. Default 1 000.
    */
   skipMs?: number;
   /** Longest wait for a connection; calls made before the first connection wait at most this long. Default 2 000. */
@@ -176,8 +176,8 @@ function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise
   });
 }
 
-/** Longest skip of a Redis that stays hung. */
-const MAX_SKIP_MS = 30_000;
+/** A Redis that stays hung is skipped for at most this many times skipMs between probes (a probe is one PING, cheap). */
+const MAX_SKIP_FACTOR = 4;
 /** Longest wait between connection attempts after Redis refused the credentials. */
 const MAX_AUTH_BACKOFF_MS = 60_000;
 
@@ -332,7 +332,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
    */
   const skip = (reason: string) => {
     if (closed) return;
-    skipFor = skipFor === 0 ? skipMs : Math.min(skipFor * 2, MAX_SKIP_MS);
+    skipFor = skipFor === 0 ? skipMs : Math.min(skipFor * 2, MAX_SKIP_FACTOR * skipMs);
     const ms = Math.round(skipFor / 2 + (Math.random() * skipFor) / 2);
     skipUntil = Date.now() + ms;
     skipReason = reason;

@@ -25,8 +25,8 @@ function freePort() {
   });
 }
 
-function launch(port, dir, cluster) {
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+function launch(port, dir, cluster, extra = []) {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra];
   args.push('--dir', dir, '--daemonize', 'no', '--loglevel', 'notice');
   if (cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -64,13 +64,14 @@ function launch(port, dir, cluster) {
  * Starts redis-server on 127.0.0.1. `cluster: true` runs it in cluster mode with every slot assigned
  * to itself, so that a script touching keys of two slots fails with CROSSSLOT as in a real cluster.
  */
-export async function startRedis({ cluster = false } = {}) {
+export async function startRedis({ cluster = false, password = undefined } = {}) {
+  const extra = password === undefined ? [] : ['--requirepass', password];
   const dir = await mkdtemp(join(tmpdir(), 'partner-redis-'));
   let port = 0;
   let current;
   for (let attempt = 0; ; attempt++) {
     port = await freePort();
-    current = launch(port, dir, cluster);
+    current = launch(port, dir, cluster, extra);
     try {
       await current.ready;
       break;
@@ -94,11 +95,22 @@ export async function startRedis({ cluster = false } = {}) {
         await current.exited;
       }
     },
+    /**
+     * SIGSTOP: the server hangs. Its port still accepts connections and writes (the kernel queues
+     * them) but nothing is answered, as a stuck primary or a network black hole.
+     */
+    pause() {
+      current.child.kill('SIGSTOP');
+    },
+    /** SIGCONT: the hung server answers again, the queued commands first. */
+    resume() {
+      current.child.kill('SIGCONT');
+    },
     /** Starts it again on the same port (empty: nothing was persisted). */
     async restart() {
       await redis.kill();
       for (let attempt = 0; ; attempt++) {
-        current = launch(port, dir, cluster);
+        current = launch(port, dir, cluster, extra);
         try {
           await current.ready;
           return;
@@ -111,6 +123,7 @@ export async function startRedis({ cluster = false } = {}) {
     },
     async stop() {
       if (current.child.exitCode === null && current.child.signalCode === null) {
+        current.child.kill('SIGCONT');
         current.child.kill('SIGTERM');
         const timer = setTimeout(() => current.child.kill('SIGKILL'), 5_000);
         await current.exited;
