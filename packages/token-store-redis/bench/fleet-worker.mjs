@@ -20,8 +20,8 @@ const store =
 const storeErrors = {};
 const provider = createTokenProvider({
   tokenUrl: job.tokenUrl,
-  clientId: CLIENT_ID,
-  clientSecret: CLIENT_SECRET,
+  clientId: job.clientId ?? CLIENT_ID,
+  clientSecret: job.clientSecret ?? CLIENT_SECRET,
   audience: job.audience,
   ...(store ? { store } : {}),
   onEvent: (event) => {
@@ -35,11 +35,13 @@ await new Promise((resolve) => lines.once('line', resolve));
 
 let calls = 0;
 let failed = 0;
+let expired = 0;
 const errors = {};
 const call = async () => {
   calls++;
   try {
-    await provider.getToken();
+    const token = await provider.getToken();
+    if (token.expiresAt <= Date.now()) expired++;
   } catch (error) {
     failed++;
     const code = error?.code ?? error?.name ?? 'unknown';
@@ -60,6 +62,6 @@ if (job.mode === 'cold') {
     }),
   );
 }
-console.log(JSON.stringify({ calls, failed, errors, storeErrors, readyAt }));
+console.log(JSON.stringify({ calls, failed, expired, errors, storeErrors, readyAt }));
 await store?.close();
 lines.close();

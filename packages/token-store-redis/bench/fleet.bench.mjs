@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { startMock } from '@partner-lending/mock';
 import { startRedis } from '../test/support/redis-server.mjs';
 import { startTokenServer } from '../test/support/token-server.mjs';
 
@@ -49,10 +50,11 @@ async function fleet(job, during) {
   for (const w of workers) w.go();
   const duringResult = during ? await during() : undefined;
   const results = await Promise.all(workers.map((w) => w.done));
-  const sum = { calls: 0, failed: 0, errors: {}, storeErrors: {}, readyAt: [] };
+  const sum = { calls: 0, failed: 0, expired: 0, errors: {}, storeErrors: {}, readyAt: [] };
   for (const r of results) {
     sum.calls += r.calls;
     sum.failed += r.failed;
+    sum.expired += r.expired;
     for (const [k, v] of Object.entries(r.errors)) sum.errors[k] = (sum.errors[k] ?? 0) + v;
     for (const [k, v] of Object.entries(r.storeErrors)) sum.storeErrors[k] = (sum.storeErrors[k] ?? 0) + v;
     sum.readyAt.push(r.readyAt);
@@ -145,6 +147,42 @@ try {
       `   token requests over the whole run: ${outageRequests} = ${fmt(outageRequests / lifetimes)} per lifetime (${fmt(soak.redis.requests / lifetimes)} without the outage)\n` +
       `   store failures reported through onEvent: ${JSON.stringify(outage.storeErrors)}`,
   );
+
+  // 4. The project's mock, 2-s tokens, the same fleet. The lifetime is what the endpoint grants: the
+  //    deployed profile answers expires_in 1 (a second less than the JWT's 2-s exp, as the deployed
+  //    service does), the RFC 9068 profile expires_in 2 with exp a whole second.
+  const MOCK_MS = 12_000;
+  console.log(
+    `\n4. the mock's 2-s tokens, ${PROCESSES} processes × ${CALLERS} callers, ${MOCK_MS / 1000} s (goal: ≤ 1.2 token requests per lifetime, 0 expired)`,
+  );
+  for (const profile of ['deployed', 'rfc9068']) {
+    const mock = await startMock({ tokenTtlSeconds: 2, profile });
+    const [client] = mock.clients;
+    const lifetimeMs = profile === 'deployed' ? 1_000 : 2_000;
+    const line = [];
+    for (const store of ['redis', 'memory']) {
+      await redis.restart();
+      const before = mock.tokenRequestCount();
+      const r = await fleet({
+        ...base,
+        tokenUrl: mock.tokenUrl,
+        audience: mock.audience,
+        clientId: client.clientId,
+        clientSecret: client.clientSecret,
+        store,
+        mode: 'soak',
+        callers: CALLERS,
+        durationMs: MOCK_MS,
+      });
+      const requests = mock.tokenRequestCount() - before;
+      line.push({ store, requests, perLifetime: requests / (MOCK_MS / lifetimeMs), ...r });
+    }
+    await mock.close();
+    const [withRedis, alone] = line;
+    console.log(
+      `   ${profile.padEnd(8)} (lifetime ${lifetimeMs} ms): redis store ${withRedis.requests} token requests = ${fmt(withRedis.perLifetime)} per lifetime, ${withRedis.expired} expired, ${withRedis.failed} failed of ${withRedis.calls}; memory store ${alone.requests} = ${fmt(alone.perLifetime)} per lifetime; memory/redis ${ratio(alone.requests, withRedis.requests)}`,
+    );
+  }
 } finally {
   await server.close();
   await redis.stop();
