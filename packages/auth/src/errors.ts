@@ -31,6 +31,7 @@ export type PartnerApiErrorCode =
   | 'ERR_RATE_LIMIT'
   | 'ERR_INTERNAL_SERVER'
   | 'ERR_CONNECTION'
+  | 'ERR_REDIRECT'
   | 'ERR_TIMEOUT'
   | 'ERR_USER_ABORT';
 

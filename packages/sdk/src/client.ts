@@ -322,7 +322,8 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
   const transport = createTransport({
     fetch: baseFetch,
     tokens: {
-      getToken: (scopes, signal) => tokenProvider.getToken(scopes ? { scopes, signal } : { signal }),
+      getToken: (scopes, signal, timeoutMs) =>
+        tokenProvider.getToken(scopes ? { scopes, signal, timeoutMs } : { signal, timeoutMs }),
       invalidate: (token) => tokenProvider.invalidate(token),
     },
     origin: `${connection.baseUrl.origin}/`,
@@ -335,6 +336,8 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
   });
   const core = createClient<paths>({
     baseUrl: connection.baseUrl.href.replace(/\/+$/, ''),
+    // Redirects are the transport's: same origin followed, another origin refused (RedirectRefusedError).
+    redirect: 'manual',
     ...(options.headers ? { headers: options.headers } : {}),
   });
 
@@ -344,11 +347,15 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     if (knownPartnerId !== undefined) return knownPartnerId;
     deadline.phase = 'token';
     try {
+      const timeoutMs = Math.max(1, deadline.at - now());
       const token = await tokenProvider.getToken(
-        scopes ? { scopes, signal: deadline.signal } : { signal: deadline.signal },
+        scopes ? { scopes, signal: deadline.signal, timeoutMs } : { signal: deadline.signal, timeoutMs },
       );
       knownPartnerId = token.partnerId;
     } catch (error) {
+      if (deadline.signal.aborted || (error as { code?: unknown }).code === 'ERR_TOKEN_TIMEOUT') {
+        throw stopped(deadline, undefined, error);
+      }
       if (error instanceof PartnerApiError) throw translateTokenError(error, scopes);
       throw error;
     }

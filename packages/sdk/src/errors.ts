@@ -117,6 +117,20 @@ export class APIConnectionError extends PartnerApiError {
 }
 
 /** No answer within the per-attempt timeout (`timeoutMs`), on every attempt allowed. */
+/**
+ * The partner API answered with a redirect to another origin. It is not followed: the call and its
+ * access token belong to the configured API. `location` names the target (origin and path only).
+ */
+export class RedirectRefusedError extends PartnerApiError {
+  /** Where the redirect pointed: origin and path, without query or fragment. */
+  readonly location: string;
+
+  constructor(message: string, location: string, details?: PartnerApiErrorDetails) {
+    super(message, 'ERR_REDIRECT', details);
+    this.location = location;
+  }
+}
+
 export class APITimeoutError extends PartnerApiError {
   override readonly name = 'APITimeoutError';
   constructor(message: string, details?: PartnerApiErrorDetails) {

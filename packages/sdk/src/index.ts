@@ -56,6 +56,7 @@ export {
   type PartnerApiErrorDetails,
   PermissionDeniedError,
   RateLimitError,
+  RedirectRefusedError,
   ResponseShapeError,
   UnprocessableEntityError,
 } from './errors.js';

@@ -6,7 +6,13 @@ import {
   ScopeNotGrantedError,
   TokenRequestError,
 } from '@partner-lending/auth';
-import { APIConnectionError, APITimeoutError, APIUserAbortError, ConfigurationError } from './errors.js';
+import {
+  APIConnectionError,
+  APITimeoutError,
+  APIUserAbortError,
+  ConfigurationError,
+  RedirectRefusedError,
+} from './errors.js';
 import { backoffMs, isRetryableStatus, retryAfterMs, retryPolicy } from './retry.js';
 
 /** Where the SDK writes what it does. `console` fits. Nothing secret is ever passed. */
@@ -79,7 +85,12 @@ export function startCallDeadline(
 
 /** How the transport gets and drops tokens; absent = no Authorization header. */
 export interface TokenSource {
-  getToken(scopes: readonly string[] | undefined, signal: AbortSignal): Promise<AccessToken>;
+  /** `timeoutMs`: what is left of the call's deadline (a Retry-After past it fails the call at once). */
+  getToken(
+    scopes: readonly string[] | undefined,
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): Promise<AccessToken>;
   invalidate(token: AccessToken): Promise<void>;
 }
 
@@ -171,6 +182,8 @@ export function stopped(
 
 export function createTransport(options: TransportOptions): Transport {
   const { logger, tokens } = options;
+  /** What is left of a call's deadline, in ms (at least 1). */
+  const remaining = (deadline: Deadline) => Math.max(1, deadline.at - options.now());
   return async function send(request, call = {}) {
     const own = call.deadline === undefined;
     const deadline =
@@ -202,7 +215,7 @@ export function createTransport(options: TransportOptions): Transport {
       try {
         if (tokens) {
           deadline.phase = 'token';
-          token = await getToken(tokens, call.scopes, signal);
+          token = await tokens.getToken(call.scopes, signal, remaining(deadline));
           request.headers.set('authorization', `Bearer ${token.accessToken}`);
         }
         deadline.phase = 'api';
@@ -219,7 +232,7 @@ export function createTransport(options: TransportOptions): Transport {
           await discard(answer);
           await tokens.invalidate(token);
           deadline.phase = 'token';
-          token = await getToken(tokens, call.scopes, signal);
+          token = await tokens.getToken(call.scopes, signal, remaining(deadline));
           request.headers.set('authorization', `Bearer ${token.accessToken}`);
           deadline.phase = 'api';
           answer = await sendOnce(request, body, signal);
@@ -253,7 +266,10 @@ export function createTransport(options: TransportOptions): Transport {
         await pause(delay, deadline, request);
         continue;
       } catch (error) {
-        if (signal.aborted) throw stopped(deadline, request, error);
+        // The token provider's own timer (the time left, passed as timeoutMs) may fire just before ours.
+        if (signal.aborted || (error as { code?: unknown }).code === 'ERR_TOKEN_TIMEOUT') {
+          throw stopped(deadline, request, error);
+        }
         if (error instanceof PartnerApiError) throw translateTokenError(error, call.scopes);
         if (error instanceof TypeError) {
           const { where, host } = label(request);
@@ -275,16 +291,72 @@ export function createTransport(options: TransportOptions): Transport {
     }
   }
 
-  function sendOnce(request: Request, body: ArrayBuffer | undefined, signal: AbortSignal) {
+  /**
+   * One attempt. Redirects are handled here, not by fetch: one to the same origin is followed (at most
+   * 5, as browsers do 20), one to another origin is refused with RedirectRefusedError naming it — the
+   * call and its token belong to the configured API.
+   */
+  async function sendOnce(request: Request, body: ArrayBuffer | undefined, signal: AbortSignal) {
     // The Request openapi-fetch built is sent as it is (no copy of ours); a body is re-sent from bytes.
-    if (body === undefined) return options.fetch(request, { signal });
-    return options.fetch(request.url, {
-      method: request.method,
-      headers: request.headers,
-      redirect: request.redirect,
-      body,
-      signal,
-    });
+    let answer =
+      body === undefined
+        ? await options.fetch(
+            request,
+            // The client builds its Requests with redirect 'manual' already: no second init field.
+            request.redirect === 'manual' ? { signal } : { signal, redirect: 'manual' },
+          )
+        : await options.fetch(request.url, {
+            method: request.method,
+            headers: request.headers,
+            redirect: 'manual',
+            body,
+            signal,
+          });
+    let url = request.url;
+    let method = request.method;
+    let payload = body;
+    for (let hop = 0; isRedirect(answer.status); hop++) {
+      const location = answer.headers.get('location');
+      if (location === null) return answer;
+      let target: URL;
+      try {
+        target = new URL(location, url);
+      } catch {
+        return answer;
+      }
+      await discard(answer);
+      const shown = `${target.origin}${target.pathname}`;
+      if (target.origin !== new URL(url).origin) {
+        throw new RedirectRefusedError(
+          `${method} ${new URL(url).pathname} was redirected (${answer.status}) to ${shown}, another origin: not followed, because the call and its access token belong to the configured API. If the API moved, set baseUrl (PARTNER_BASE_URL) to its new address.`,
+          shown,
+          { status: answer.status },
+        );
+      }
+      if (hop >= 4) {
+        throw new RedirectRefusedError(
+          `${request.method} ${new URL(request.url).pathname} was redirected more than 5 times (last to ${shown}); check baseUrl (PARTNER_BASE_URL).`,
+          shown,
+          { status: answer.status },
+        );
+      }
+      // 303, and 301/302 after a POST, turn into a GET without a body (RFC 9110 §15.4, as fetch does).
+      if (answer.status === 303 || ((answer.status === 301 || answer.status === 302) && method === 'POST')) {
+        method = 'GET';
+        payload = undefined;
+      }
+      url = target.href;
+      const headers = new Headers(request.headers);
+      if (payload === undefined) headers.delete('content-type');
+      answer = await options.fetch(url, {
+        method,
+        headers,
+        redirect: 'manual',
+        ...(payload === undefined ? {} : { body: payload }),
+        signal,
+      });
+    }
+    return answer;
   }
 
   async function pause(ms: number, deadline: Deadline, request: Request) {
@@ -297,9 +369,8 @@ export function createTransport(options: TransportOptions): Transport {
   }
 }
 
-async function getToken(tokens: TokenSource, scopes: readonly string[] | undefined, signal: AbortSignal) {
-  return tokens.getToken(scopes, signal);
-}
+const isRedirect = (status: number) =>
+  status === 301 || status === 302 || status === 303 || status === 307 || status === 308;
 
 /**
  * A token endpoint that refuses a requested scope outright (400 `invalid_scope`, which RFC 6749 §5.2
