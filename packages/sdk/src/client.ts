@@ -10,6 +10,7 @@ import {
 import { type ApiOperationId, operations } from '@partner-lending/spec';
 import type { Client, HeadersOptions } from 'openapi-fetch';
 import * as openapiFetch from 'openapi-fetch';
+import { CallRequest } from './call-request.js';
 import {
   APIConnectionError,
   ConfigurationError,
@@ -26,6 +27,7 @@ import {
   createTransport,
   type Deadline,
   defaultSleep,
+  type OutgoingRequest,
   type PartnerLogger,
   startCallDeadline,
   stopped,
@@ -338,6 +340,11 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     baseUrl: connection.baseUrl.href.replace(/\/+$/, ''),
     // Redirects are the transport's: same origin followed, another origin refused (RedirectRefusedError).
     redirect: 'manual',
+    // One Request per call, built by fetch itself (see call-request.ts).
+    Request: CallRequest as unknown as typeof Request,
+    // The paths of the spec have one simple parameter ({partner_id}); the filled path is kept per
+    // (path, value) instead of being parsed per call (the default serializer was 7 µs of a call).
+    pathSerializer: fillPath,
     ...(options.headers ? { headers: options.headers } : {}),
   });
 
@@ -367,7 +374,7 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     method: Method,
     path: string,
     init: AnyInit = {},
-    sent?: (request: Request) => void,
+    sent?: (request: OutgoingRequest) => void,
   ) => {
     // The signal is the transport's to apply (with the deadline), not the Request's.
     const { timeoutMs, maxRetries, signal, baseUrl, ...rest } = init;
@@ -388,7 +395,7 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     }
     const scopes = scopesOf.get(`${method} ${path}`);
     const deadline = startCallDeadline(timeoutMs ?? connection.timeoutMs, now(), signal);
-    let answered: Request | undefined;
+    let answered: OutgoingRequest | undefined;
     try {
       let params = rest.params;
       if (path.includes('{partner_id}') && params?.path?.partner_id === undefined) {
@@ -401,7 +408,7 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
         ...rest,
         ...(baseUrl === undefined ? {} : { baseUrl }),
         params,
-        fetch: async (request: Request) => {
+        fetch: async (request: OutgoingRequest) => {
           sent?.(request);
           const response = await transport(request, { scopes, deadline, maxRetries });
           answered = request;
@@ -426,6 +433,7 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     }
   };
   const raw = { ...core } as unknown as Record<string, unknown>;
+
   for (const method of METHODS) raw[method] = (path: string, init?: AnyInit) => send(method, path, init);
   raw.request = (method: string, path: string, init?: AnyInit) =>
     send(method.toUpperCase() as Method, path, init);
@@ -449,7 +457,7 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
       maxRetries: opts.maxRetries,
     };
     let result: { data?: unknown; error?: unknown; response: Response };
-    let sentTo: Request | undefined;
+    let sentTo: OutgoingRequest | undefined;
     try {
       result = await send(operation.method, operation.path, init, (request) => {
         sentTo = request;
@@ -546,4 +554,26 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     repayments: creator<RepaymentInput, Repayment>('createRepayment'),
     tokenProvider,
   });
+}
+
+const filledPaths = new Map<string, string>();
+/**
+ * Fills `{name}` path parameters (simple style, percent-encoded, as openapi-fetch's default does for
+ * a string), remembering up to 1,000 filled paths.
+ */
+function fillPath(path: string, params: Record<string, unknown> | undefined): string {
+  if (params === undefined) return path;
+  const partnerId = params.partner_id;
+  const cacheable = typeof partnerId === 'string' && Object.keys(params).length === 1;
+  const key = cacheable ? `${path}\0${partnerId}` : '';
+  if (cacheable) {
+    const hit = filledPaths.get(key);
+    if (hit !== undefined) return hit;
+  }
+  const filled = path.replace(/\{([^{}]+)\}/g, (match, name: string) => {
+    const value = params[name];
+    return value === undefined || value === null ? match : encodeURIComponent(String(value));
+  });
+  if (cacheable && filledPaths.size < 1_000) filledPaths.set(key, filled);
+  return filled;
 }

@@ -6,6 +6,7 @@ import {
   ScopeNotGrantedError,
   TokenRequestError,
 } from '@partner-lending/auth';
+import { CallRequest } from './call-request.js';
 import {
   APIConnectionError,
   APITimeoutError,
@@ -14,6 +15,9 @@ import {
   RedirectRefusedError,
 } from './errors.js';
 import { backoffMs, isRetryableStatus, retryAfterMs, retryPolicy } from './retry.js';
+
+/** A request the transport sends: a WHATWG Request, or the client's lighter CallRequest. */
+export type OutgoingRequest = Request | CallRequest;
 
 /** Where the SDK writes what it does. `console` fits. Nothing secret is ever passed. */
 export interface PartnerLogger {
@@ -120,7 +124,7 @@ export interface TransportCall extends CallOptions {
 }
 
 /** Sends a request with the token, the deadline, retries and error classification. */
-export type Transport = (request: Request, call?: TransportCall) => Promise<Response>;
+export type Transport = (request: OutgoingRequest, call?: TransportCall) => Promise<Response>;
 
 const answers = new WeakMap<
   Response,
@@ -152,7 +156,7 @@ export function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-const label = (request: Request) => {
+const label = (request: OutgoingRequest) => {
   const url = new URL(request.url);
   return { where: `${request.method} ${url.pathname}`, host: url.host, origin: url.origin };
 };
@@ -160,7 +164,7 @@ const label = (request: Request) => {
 /** The error for a call that stopped on its deadline or the caller's signal. */
 export function stopped(
   deadline: Deadline,
-  request: Request | string | undefined,
+  request: OutgoingRequest | string | undefined,
   cause: unknown,
 ): PartnerApiError {
   if (deadline.userSignal?.aborted) {
@@ -195,7 +199,11 @@ export function createTransport(options: TransportOptions): Transport {
     }
   };
 
-  async function attempts(request: Request, call: TransportCall, deadline: Deadline): Promise<Response> {
+  async function attempts(
+    request: OutgoingRequest,
+    call: TransportCall,
+    deadline: Deadline,
+  ): Promise<Response> {
     const maxRetries = call.maxRetries ?? (request.method === 'GET' ? options.maxRetries : 0);
     if (tokens && options.origin !== undefined && !request.url.startsWith(options.origin)) {
       // The token is for the configured API only: never attach it to another origin.
@@ -204,7 +212,12 @@ export function createTransport(options: TransportOptions): Transport {
       );
     }
     // Buffered once so that every attempt (and the 401 replay) sends the same bytes.
-    const body = request.body === null ? undefined : await request.arrayBuffer();
+    const body =
+      request instanceof CallRequest
+        ? (request.body ?? undefined)
+        : request.body === null
+          ? undefined
+          : await request.arrayBuffer();
     const signal = deadline.signal;
     let replayed = false;
     for (let attempt = 1; ; attempt++) {
@@ -296,22 +309,31 @@ export function createTransport(options: TransportOptions): Transport {
    * 5, as browsers do 20), one to another origin is refused with RedirectRefusedError naming it — the
    * call and its token belong to the configured API.
    */
-  async function sendOnce(request: Request, body: ArrayBuffer | undefined, signal: AbortSignal) {
-    // The Request openapi-fetch built is sent as it is (no copy of ours); a body is re-sent from bytes.
+  async function sendOnce(request: OutgoingRequest, body: BodyInit | undefined, signal: AbortSignal) {
+    // The client's CallRequest becomes fetch's one Request; a WHATWG Request is sent as it is (no copy
+    // of ours); a body is re-sent from its bytes or text.
     let answer =
-      body === undefined
-        ? await options.fetch(
-            request,
-            // The client builds its Requests with redirect 'manual' already: no second init field.
-            request.redirect === 'manual' ? { signal } : { signal, redirect: 'manual' },
-          )
-        : await options.fetch(request.url, {
+      request instanceof CallRequest
+        ? await options.fetch(request.url, {
             method: request.method,
             headers: request.headers,
             redirect: 'manual',
-            body,
+            ...(body === undefined ? {} : { body }),
             signal,
-          });
+          })
+        : body === undefined
+          ? await options.fetch(
+              request,
+              // The client builds its Requests with redirect 'manual' already: no second init field.
+              request.redirect === 'manual' ? { signal } : { signal, redirect: 'manual' },
+            )
+          : await options.fetch(request.url, {
+              method: request.method,
+              headers: request.headers,
+              redirect: 'manual',
+              body,
+              signal,
+            });
     let url = request.url;
     let method = request.method;
     let payload = body;
@@ -359,7 +381,7 @@ export function createTransport(options: TransportOptions): Transport {
     return answer;
   }
 
-  async function pause(ms: number, deadline: Deadline, request: Request) {
+  async function pause(ms: number, deadline: Deadline, request: OutgoingRequest) {
     try {
       await options.sleep(ms, deadline.signal);
     } catch (error) {

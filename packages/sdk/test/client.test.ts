@@ -414,20 +414,28 @@ describe('errors and retries through the client', () => {
     expect(sent).toEqual(['GET /v3/partner/partner-1/loans', 'POST /v3/partner/partner-1/journals']);
   });
 
-  it('sends openapi-fetch’s own Request for a GET, adding only the deadline signal (no copy per call)', async () => {
-    const seen: { request: boolean; init: string[]; signal: boolean }[] = [];
+  it('hands fetch the URL and one init per GET (fetch builds the only Request; redirects are manual)', async () => {
+    const seen: { input: string; init: string[]; signal: boolean; redirect: unknown }[] = [];
     const { sdk } = client({
       fetch: (input, init) => {
         seen.push({
-          request: input instanceof Request,
-          init: Object.keys(init ?? {}),
+          input: typeof input,
+          init: Object.keys(init ?? {}).sort(),
           signal: init?.signal instanceof AbortSignal,
+          redirect: init?.redirect,
         });
         return fetch(input, init);
       },
     });
     await sdk.loans.list({ limit: 1 });
-    expect(seen).toEqual([{ request: true, init: ['signal'], signal: true }]);
+    expect(seen).toEqual([
+      {
+        input: 'string',
+        init: ['headers', 'method', 'redirect', 'signal'],
+        signal: true,
+        redirect: 'manual',
+      },
+    ]);
   });
 
   it('maps 404', async () => {
