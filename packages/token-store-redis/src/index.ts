@@ -3,8 +3,10 @@ export { DEFAULT_NAMESPACE } from './redis-keys.js';
 export {
   createRedisTokenStore,
   type RedisClient,
+  type RedisCluster,
   type RedisConnection,
   type RedisOperation,
+  type RedisSentinel,
   type RedisTokenStore,
   type RedisTokenStoreEvent,
   type RedisTokenStoreOptions,

@@ -27,6 +27,45 @@ import {
 // biome-ignore lint/suspicious/noExplicitAny: every generic set-up of the client is accepted.
 export type RedisClient = RedisClientType<any, any, any, any, any>;
 
+/** What the store uses of a client, a cluster or a sentinel set-up (any of their generic set-ups fits). */
+interface CommonRedis {
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+  // biome-ignore lint/suspicious/noExplicitAny: node-redis listener signatures vary by set-up.
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  // biome-ignore lint/suspicious/noExplicitAny: node-redis listener signatures vary by set-up.
+  off(event: string, listener: (...args: any[]) => void): unknown;
+  // biome-ignore lint/suspicious/noExplicitAny: string or Buffer messages, by set-up.
+  subscribe(channel: string, listener: (message: any) => void): Promise<unknown>;
+  // biome-ignore lint/suspicious/noExplicitAny: string or Buffer messages, by set-up.
+  unsubscribe(channel: string, listener: (message: any) => void): Promise<unknown>;
+}
+
+/**
+ * A node-redis Redis Cluster client (`createCluster()` from `redis`), connected by the application.
+ * Described by what the store uses, so that a cluster of any module or RESP set-up is accepted.
+ */
+export interface RedisCluster extends CommonRedis {
+  readonly masters: unknown;
+  readonly slots: unknown;
+  sendCommand(
+    firstKey: string | undefined,
+    isReadonly: boolean | undefined,
+    args: string[],
+    options?: { timeout?: number },
+  ): Promise<unknown>;
+}
+
+/** A node-redis Sentinel client (`createSentinel()` from `redis`), connected by the application. */
+export interface RedisSentinel extends CommonRedis {
+  getMasterNode(): unknown;
+  sendCommand(
+    isReadonly: boolean | undefined,
+    args: string[],
+    options?: { timeout?: number },
+  ): Promise<unknown>;
+}
+
 /** The Redis operation an event or error is about. */
 export type RedisOperation = 'get' | 'set' | 'delete' | 'single-flight' | 'subscribe';
 
@@ -70,8 +109,12 @@ export type RedisConnection =
       client?: never;
     }
   | {
-      /** A node-redis client the application created and connects (`await client.connect()`); the store never closes it. */
-      client: RedisClient;
+      /**
+       * A node-redis client the application created and connects (`await client.connect()`): a single
+       * node (`createClient`), a Redis Cluster (`createCluster`) or a Sentinel set-up
+       * (`createSentinel`). The store never closes it.
+       */
+      client: RedisClient | RedisCluster | RedisSentinel;
       url?: never;
     };
 
@@ -187,7 +230,10 @@ const MAX_AUTH_BACKOFF_MS = 60_000;
  * fleet of processes, fetched by one process at a time, encrypted at rest.
  */
 export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTokenStore {
-  const { url, client: given } = options as { url?: string; client?: RedisClient };
+  const { url, client: given } = options as {
+    url?: string;
+    client?: RedisClient | RedisCluster | RedisSentinel;
+  };
   if ((url === undefined || url === '') === (given === undefined)) {
     throw new TypeError(
       given === undefined
@@ -243,6 +289,8 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
   let skipUntil = 0;
   let skipFor = 0;
   let skipReason = '';
+  /** A key of the last failed command: a cluster's probe goes to that key's node, not any node. */
+  let probeKey: string | undefined;
   let probe: ReturnType<typeof setTimeout> | undefined;
 
   const noteUp = () => {
@@ -282,32 +330,50 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     return delayMs;
   };
 
+  const kind = given === undefined ? 'client' : kindOf(given);
   const client: RedisClient =
-    given ??
+    (given as RedisClient | undefined) ??
     (createClient({
       url: url as string,
       // Commands sent while disconnected fail at once instead of piling up until Redis returns.
       disableOfflineQueue: true,
       socket: { connectTimeout: connectTimeoutMs, reconnectStrategy },
     }) as RedisClient);
-  client.on('ready', noteUp);
+  // A cluster says `connect` once its slots are known; a client and a sentinel say `ready`.
+  const readyEvent = kind === 'cluster' ? 'connect' : 'ready';
+  client.on(readyEvent, noteUp);
   if (owned) client.on('error', noteDown);
   if (client.isReady) up = true;
 
   /** Resolves once the client was ready, or after connectTimeoutMs: a cold start waits, an outage does not. */
-  const waitFirstReady = (target: RedisClient): Promise<void> =>
+  const waitFirstReady = (target: RedisClient, event = 'ready'): Promise<void> =>
     target.isReady
       ? Promise.resolve()
       : new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(timer);
-            target.off('ready', done);
+            target.off(event, done);
             resolve();
           };
           const timer = setTimeout(done, connectTimeoutMs);
-          target.on('ready', done);
+          target.on(event, done);
         });
-  const firstReady = waitFirstReady(client);
+  /**
+   * Sends one command: a cluster routes it by its first key (the scripts' keys share a hash tag, so
+   * one slot), a sentinel set-up to its primary.
+   */
+  const dispatch = (args: string[]): Promise<unknown> => {
+    if (kind === 'cluster') {
+      return (client as unknown as RedisCluster).sendCommand(firstKeyOf(args), false, args, {
+        timeout: commandTimeoutMs,
+      });
+    }
+    if (kind === 'sentinel') {
+      return (client as unknown as RedisSentinel).sendCommand(false, args, { timeout: commandTimeoutMs });
+    }
+    return client.sendCommand(args, { timeout: commandTimeoutMs });
+  };
+  const firstReady = waitFirstReady(client, readyEvent);
   if (owned) {
     client.connect().catch((error: unknown) => {
       if (!closed) emit({ type: 'redis-down', message: messageOf(error) });
@@ -344,10 +410,11 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
       probe = undefined;
       // Disconnected: the client's own reconnection (and its `ready`) takes over from here.
       if (closed || !client.isReady) return;
-      withDeadline(client.sendCommand(['PING']), commandTimeoutMs, 'PING').then(
-        () => {
-          if (Date.now() >= skipUntil) noteUp();
-        },
+      const probeArgs = kind === 'cluster' && probeKey !== undefined ? ['EXISTS', probeKey] : ['PING'];
+      // Callers keep skipping while the probe is out: none of them pays a timeout the probe pays.
+      skipUntil = Date.now() + commandTimeoutMs + 1;
+      withDeadline(dispatch(probeArgs), commandTimeoutMs, probeArgs[0] as string).then(
+        () => noteUp(),
         (error: unknown) => skip(`the probe got ${messageOf(error)}`),
       );
     }, ms);
@@ -390,11 +457,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     try {
       // node-redis's own `timeout` stops waiting only for a command not yet written to the socket; the
       // store's timer covers a command written to a server that never answers (SIGSTOP, a black hole).
-      return (await withDeadline(
-        client.sendCommand(args, { timeout: commandTimeoutMs }),
-        commandTimeoutMs,
-        args[0] as string,
-      )) as T;
+      return (await withDeadline(dispatch(args), commandTimeoutMs, args[0] as string)) as T;
     } catch (cause) {
       // EVALSHA of a script the server has not seen yet: evaluate() sends the script itself.
       if (args[0] === 'EVALSHA' && /^NOSCRIPT/.test(messageOf(cause))) throw cause;
@@ -405,6 +468,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
         throw new RedisTokenStoreError('ERR_REDIS_COMMAND', message, { cause });
       }
       const timedOut = cause instanceof CommandTimeout;
+      probeKey = firstKeyOf(args) ?? probeKey;
       skip(timedOut ? `no answer to ${args[0]} within ${commandTimeoutMs} ms` : messageOf(cause));
       throw unavailable(
         operation,
@@ -474,42 +538,61 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
   // ---- notices (pub/sub on a dedicated connection) ----
   const waiters = new Map<string, Set<(notice: Notice) => void>>();
   let subscriber: RedisClient | undefined;
-  let subscribed: Promise<void> | undefined;
 
   const wakeAll = (notice: Notice) => {
     for (const set of waiters.values()) for (const wake of set) wake(notice);
   };
 
+  const onNotice = (message: string) => {
+    const [tag = '', kind, lockId = '', code = '', wait = ''] = message.split('|');
+    const set = waiters.get(tag);
+    if (!set || (kind !== 'ok' && kind !== 'failed')) return;
+    const waitMs = Number(wait) || 0;
+    for (const wake of set) wake({ kind, lockId, code, waitMs });
+  };
+  /** The one subscription of this store, pending or done; reset only when it fails. */
+  let subscription: Promise<void> | undefined;
+
+  /**
+   * Subscribes to the notice channel once: on a connection of its own for a single node (a subscribed
+   * connection takes no other command), on the cluster's or sentinel's own pub/sub connection else.
+   * Bounded: a subscription that hangs fails this call (and skips Redis) without being sent twice.
+   */
   const subscribe = (): Promise<void> => {
-    if (subscribed) return subscribed;
-    const sub = client.duplicate(
-      owned ? {} : { disableOfflineQueue: true, socket: { ...client.options?.socket, reconnectStrategy } },
-    ) as RedisClient;
-    subscriber = sub;
-    sub.on('error', () => wakeAll({ kind: 'down' }));
-    sub.on('end', () => wakeAll({ kind: 'down' }));
-    const ready = waitFirstReady(sub);
-    subscribed = (async () => {
-      sub.connect().catch(() => {});
-      await ready;
-      if (!sub.isReady) throw new Error('the notice connection is not up');
-      const subscribing = sub.subscribe(channel, (message: string) => {
-        const [tag = '', kind, lockId = '', code = '', wait = ''] = message.split('|');
-        const set = waiters.get(tag);
-        if (!set || (kind !== 'ok' && kind !== 'failed')) return;
-        const waitMs = Number(wait) || 0;
-        for (const wake of set) wake({ kind, lockId, code, waitMs });
+    if (subscription === undefined) {
+      let target: RedisClient;
+      if (kind === 'client') {
+        if (subscriber === undefined) {
+          const sub = client.duplicate(
+            owned
+              ? {}
+              : { disableOfflineQueue: true, socket: { ...client.options?.socket, reconnectStrategy } },
+          ) as RedisClient;
+          sub.on('error', () => wakeAll({ kind: 'down' }));
+          sub.on('end', () => wakeAll({ kind: 'down' }));
+          sub.connect().catch(() => {});
+          subscriber = sub;
+        }
+        target = subscriber;
+      } else {
+        target = client;
+        subscriber = client;
+      }
+      const attempt = (async () => {
+        await waitFirstReady(target, kind === 'client' ? 'ready' : readyEvent);
+        if (!target.isReady) throw new Error('the notice connection is not up');
+        await target.subscribe(channel, onNotice);
+      })();
+      subscription = attempt;
+      attempt.catch(() => {
+        if (subscription === attempt) subscription = undefined;
       });
-      await withDeadline(subscribing, commandTimeoutMs, 'SUBSCRIBE').catch((error: unknown) => {
-        // A hung server: try again on the next flight (node-redis subscribes again once it answers).
-        subscribed = undefined;
-        throw error;
-      });
-    })();
-    subscribed.catch(() => {
-      // The subscriber keeps reconnecting (and node-redis subscribes again once it is back).
+    }
+    const ms = subscriber?.isReady ? commandTimeoutMs : connectTimeoutMs + commandTimeoutMs;
+    return withDeadline(subscription, ms, 'SUBSCRIBE').catch((error: unknown) => {
+      if (error instanceof CommandTimeout) skip(`no answer to SUBSCRIBE within ${ms} ms`);
+      throw error;
     });
-    return subscribed;
   };
 
   const ensureSubscribed = async () => {
@@ -773,9 +856,30 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
           await withDeadline(target.close(), commandTimeoutMs, 'QUIT').catch(() => target.destroy());
         } else target.destroy();
       };
-      await shut(subscriber);
+      if (kind === 'client') await shut(subscriber);
+      else if (subscription !== undefined && client.isReady && Date.now() >= skipUntil) {
+        // The cluster's or sentinel's connection is the application's: only our listener goes.
+        await withDeadline(client.unsubscribe(channel, onNotice), commandTimeoutMs, 'UNSUBSCRIBE').catch(
+          () => {},
+        );
+      }
       if (owned) await shut(client);
-      else client.off('ready', noteUp);
+      else client.off(readyEvent, noteUp);
     },
   };
+}
+
+/** Which node-redis client this is: a single node, a Redis Cluster or a Sentinel set-up. */
+function kindOf(given: object): 'client' | 'cluster' | 'sentinel' {
+  if ('masters' in given && 'slots' in given) return 'cluster';
+  if (typeof (given as { getMasterNode?: unknown }).getMasterNode === 'function') return 'sentinel';
+  return 'client';
+}
+
+/** The first key of a command, for cluster routing: EVAL/EVALSHA name it after the key count. */
+function firstKeyOf(args: string[]): string | undefined {
+  const name = args[0]?.toUpperCase();
+  if (name === 'EVAL' || name === 'EVALSHA') return Number(args[2]) > 0 ? args[3] : undefined;
+  if (name === 'PING') return undefined;
+  return args[1];
 }

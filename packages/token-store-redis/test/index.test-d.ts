@@ -1,4 +1,5 @@
 import type { TokenStore } from '@partner-lending/auth';
+import { createCluster, createSentinel } from 'redis';
 import { describe, expectTypeOf, it } from 'vitest';
 import {
   createRedisTokenStore,
@@ -20,8 +21,14 @@ describe('public types', () => {
     expectTypeOf(store.close).returns.toEqualTypeOf<Promise<void>>();
   });
 
-  it('takes a url or a client, not both and not neither', () => {
+  it('takes a url or a client (single node, cluster or sentinel), not both and not neither', () => {
     createRedisTokenStore({ client });
+    createRedisTokenStore({ client: createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:7000' }] }) });
+    createRedisTokenStore({
+      client: createSentinel({ name: 'primary', sentinelRootNodes: [{ host: '127.0.0.1', port: 26379 }] }),
+    });
+    // @ts-expect-error -- not a node-redis client
+    createRedisTokenStore({ client: { sendCommand: () => Promise.resolve() } });
     // @ts-expect-error -- url and client exclude each other
     createRedisTokenStore({ url: 'redis://127.0.0.1', client });
     // @ts-expect-error -- one of them is needed

@@ -1,0 +1,149 @@
+// The store on a real Redis Cluster: 3 primaries and 3 replicas started by the test, through a
+// node-redis cluster client the application creates (createCluster) — including a primary failover.
+import { randomBytes } from 'node:crypto';
+import { createTokenProvider, type TokenStore } from '@partner-lending/auth';
+import { createCluster } from 'redis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisTokenStore, DEFAULT_NAMESPACE, type RedisTokenStoreEvent } from '../src/index.js';
+import { redisNames } from '../src/redis-keys.js';
+import { sleep } from './support/loop-fleet.js';
+import { type RedisClusterServers, startCluster } from './support/redis-cluster.mjs';
+import { CLIENT_ID, CLIENT_SECRET, startTokenServer, type TokenServer } from './support/token-server.mjs';
+
+const encryptionKey = randomBytes(32).toString('base64');
+let servers: RedisClusterServers;
+let tokens: TokenServer;
+const clients: { close(): Promise<unknown>; destroy(): void; readonly isOpen: boolean }[] = [];
+
+beforeAll(async () => {
+  servers = await startCluster();
+  tokens = await startTokenServer({ delayMs: 150 });
+}, 60_000);
+
+afterAll(async () => {
+  // A cluster client that still knows the killed node may wait on it: bounded, then destroyed.
+  for (const c of clients) {
+    await Promise.race([c.close().catch(() => {}), sleep(2_000)]);
+    if (c.isOpen) c.destroy();
+  }
+  await tokens?.close();
+  await servers?.stop();
+});
+
+async function connectedCluster() {
+  const cluster = createCluster({
+    rootNodes: servers.rootNodes,
+    defaults: { socket: { connectTimeout: 1_000 } },
+  });
+  cluster.on('error', () => {});
+  await cluster.connect();
+  clients.push(cluster);
+  return cluster;
+}
+
+const providerOn = (store: TokenStore) =>
+  createTokenProvider({
+    tokenUrl: tokens.tokenUrl,
+    clientId: CLIENT_ID,
+    clientSecret: CLIENT_SECRET,
+    audience: tokens.audience,
+    dangerouslyAllowInsecureHttp: true,
+    store,
+  });
+
+/** The provider's cache key, as a store sees it. */
+async function cacheKey(): Promise<string> {
+  let seen = '';
+  await providerOn({
+    get: (key) => {
+      seen = key;
+      return Promise.resolve(undefined);
+    },
+    set: () => Promise.resolve(),
+    delete: () => Promise.resolve(),
+  }).getToken();
+  return seen;
+}
+
+describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 90_000 }, () => {
+  it('two "processes" on a cold cache share one token request: scripts (hash-tagged keys) and notices work on a cluster', async () => {
+    const events: RedisTokenStoreEvent[] = [];
+    const a = createRedisTokenStore({
+      client: await connectedCluster(),
+      encryptionKey,
+      onEvent: (e) => events.push(e),
+    });
+    const b = createRedisTokenStore({
+      client: await connectedCluster(),
+      encryptionKey,
+      onEvent: (e) => events.push(e),
+    });
+    const key = await cacheKey();
+    await a.delete(key);
+    const before = tokens.tokenRequests();
+    const [ta, tb] = await Promise.all([providerOn(a).getToken(), providerOn(b).getToken()]);
+    expect(tb.accessToken).toBe(ta.accessToken);
+    expect(tokens.tokenRequests() - before).toBe(1);
+    // One fetched, the other waited for its notice (pub/sub across the cluster), nothing failed.
+    expect(events.filter((e) => e.type === 'lock-acquired')).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'lock-waiting')).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'redis-error')).toEqual([]);
+    await a.close();
+    await b.close();
+  });
+
+  it('a primary failover: no call fails during it, and afterwards the fleet shares one request again', async () => {
+    const storeEvents: RedisTokenStoreEvent[] = [];
+    const a = createRedisTokenStore({
+      client: await connectedCluster(),
+      encryptionKey,
+      onEvent: (e) => storeEvents.push(e),
+    });
+    const b = createRedisTokenStore({ client: await connectedCluster(), encryptionKey });
+    const key = await cacheKey();
+    const names = redisNames(DEFAULT_NAMESPACE, key);
+    await providerOn(a).getToken();
+    const primary = await servers.primaryOf(names.token);
+    await servers.kill(primary);
+    // Fresh providers (cold memory, as new processes) keep getting tokens while the cluster fails over.
+    let calls = 0;
+    let failed = 0;
+    let slowest = 0;
+    const until = Date.now() + 5_000;
+    while (Date.now() < until) {
+      calls++;
+      const t0 = Date.now();
+      await providerOn(calls % 2 ? a : b)
+        .getToken()
+        .catch(() => failed++);
+      slowest = Math.max(slowest, Date.now() - t0);
+      await sleep(100);
+    }
+    await servers.waitHealthy();
+    expect(await servers.primaryOf(names.token)).not.toBe(primary);
+    expect(calls).toBeGreaterThan(8);
+    expect(failed).toBe(0);
+    // At most one command timeout (1 s) and one token request (150 ms) per call: Redis is skipped after.
+    expect(slowest).toBeLessThan(2_500);
+    // Once node-redis has found the new primary, two cold "processes" share one request again.
+    let shared = false;
+    for (let attempt = 0; attempt < 30 && !shared; attempt++) {
+      await a.delete(key).catch(() => {});
+      const before = tokens.tokenRequests();
+      const [ta, tb] = await Promise.all([providerOn(a).getToken(), providerOn(b).getToken()]);
+      shared = ta.accessToken === tb.accessToken && tokens.tokenRequests() - before === 1;
+      if (!shared) await sleep(500);
+    }
+    expect(shared).toBe(true);
+    console.log(
+      `cluster failover: primary :${primary} killed, ${calls} cold calls during it, ${failed} failed, slowest ${slowest} ms; store events: ${JSON.stringify(
+        storeEvents.reduce<Record<string, number>>(
+          (acc, e) => ({ ...acc, [e.type]: (acc[e.type] ?? 0) + 1 }),
+          {},
+        ),
+      )}`,
+    );
+    await a.close();
+    await b.close();
+  });
+});

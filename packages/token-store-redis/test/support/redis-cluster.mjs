@@ -1,0 +1,161 @@
+// A real Redis Cluster for tests: 3 primaries and 3 replicas (redis-server --cluster-enabled) on
+// loopback ports, joined with `redis-cli --cluster create`, with a 1-s node timeout so that a killed
+// primary is replaced by its replica within seconds. Stopped by the caller (and on process exit).
+import { execFile, spawn } from 'node:child_process';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const binary = process.env.REDIS_SERVER ?? 'redis-server';
+const cli = process.env.REDIS_CLI ?? 'redis-cli';
+
+const running = new Set();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function launch(port, root) {
+  // A directory per node: a replica's full sync writes an RDB file there.
+  const dir = join(root, String(port));
+  await mkdir(dir);
+  const child = spawn(
+    binary,
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      join(dir, `nodes-${port}.conf`),
+      '--cluster-node-timeout',
+      '1000',
+      '--daemonize',
+      'no',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  if (process.env.CLUSTER_LOG) child.stdout.on('data', (d) => process.stderr.write(`[${port}] ${d}`));
+  running.add(child);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  exited.then(() => running.delete(child));
+  let output = '';
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`redis-server :${port} did not start:\n${output}`)),
+      10_000,
+    );
+    const onData = (chunk) => {
+      output += chunk;
+      if (/Ready to accept connections/.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`redis-server :${port} exited:\n${output}`));
+    });
+  });
+  return { port, child, ready, exited };
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function redis(port, ...args) {
+  const { stdout } = await run(cli, ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 5_000 });
+  return stdout;
+}
+
+/** Starts a 3-primary, 3-replica cluster and waits until every node reports cluster_state:ok. */
+export async function startCluster() {
+  const dir = await mkdtemp(join(tmpdir(), 'partner-redis-cluster-'));
+  const nodes = [];
+  for (let i = 0; i < 6; i++) nodes.push(await launch(await freePort(), dir));
+  await Promise.all(nodes.map((n) => n.ready));
+  await run(
+    cli,
+    [
+      '--cluster',
+      'create',
+      ...nodes.map((n) => `127.0.0.1:${n.port}`),
+      '--cluster-replicas',
+      '1',
+      '--cluster-yes',
+    ],
+    { timeout: 30_000 },
+  );
+  const alive = () => nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null);
+  const cluster = {
+    nodes,
+    rootNodes: nodes.map((n) => ({ url: `redis://127.0.0.1:${n.port}` })),
+    /** Resolves once every live node says cluster_state:ok and knows 3 primaries. */
+    async waitHealthy(timeoutMs = 30_000) {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const states = await Promise.all(
+          alive().map((n) => redis(n.port, 'cluster', 'info').catch(() => '')),
+        );
+        // …and every replica has synced with its primary (a replica that never did cannot take over).
+        const links = await Promise.all(
+          alive().map((n) => redis(n.port, 'info', 'replication').catch(() => '')),
+        );
+        const synced = links.every((l) => !/role:slave/.test(l) || /master_link_status:up/.test(l));
+        if (synced && states.every((s) => /cluster_state:ok/.test(s) && /cluster_size:3/.test(s))) return;
+        if (Date.now() > until) throw new Error(`the cluster did not become healthy:\n${states.join('\n')}`);
+        await sleep(200);
+      }
+    },
+    /** The port of the primary serving `key`'s slot. */
+    async primaryOf(key) {
+      const [anyNode] = alive();
+      const slot = Number((await redis(anyNode.port, 'cluster', 'keyslot', key)).trim());
+      const lines = (await redis(anyNode.port, 'cluster', 'nodes')).trim().split('\n');
+      for (const line of lines) {
+        const [, address, flags, , , , , , ...ranges] = line.split(' ');
+        if (!flags.includes('master') || flags.includes('fail')) continue;
+        for (const range of ranges) {
+          const [from, to = from] = range.split('-').map(Number);
+          if (slot >= from && slot <= to) return Number(address.split(':')[1].split('@')[0]);
+        }
+      }
+      throw new Error(`no primary found for slot ${slot}`);
+    },
+    /** SIGKILL of one node (a lost primary). */
+    async kill(port) {
+      const node = nodes.find((n) => n.port === port);
+      node.child.kill('SIGKILL');
+      await node.exited;
+    },
+    async stop() {
+      for (const n of nodes) n.child.kill('SIGKILL');
+      await Promise.all(nodes.map((n) => n.exited));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  await cluster.waitHealthy();
+  return cluster;
+}
