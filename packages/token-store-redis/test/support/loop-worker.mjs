@@ -60,7 +60,8 @@ while (Date.now() - started < job.durationMs) {
     if (token.expiresAt <= now) result.expired++;
     if (jwtExp(token.accessToken) * 1000 <= now) result.expiredByExp++;
     const second = Math.floor((now - started) / 1000);
-    (seen[second] ??= new Set()).add(digest(token.accessToken));
+    seen[second] ??= new Set();
+    seen[second].add(digest(token.accessToken));
   } catch (error) {
     result.failed++;
     const code = error?.code ?? String(error);

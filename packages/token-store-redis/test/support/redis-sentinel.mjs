@@ -1,0 +1,118 @@
+// A real Sentinel set-up for tests: a primary, a replica and one sentinel (redis-server --sentinel)
+// on loopback ports, with a 1-s down-after so that a killed primary is replaced within seconds.
+import { execFile, spawn } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const binary = process.env.REDIS_SERVER ?? 'redis-server';
+const cli = process.env.REDIS_CLI ?? 'redis-cli';
+export const PRIMARY_NAME = 'partner-primary';
+
+const running = new Set();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function launch(args, marker) {
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  exited.then(() => running.delete(child));
+  let output = '';
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`redis did not start:\n${output}`)), 10_000);
+    const onData = (chunk) => {
+      output += chunk;
+      if (marker.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`redis exited:\n${output}`));
+    });
+  });
+  return { child, ready, exited };
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Starts a primary, its replica and a sentinel watching them; resolves once the replica has synced. */
+export async function startSentinel() {
+  const root = await mkdtemp(join(tmpdir(), 'partner-redis-sentinel-'));
+  const [primaryPort, replicaPort, sentinelPort] = [await freePort(), await freePort(), await freePort()];
+  const node = async (port, extra = []) => {
+    const dir = join(root, String(port));
+    await mkdir(dir);
+    const base = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+    return {
+      port,
+      ...launch([...base, '--dir', dir, '--repl-diskless-sync-delay', '0', ...extra], /Ready to accept/),
+    };
+  };
+  const primary = await node(primaryPort);
+  const replica = await node(replicaPort, ['--replicaof', '127.0.0.1', String(primaryPort)]);
+  await Promise.all([primary.ready, replica.ready]);
+  for (let i = 0; ; i++) {
+    const info = await run(cli, ['-p', String(replicaPort), 'info', 'replication']).then((r) => r.stdout);
+    if (/master_link_status:up/.test(info)) break;
+    if (i > 100) throw new Error('the replica did not sync');
+    await sleep(100);
+  }
+  const config = join(root, 'sentinel.conf');
+  await writeFile(
+    config,
+    [
+      `port ${sentinelPort}`,
+      'bind 127.0.0.1',
+      `sentinel monitor ${PRIMARY_NAME} 127.0.0.1 ${primaryPort} 1`,
+      `sentinel down-after-milliseconds ${PRIMARY_NAME} 1000`,
+      `sentinel failover-timeout ${PRIMARY_NAME} 5000`,
+      '',
+    ].join('\n'),
+  );
+  const sentinel = { port: sentinelPort, ...launch([config, '--sentinel'], /\+monitor master/) };
+  await sentinel.ready;
+  const nodes = { [primaryPort]: primary, [replicaPort]: replica };
+  return {
+    sentinelRootNodes: [{ host: '127.0.0.1', port: sentinelPort }],
+    /** The port of the current primary, as the sentinel says. */
+    async primaryPort() {
+      const { stdout } = await run(cli, [
+        '-p',
+        String(sentinelPort),
+        'sentinel',
+        'get-master-addr-by-name',
+        PRIMARY_NAME,
+      ]);
+      return Number(stdout.trim().split('\n')[1]);
+    },
+    async kill(port) {
+      nodes[port].child.kill('SIGKILL');
+      await nodes[port].exited;
+    },
+    async stop() {
+      for (const n of [primary, replica, sentinel]) n.child.kill('SIGKILL');
+      await Promise.all([primary.exited, replica.exited, sentinel.exited]);
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
