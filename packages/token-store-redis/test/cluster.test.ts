@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisTokenStore, DEFAULT_NAMESPACE, type RedisTokenStoreEvent } from '../src/index.js';
 import { redisNames } from '../src/redis-keys.js';
 import { sleep } from './support/loop-fleet.js';
+import { providerCacheKey } from './support/provider-key.js';
 import { type RedisClusterServers, startCluster } from './support/redis-cluster.mjs';
 import { CLIENT_ID, CLIENT_SECRET, startTokenServer, type TokenServer } from './support/token-server.mjs';
 
@@ -51,20 +52,6 @@ const providerOn = (store: TokenStore) =>
     store,
   });
 
-/** The provider's cache key, as a store sees it. */
-async function cacheKey(): Promise<string> {
-  let seen = '';
-  await providerOn({
-    get: (key) => {
-      seen = key;
-      return Promise.resolve(undefined);
-    },
-    set: () => Promise.resolve(),
-    delete: () => Promise.resolve(),
-  }).getToken();
-  return seen;
-}
-
 describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 90_000 }, () => {
   it('two "processes" on a cold cache share one token request: scripts (hash-tagged keys) and notices work on a cluster', async () => {
     const events: RedisTokenStoreEvent[] = [];
@@ -78,7 +65,7 @@ describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 90_000 }, () => {
       encryptionKey,
       onEvent: (e) => events.push(e),
     });
-    const key = await cacheKey();
+    const key = await providerCacheKey(tokens);
     await a.delete(key);
     const before = tokens.tokenRequests();
     const [ta, tb] = await Promise.all([providerOn(a).getToken(), providerOn(b).getToken()]);
@@ -100,7 +87,7 @@ describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 90_000 }, () => {
       onEvent: (e) => storeEvents.push(e),
     });
     const b = createRedisTokenStore({ client: await connectedCluster(), encryptionKey });
-    const key = await cacheKey();
+    const key = await providerCacheKey(tokens);
     const names = redisNames(DEFAULT_NAMESPACE, key);
     await providerOn(a).getToken();
     const primary = await servers.primaryOf(names.token);

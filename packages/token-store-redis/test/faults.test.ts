@@ -10,6 +10,7 @@ import { startMock } from '@partner-lending/mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisTokenStore, type RedisTokenStoreEvent } from '../src/index.js';
 import { type LoopResult, type LoopWorker, sleep, startLoopWorker } from './support/loop-fleet.js';
+import { providerCacheKey } from './support/provider-key.js';
 import { type RedisServer, startRedis } from './support/redis-server.mjs';
 import { CLIENT_ID, CLIENT_SECRET, startTokenServer, type TokenServer } from './support/token-server.mjs';
 
@@ -249,30 +250,9 @@ describe('a throttling token endpoint (429, Retry-After: 30)', () => {
 });
 
 describe('planted entries', () => {
-  /** The provider's cache key, as the store sees it (recorded through a wrapper). */
-  async function providerKey(): Promise<string> {
-    const keys: string[] = [];
-    const probe = createTokenProvider({
-      tokenUrl: server.tokenUrl,
-      clientId: CLIENT_ID,
-      clientSecret: CLIENT_SECRET,
-      audience: server.audience,
-      store: {
-        get: (key) => {
-          keys.push(key);
-          return Promise.resolve(undefined);
-        },
-        set: () => Promise.resolve(),
-        delete: () => Promise.resolve(),
-      },
-    });
-    await probe.getToken();
-    return keys[0]!;
-  }
-
   for (const keyed of [false, true]) {
     it(`${keyed ? 'keyed' : 'unkeyed'} store: tokens planted for another audience, client or partner are served to 0 calls`, async () => {
-      const key = await providerKey();
+      const key = await providerCacheKey(server);
       const planter = createRedisTokenStore({
         url: redis.url,
         encryptionKey: keyed ? encryptionKey : (undefined as never),

@@ -6,6 +6,7 @@ import { createSentinel } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisTokenStore, type RedisTokenStoreEvent } from '../src/index.js';
 import { sleep } from './support/loop-fleet.js';
+import { providerCacheKey } from './support/provider-key.js';
 import { PRIMARY_NAME, type SentinelServers, startSentinel } from './support/redis-sentinel.mjs';
 import { CLIENT_ID, CLIENT_SECRET, startTokenServer, type TokenServer } from './support/token-server.mjs';
 
@@ -46,20 +47,6 @@ const providerOn = (store: TokenStore) =>
     store,
   });
 
-/** The provider's cache key, as a store sees it. */
-async function cacheKey(): Promise<string> {
-  let seen = '';
-  await providerOn({
-    get: (key) => {
-      seen = key;
-      return Promise.resolve(undefined);
-    },
-    set: () => Promise.resolve(),
-    delete: () => Promise.resolve(),
-  }).getToken();
-  return seen;
-}
-
 describe('Redis Sentinel (a primary, a replica, a sentinel)', { timeout: 90_000 }, () => {
   it('two cold "processes" share one token request; after the primary is killed and replaced, they share again', async () => {
     const events: RedisTokenStoreEvent[] = [];
@@ -69,7 +56,7 @@ describe('Redis Sentinel (a primary, a replica, a sentinel)', { timeout: 90_000 
       onEvent: (e) => events.push(e),
     });
     const b = createRedisTokenStore({ client: await connectedSentinel(), encryptionKey });
-    const key = await cacheKey();
+    const key = await providerCacheKey(tokens);
     const coldPair = async () => {
       await a.delete(key);
       const before = tokens.tokenRequests();

@@ -1,86 +1,45 @@
 // A real Redis Cluster for tests: 3 primaries and 3 replicas (redis-server --cluster-enabled) on
 // loopback ports, joined with `redis-cli --cluster create`, with a 1-s node timeout so that a killed
 // primary is replaced by its replica within seconds. Stopped by the caller (and on process exit).
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort, launchRedis } from './redis-process.mjs';
 
 const run = promisify(execFile);
-const binary = process.env.REDIS_SERVER ?? 'redis-server';
 const cli = process.env.REDIS_CLI ?? 'redis-cli';
-
-const running = new Set();
-process.once('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function launch(port, root) {
   // A directory per node: a replica's full sync writes an RDB file there.
   const dir = join(root, String(port));
   await mkdir(dir);
-  const child = spawn(
-    binary,
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-      '--cluster-enabled',
-      'yes',
-      '--cluster-config-file',
-      join(dir, `nodes-${port}.conf`),
-      '--cluster-node-timeout',
-      '1000',
-      '--daemonize',
-      'no',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  if (process.env.CLUSTER_LOG) child.stdout.on('data', (d) => process.stderr.write(`[${port}] ${d}`));
-  running.add(child);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  exited.then(() => running.delete(child));
-  let output = '';
-  const ready = new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`redis-server :${port} did not start:\n${output}`)),
-      10_000,
-    );
-    const onData = (chunk) => {
-      output += chunk;
-      if (/Ready to accept connections/.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`redis-server :${port} exited:\n${output}`));
-    });
-  });
-  return { port, child, ready, exited };
+  const node = launchRedis([
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    join(dir, `nodes-${port}.conf`),
+    '--cluster-node-timeout',
+    '1000',
+    '--cluster-replica-validity-factor',
+    '0',
+    '--repl-diskless-sync-delay',
+    '0',
+    '--daemonize',
+    'no',
+  ]);
+  return { port, ...node };
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,57 +1,15 @@
 // A real Sentinel set-up for tests: a primary, a replica and one sentinel (redis-server --sentinel)
 // on loopback ports, with a 1-s down-after so that a killed primary is replaced within seconds.
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort, launchRedis } from './redis-process.mjs';
 
 const run = promisify(execFile);
-const binary = process.env.REDIS_SERVER ?? 'redis-server';
 const cli = process.env.REDIS_CLI ?? 'redis-cli';
 export const PRIMARY_NAME = 'partner-primary';
-
-const running = new Set();
-process.once('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function launch(args, marker) {
-  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  running.add(child);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  exited.then(() => running.delete(child));
-  let output = '';
-  const ready = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`redis did not start:\n${output}`)), 10_000);
-    const onData = (chunk) => {
-      output += chunk;
-      if (marker.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`redis exited:\n${output}`));
-    });
-  });
-  return { child, ready, exited };
-}
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -65,7 +23,7 @@ export async function startSentinel() {
     const base = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
     return {
       port,
-      ...launch([...base, '--dir', dir, '--repl-diskless-sync-delay', '0', ...extra], /Ready to accept/),
+      ...launchRedis([...base, '--dir', dir, '--repl-diskless-sync-delay', '0', ...extra], /Ready to accept/),
     };
   };
   const primary = await node(primaryPort);
@@ -89,7 +47,7 @@ export async function startSentinel() {
       '',
     ].join('\n'),
   );
-  const sentinel = { port: sentinelPort, ...launch([config, '--sentinel'], /\+monitor master/) };
+  const sentinel = { port: sentinelPort, ...launchRedis([config, '--sentinel'], /\+monitor master/) };
   await sentinel.ready;
   const nodes = { [primaryPort]: primary, [replicaPort]: replica };
   return {

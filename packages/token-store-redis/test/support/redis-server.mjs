@@ -1,63 +1,15 @@
 // A real redis-server for tests and benchmarks: its own temp dir, a free loopback port, no
 // persistence (`--save ''`, `--appendonly no`), stopped by the caller. Never a mocked Redis.
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-
-const binary = process.env.REDIS_SERVER ?? 'redis-server';
-
-// A test process that ends without stopping its servers (a crash, a timeout) takes them along.
-const running = new Set();
-process.once('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { freePort, launchRedis } from './redis-process.mjs';
 
 function launch(port, dir, cluster, extra = []) {
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra];
   args.push('--dir', dir, '--daemonize', 'no', '--loglevel', 'notice');
   if (cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
-  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  running.add(child);
-  child.once('exit', () => running.delete(child));
-  let output = '';
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const ready = new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`redis-server did not start in 10 s:\n${output}`)),
-      10_000,
-    );
-    const onData = (chunk) => {
-      output += chunk;
-      if (/Ready to accept connections/.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(new Error(`redis-server exited (${code ?? signal}):\n${output}`));
-    });
-  });
-  return { child, ready, exited };
+  return launchRedis(args);
 }
 
 /**

@@ -1,0 +1,11 @@
+import type { ChildProcess } from 'node:child_process';
+
+export function freePort(): Promise<number>;
+export function launchRedis(
+  args: string[],
+  marker?: RegExp,
+): {
+  child: ChildProcess;
+  ready: Promise<void>;
+  exited: Promise<{ code: number | null; signal: string | null }>;
+};
