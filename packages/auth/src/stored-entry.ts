@@ -1,3 +1,4 @@
+import { containsAudience } from './token-response.js';
 import type { StoredToken } from './token-store.js';
 
 /**
@@ -43,23 +44,6 @@ export interface StoredEntryContext {
   issuer: string | undefined;
 }
 
-/** The JWT payload, decoded without verification (base64url JSON), or undefined. */
-export function decodeClaims(jwt: string): Record<string, unknown> | undefined {
-  const parts = jwt.split('.');
-  if (parts.length !== 3 || parts[1] === undefined || parts[1] === '') return undefined;
-  try {
-    const base64 = parts[1].replace(/-/g, '+').replace(/_/g, '/');
-    const binary = atob(base64 + '='.repeat((4 - (base64.length % 4)) % 4));
-    const bytes = Uint8Array.from(binary, (char) => char.charCodeAt(0));
-    const claims: unknown = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
-    return typeof claims === 'object' && claims !== null && !Array.isArray(claims)
-      ? (claims as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 function isShape(value: unknown): value is StoredToken {
   if (typeof value !== 'object' || value === null) return false;
   const entry = value as Record<string, unknown>;
@@ -77,8 +61,6 @@ function isShape(value: unknown): value is StoredToken {
   );
 }
 
-const stripSlash = (value: string) => (value.endsWith('/') ? value.slice(0, -1) : value);
-
 function scopesOf(claim: unknown): string[] | undefined {
   if (typeof claim === 'string') return claim.split(' ').filter((s) => s !== '');
   if (Array.isArray(claim) && claim.every((s) => typeof s === 'string')) return claim as string[];
@@ -87,26 +69,27 @@ function scopesOf(claim: unknown): string[] | undefined {
 
 /**
  * Checks an entry a store returned against what this provider would accept from the token endpoint
- * (the same audience, client, partner, issuer and an unexpired `exp`). Returns the problem, or
- * undefined when the entry may be served. Signature verification, when configured, is the caller's.
+ * (the same audience, client, partner, issuer and an unexpired `exp`), its JWT read with `decode`
+ * (jose's `decodeJwt`). Returns the entry or the problem. Signature verification is the caller's.
  */
 export function checkStoredEntry(
   value: unknown,
   ctx: StoredEntryContext,
-): { entry: StoredToken; claims: Record<string, unknown> } | { problem: StoredEntryProblem } {
+  decode: (jwt: string) => Record<string, unknown>,
+): { entry: StoredToken } | { problem: StoredEntryProblem } {
   if (!isShape(value)) return { problem: 'malformed' };
-  const claims = decodeClaims(value.accessToken);
-  if (claims === undefined) return { problem: 'malformed' };
+  let claims: Record<string, unknown>;
+  try {
+    claims = decode(value.accessToken);
+  } catch {
+    return { problem: 'malformed' };
+  }
   const { exp, aud } = claims;
   if (typeof exp !== 'number' || !Number.isFinite(exp)) return { problem: 'malformed' };
   if (value.expiresAt > exp * 1000 || value.expiresAt <= ctx.now || value.obtainedAt > value.expiresAt) {
     return { problem: 'expired' };
   }
-  const audiences = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
-  const wanted = stripSlash(ctx.audience);
-  if (!audiences.some((a) => typeof a === 'string' && stripSlash(a) === wanted)) {
-    return { problem: 'audience' };
-  }
+  if (!containsAudience(aud, ctx.audience)) return { problem: 'audience' };
   for (const name of ['client_id', 'azp']) {
     const claim = claims[name];
     if (typeof claim === 'string' && claim !== ctx.clientId) return { problem: 'client' };
@@ -133,5 +116,5 @@ export function checkStoredEntry(
       return { problem: 'scope' };
     }
   }
-  return { entry: value, claims };
+  return { entry: value };
 }

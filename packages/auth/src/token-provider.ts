@@ -324,24 +324,14 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     // most do) gives a token asked for before this one's exp only one second more than this one: for a
     // short token that doubles the requests. Such a token is renewed at its exp instead, callers waiting
     // through its hard window (the request's latency plus at most 5 % of the lifetime).
-    if (entry.expiresAt % 1000 === 0 && Math.ceil(lifetime / 1000) * 1000 <= ALIGN_MAX_LIFETIME_MS) {
-      const held: Held = {
-        key,
-        entry,
-        scopes,
-        refreshAt: entry.expiresAt - hard,
-        hardAt: entry.expiresAt - hard,
-        covers: missingScopes(scopes, entry.grantedScopes).length === 0,
-        renewAt: entry.expiresAt,
-        view: toAccessToken(entry),
-      };
-      memory.set(key, held);
-      known.set(key, scopes);
-      return held;
+    const aligned =
+      entry.expiresAt % 1000 === 0 && Math.ceil(lifetime / 1000) * 1000 <= ALIGN_MAX_LIFETIME_MS;
+    let soft = 0;
+    if (!aligned) {
+      const base = Math.max(softWindowMs, softWindowRatio * lifetime) * (1 + jitterRatio * random());
+      const cap = SOFT_SHARE * lifetime;
+      soft = base <= cap ? base : cap * (1 - (jitterRatio / 2) * random());
     }
-    const base = Math.max(softWindowMs, softWindowRatio * lifetime) * (1 + jitterRatio * random());
-    const cap = SOFT_SHARE * lifetime;
-    const soft = base <= cap ? base : cap * (1 - (jitterRatio / 2) * random());
     const held: Held = {
       key,
       entry,
@@ -349,7 +339,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       refreshAt: entry.expiresAt - Math.max(soft, hard),
       hardAt: entry.expiresAt - hard,
       covers: missingScopes(scopes, entry.grantedScopes).length === 0,
-      renewAt: 0,
+      renewAt: aligned ? entry.expiresAt : 0,
       view: toAccessToken(entry),
     };
     memory.set(key, held);
@@ -373,13 +363,13 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
    */
   const admit = async (key: string, scopes: ScopeSet, value: unknown): Promise<StoredToken | undefined> => {
     if (value === undefined || value === null) return undefined;
-    const checked = checkStoredEntry(value, {
-      now: clock.now(),
-      audience,
-      clientId,
-      partnerId: ownPartnerId,
-      issuer: expectedIssuer,
-    });
+    // Loaded on the first token, not at import (see above); the provider has it by now.
+    const { decodeJwt } = await import('jose');
+    const checked = checkStoredEntry(
+      value,
+      { now: clock.now(), audience, clientId, partnerId: ownPartnerId, issuer: expectedIssuer },
+      decodeJwt,
+    );
     let problem: StoredEntryProblem | undefined = 'problem' in checked ? checked.problem : undefined;
     if (problem === undefined && verifyJwt !== undefined) {
       try {

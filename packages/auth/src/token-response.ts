@@ -95,6 +95,13 @@ function stripSlash(value: string): string {
   return value.endsWith('/') ? value.slice(0, -1) : value;
 }
 
+/** A JWT `aud` (a string or an array) contains `audience`, a trailing slash ignored on both sides. */
+export function containsAudience(aud: unknown, audience: string): boolean {
+  const audiences = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
+  const wanted = stripSlash(audience);
+  return audiences.some((a) => typeof a === 'string' && stripSlash(a) === wanted);
+}
+
 function isJsonType(contentType: string): boolean {
   const type = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
   return type === 'application/json' || type.endsWith('+json');
@@ -218,8 +225,7 @@ export async function processTokenResponse(
   if (audiences === undefined || !audiences.every((a) => typeof a === 'string')) {
     fail(`the JWT "aud" claim is ${describe(aud)}; expected a string or an array of strings`);
   }
-  const wanted = stripSlash(ctx.audience);
-  if (!audiences.some((a) => stripSlash(a) === wanted)) {
+  if (!containsAudience(audiences, ctx.audience)) {
     throw new TokenResponseError(
       `the JWT "aud" claim (${audiences.map((a) => JSON.stringify(a.slice(0, 200))).join(', ')}) does not contain the requested audience ${JSON.stringify(ctx.audience)}; the API would refuse this token: check the audience option (the partner API base URL).`,
     );
