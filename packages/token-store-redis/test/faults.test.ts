@@ -176,7 +176,7 @@ describe('lock holders killed while 2-s tokens renew', () => {
         const victim = await startLoopWorker({ ...job, durationMs: 60_000 });
         victim.go();
         await sleep(200 + Math.floor(Math.random() * 1_200));
-        victim.kill();
+        victim.child.kill('SIGKILL');
         victim.result().catch(() => {});
         killed++;
       }

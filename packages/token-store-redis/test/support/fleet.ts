@@ -23,17 +23,22 @@ export interface WorkerResult {
 }
 
 /** A worker process, started and READY (its store connected); `go()` releases it. */
-export interface Worker {
+export interface Worker<R = WorkerResult> {
   child: ChildProcessWithoutNullStreams;
   output: () => string;
   go: () => void;
   /** Resolves when the worker prints `line` (e.g. LOCKED). */
   waitFor: (line: string) => Promise<void>;
-  result: () => Promise<WorkerResult>;
+  /** The worker's last stdout line, parsed, once it exited 0. */
+  result: () => Promise<R>;
 }
 
-export async function startWorker(job: FleetJob): Promise<Worker> {
-  const child = spawn(process.execPath, [worker], {
+/**
+ * Starts a worker script (`script`, default the fleet worker) with `job` in FLEET_JOB and resolves
+ * once it prints READY.
+ */
+export async function startWorker<R = WorkerResult>(job: object, script = worker): Promise<Worker<R>> {
+  const child = spawn(process.execPath, [script], {
     env: { ...process.env, FLEET_JOB: JSON.stringify(job), NODE_NO_WARNINGS: '1' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -80,7 +85,7 @@ export async function startWorker(job: FleetJob): Promise<Worker> {
       if (code !== 0 || !last.startsWith('{')) {
         throw new Error(`worker failed (exit ${code}); stdout: ${out} stderr: ${err}`);
       }
-      return JSON.parse(last) as WorkerResult;
+      return JSON.parse(last) as R;
     },
   };
 }
