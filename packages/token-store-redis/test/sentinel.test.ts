@@ -55,7 +55,11 @@ describe('Redis Sentinel (a primary, a replica, a sentinel)', { timeout: 90_000 
       encryptionKey,
       onEvent: (e) => events.push(e),
     });
-    const b = createRedisTokenStore({ client: await connectedSentinel(), encryptionKey });
+    const b = createRedisTokenStore({
+      client: await connectedSentinel(),
+      encryptionKey,
+      onEvent: (e) => events.push(e),
+    });
     const key = await providerCacheKey(tokens);
     const coldPair = async () => {
       await a.delete(key);
