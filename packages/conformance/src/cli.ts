@@ -1,4 +1,4 @@
-import { main } from './cli-main.js';
+import { main } from './cli/main.js';
 
 // The bin launcher (bin/partner-conformance.js) imports this module: run and set the exit code.
 const argv = process.argv.slice(2);

@@ -23,3 +23,6 @@ export class ConformanceError extends Error {
 export function exitCodeForError(error: ConformanceError): 2 | 3 {
   return error.code === 'ERR_UNREACHABLE' ? 3 : 2;
 }
+
+/** A usage or configuration error (ERR_USAGE, exit 2): the one way every part says "this input is wrong". */
+export const usageError = (message: string): ConformanceError => new ConformanceError('ERR_USAGE', message);

@@ -1,17 +1,16 @@
 export {
-  type BearerChallengeResult,
-  bearerChallengeOf,
-  type Challenge,
-  parseChallenges,
-} from './bearer-challenge.js';
-export { type Category, type Check, type CheckOutcome, categories } from './check.js';
-export { checkIds, checks } from './checks/index.js';
+  type ClientCategory,
+  type ClientCheck,
+  type ClientOutcome,
+  clientCategories,
+} from './client/check.js';
+export { clientCheckIds, clientChecks } from './client/checks/index.js';
 export { type JudgeOptions, judgeSession } from './client/judge.js';
 export {
   type ClientConformanceOptions,
   type ClientConformanceRun,
   runClientConformance,
-} from './client/run-client.js';
+} from './client/run.js';
 export {
   type ClientSession,
   formatSession,
@@ -23,14 +22,28 @@ export {
   type ScenarioRecord,
 } from './client/session.js';
 export { type RunningStage, type StageOptions, scenarioNames, startStage } from './client/stage.js';
-export {
-  type ClientCategory,
-  type ClientCheck,
-  type ClientOutcome,
-  clientCategories,
-} from './client-check.js';
-export { clientCheckIds, clientChecks } from './client-checks/index.js';
 export { ConformanceError, type ConformanceErrorCode, exitCodeForError } from './errors.js';
+export { ConsoleReporter, type ConsoleReporterOptions, type ConsoleStream } from './reporters/console.js';
+export { formatClientHtmlReport } from './reporters/html/client.js';
+export { formatHtmlReport, type HtmlReportMeta } from './reporters/html/server.js';
+export { timelineSvg } from './reporters/html/timeline.js';
+export { formatJsonReport } from './reporters/json.js';
+export { formatJunitReport } from './reporters/junit.js';
+export { type Category, type Check, type CheckOutcome, categories } from './server/check.js';
+export { checkIds, checks } from './server/checks/index.js';
+export {
+  type ConformanceOptions,
+  type ConformanceRun,
+  runConformance,
+  runConformanceDetailed,
+  type TargetInfo,
+} from './server/run.js';
+export {
+  type BearerChallengeResult,
+  bearerChallengeOf,
+  type Challenge,
+  parseChallenges,
+} from './shared/bearer-challenge.js';
 export {
   type AnyReport,
   type CheckResult,
@@ -44,16 +57,4 @@ export {
   type Severity,
   summarize,
   verdictOf,
-} from './report.js';
-export { formatClientHtmlReport, timelineSvg } from './reporters/client-html.js';
-export { ConsoleReporter, type ConsoleReporterOptions, type ConsoleStream } from './reporters/console.js';
-export { formatHtmlReport, type HtmlReportMeta } from './reporters/html.js';
-export { formatJsonReport } from './reporters/json.js';
-export { formatJunitReport } from './reporters/junit.js';
-export {
-  type ConformanceOptions,
-  type ConformanceRun,
-  runConformance,
-  runConformanceDetailed,
-  type TargetInfo,
-} from './run-conformance.js';
+} from './shared/report.js';

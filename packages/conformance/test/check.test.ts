@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { judge } from '../src/check.js';
+import { judge } from '../src/server/check.js';
 
 describe('judge', () => {
   it('fails with the problems and the context, not the pass summary', () => {
@@ -20,8 +20,8 @@ describe('judge', () => {
 
 describe('how to fix', () => {
   it('every server check and client check says in one line how to fix a failure', async () => {
-    const { checks } = await import('../src/checks/index.js');
-    const { clientChecks } = await import('../src/client-checks/index.js');
+    const { checks } = await import('../src/server/checks/index.js');
+    const { clientChecks } = await import('../src/client/checks/index.js');
     for (const check of [...checks, ...clientChecks]) {
       expect(check.fix.length, check.id).toBeGreaterThan(20);
       expect(check.fix, check.id).not.toContain('\n');

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseCliArgs } from '../src/cli-args.js';
+import { parseCliArgs } from '../src/cli/server.js';
 import { ConformanceError } from '../src/errors.js';
 
 const env = { PARTNER_CLIENT_ID: 'id-123', PARTNER_CLIENT_SECRET: 'secret-456' };

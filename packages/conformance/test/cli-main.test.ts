@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { type FaultName, type MockClient, type MockOptions, startMock } from '@partner-lending/mock';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
-import { main } from '../src/cli-main.js';
-import type { ConformanceOptions } from '../src/run-conformance.js';
+import { main } from '../src/cli/main.js';
+import type { ConformanceOptions } from '../src/server/run.js';
 import { closedPortUrl, sharedSigningKey, sink } from './helpers.js';
 
 function io(env: Record<string, string | undefined> = {}, overrides: ConformanceOptions = {}, isTTY = false) {

@@ -2,9 +2,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { startMock } from '@partner-lending/mock';
 import { describe, expect, it } from 'vitest';
-import { curlLine, shellQuote } from '../src/curl-line.js';
-import { Redactor } from '../src/redact.js';
-import { runConformance } from '../src/run-conformance.js';
+import { curlLine, shellQuote } from '../src/server/curl-line.js';
+import { runConformance } from '../src/server/run.js';
+import { Redactor } from '../src/shared/redact.js';
 import { sharedSigningKey } from './helpers.js';
 
 describe('curlLine', () => {

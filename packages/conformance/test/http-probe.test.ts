@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConformanceError } from '../src/errors.js';
-import { type Exchange, errorCodeOf, HttpProbe, jsonObject, mediaTypeOf } from '../src/http-probe.js';
+import { type Exchange, errorCodeOf, HttpProbe, jsonObject } from '../src/server/http/probe.js';
+import { mediaTypeOf } from '../src/shared/media-type.js';
 import { closedPortUrl, json, startServer, type TestServer } from './helpers.js';
 
 let server: TestServer;

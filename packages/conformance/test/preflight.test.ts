@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConformanceError } from '../src/errors.js';
-import { runConformance } from '../src/run-conformance.js';
+import { runConformance } from '../src/server/run.js';
 import { closedPortUrl, json, startServer, type TestServer } from './helpers.js';
 
 const servers: TestServer[] = [];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { checks } from '../src/checks/index.js';
-import { clientChecks } from '../src/client-checks/index.js';
+import { clientChecks } from '../src/client/checks/index.js';
+import { checks } from '../src/server/checks/index.js';
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 

@@ -2,9 +2,9 @@ import { inspect } from 'node:util';
 import { type FaultName, startMock } from '@partner-lending/mock';
 import { describe, expect, it } from 'vitest';
 import { ConformanceError } from '../src/errors.js';
-import { HttpProbe } from '../src/http-probe.js';
-import type { Report } from '../src/report.js';
-import { runConformance, runConformanceDetailed, writeGuard } from '../src/run-conformance.js';
+import { HttpProbe } from '../src/server/http/probe.js';
+import { runConformance, runConformanceDetailed, writeGuard } from '../src/server/run.js';
+import type { Report } from '../src/shared/report.js';
 import { sharedSigningKey } from './helpers.js';
 
 async function usage(options: Parameters<typeof runConformance>[0]): Promise<string> {

@@ -1,6 +1,12 @@
 import { scopes } from '@partner-lending/spec';
 import { describe, expect, it } from 'vitest';
-import { formatScopes, intersect, nonEmptySubsets, parseScopeList, sameSet } from '../src/scope-set.js';
+import {
+  formatScopes,
+  intersect,
+  nonEmptySubsets,
+  parseScopeList,
+  sameSet,
+} from '../src/shared/scope-set.js';
 
 describe('scope-set', () => {
   it('lists the 15 non-empty subsets of the four scopes, each once', () => {

@@ -1,6 +1,5 @@
 import { compactVerify, exportJWK, exportSPKI, generateKeyPair, importJWK, jwtVerify, SignJWT } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { decodeJwt } from '../src/jwt.js';
 import {
   algNoneToken,
   embeddedJwkToken,
@@ -8,7 +7,8 @@ import {
   noneCasings,
   tamperedPayloadToken,
   unknownKeyToken,
-} from '../src/token-forger.js';
+} from '../src/server/forgery/token-forger.js';
+import { decodeJwt } from '../src/shared/jwt.js';
 
 let token: string;
 let jwks: { keys: Array<Record<string, unknown>> };

@@ -1,13 +1,11 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
-import { ConformanceError } from '../errors.js';
+import { usageError } from '../errors.js';
 import type { JourneyRecord } from './session.js';
 
 /** How long a journey gets after SIGTERM before its process group is killed. */
 export const killGraceMs = 2000;
-
-const usage = (message: string) => new ConformanceError('ERR_USAGE', message);
 
 function executable(path: string): boolean {
   try {
@@ -29,11 +27,11 @@ export function resolveCommand(
   cwd = process.cwd(),
 ): string {
   if (command.length === 0)
-    throw usage('the journey command is empty; write it after --, e.g. -- node journey.mjs');
+    throw usageError('the journey command is empty; write it after --, e.g. -- node journey.mjs');
   if (command.includes('/')) {
     const path = isAbsolute(command) ? command : resolve(cwd, command);
     if (!executable(path))
-      throw usage(
+      throw usageError(
         `the journey command ${JSON.stringify(command)} is not an executable file; check the path and its execute permission (chmod +x), or run it through its interpreter (-- sh ${command})`,
       );
     return path;
@@ -43,7 +41,7 @@ export function resolveCommand(
     const path = join(dir, command);
     if (executable(path)) return path;
   }
-  throw usage(
+  throw usageError(
     `the journey command ${JSON.stringify(command)} was not found on PATH; install it, or give its path (-- ./journey.sh)`,
   );
 }

@@ -1,14 +1,15 @@
-import type { ClientCheck } from '../client-check.js';
-import { clientChecks } from '../client-checks/index.js';
-import { type Evidence, maxEvidence } from '../evidence.js';
+import { toCheckResult } from '../shared/check-meta.js';
+import { type Evidence, maxEvidence } from '../shared/evidence.js';
 import {
   type CheckResult,
   type ClientReport,
   mustNotVerified,
   runEnvironment,
   summarize,
-} from '../report.js';
-import { specSha256 } from '../spec-responses.js';
+} from '../shared/report.js';
+import { specSha256 } from '../shared/spec-responses.js';
+import type { ClientCheck } from './check.js';
+import { clientChecks } from './checks/index.js';
 import type { ClientSession, RecordedExchange } from './session.js';
 import { viewOf } from './view.js';
 
@@ -66,21 +67,15 @@ function judgeOne(
     details = `not verified: ${session.dropped} exchanges past the recording cap (${session.maxExchanges}) were not recorded, and a pass cannot speak for them (${details})`;
   }
   const listed = judged.slice(0, maxEvidence);
-  return {
-    id: check.id,
-    title: check.title,
-    category: check.category,
-    severity: check.severity,
-    status,
-    reference: check.reference,
-    citation: check.citation,
-    precondition: check.precondition,
-    details,
-    ...(status === 'failed' && { fix: check.fix }),
-    evidence: listed.map((exchange) => exchangeEvidence(exchange, session)),
-    evidenceOmitted: judged.length - listed.length,
-    durationMs: Math.round((now() - started) * 10) / 10,
-  };
+  return toCheckResult(
+    check,
+    { status, details },
+    {
+      listed: listed.map((exchange) => exchangeEvidence(exchange, session)),
+      omitted: judged.length - listed.length,
+    },
+    now() - started,
+  );
 }
 
 /**

@@ -1,4 +1,7 @@
 import { ConformanceError } from '../errors.js';
+import type { JourneyRecord, ScenarioRecord } from '../shared/records.js';
+
+export type { JourneyRecord, ScenarioName, ScenarioRecord } from '../shared/records.js';
 
 /**
  * The recorded session of a client-mode run: what the certification stage saw, already redacted, so
@@ -40,30 +43,6 @@ export interface StageInfo {
   tokenDelayMs: number;
   /** Delay before every API answer, in ms (so that concurrent calls overlap visibly). */
   apiDelayMs: number;
-}
-
-export type ScenarioName = 'revocation' | 'throttle' | 'unavailable' | 'narrowed-grant';
-
-export interface ScenarioRecord {
-  name: ScenarioName;
-  enabled: boolean;
-  /** What the stage does, in words (printed in the report). */
-  plan: string;
-  /** When it fired (ms since start) and on which exchange; absent when the journey never reached it. */
-  firedAt?: number;
-  seq?: number;
-}
-
-export interface JourneyRecord {
-  /** The command as given, each argument redacted. Empty when the stage only recorded. */
-  command: string[];
-  exitCode: number | null;
-  signal: string | null;
-  durationMs: number;
-  /** Why it ended: exited, killed at --timeout, interrupted (Ctrl-C), the --duration ended, or could not start. */
-  ending: 'exited' | 'timeout' | 'interrupted' | 'duration' | 'spawn-failed';
-  /** One line when the ending needs words (the spawn error, the timeout). */
-  note?: string;
 }
 
 export interface IssuedToken {

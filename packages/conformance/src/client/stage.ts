@@ -10,10 +10,10 @@ import {
 import { Readable } from 'node:stream';
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { scopes as allScopes, matchPath, operations } from '@partner-lending/spec';
-import { ConformanceError } from '../errors.js';
-import { mediaTypeOfValue as mediaType } from '../http-probe.js';
-import { decodeJwt, scopesOfClaim } from '../jwt.js';
-import { Redactor } from '../redact.js';
+import { usageError } from '../errors.js';
+import { decodeJwt, scopesOfClaim } from '../shared/jwt.js';
+import { mediaTypeOfValue as mediaType } from '../shared/media-type.js';
+import { Redactor } from '../shared/redact.js';
 import { tool } from '../version.js';
 import type {
   BodyKind,
@@ -125,13 +125,11 @@ export interface RunningStage {
   close(): Promise<void>;
 }
 
-const usage = (message: string) => new ConformanceError('ERR_USAGE', message);
-
 function listenOn(server: Server, host: string, port: number, what: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(
-        usage(
+        usageError(
           error.code === 'EADDRINUSE'
             ? `${what} port ${port} is already in use on ${host}; choose another (${what === 'the partner API' ? '--port' : '--auth-port'}) or 0 for a random one`
             : `could not listen on ${host}:${port} for ${what}: ${error.message}`,

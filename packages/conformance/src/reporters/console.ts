@@ -1,7 +1,6 @@
-import { categories } from '../check.js';
-import { clientCategories } from '../client-check.js';
-import { type AnyReport, type CheckResult, reportVerdict } from '../report.js';
-import type { TargetInfo } from '../run-conformance.js';
+import type { TargetInfo } from '../server/run.js';
+import { categoryOrder } from '../shared/check-meta.js';
+import { type AnyReport, type CheckResult, reportVerdict } from '../shared/report.js';
 
 export interface ConsoleStream {
   write(text: string): unknown;
@@ -137,7 +136,7 @@ export class ConsoleReporter {
   /** The failures (each with its details and curl line) and the summary. */
   finish(report: AnyReport): void {
     this.#clearStatus();
-    const known: readonly string[] = report.mode === 'client' ? clientCategories : categories;
+    const known = categoryOrder(report.mode);
     const order = (category: string) => known.indexOf(category);
     const bad = report.checks
       .filter((check) => check.status === 'failed' || check.status === 'errored')

@@ -1,6 +1,5 @@
-import { categories } from '../check.js';
-import { clientCategories } from '../client-check.js';
-import type { AnyReport, CheckResult } from '../report.js';
+import { categoryOrder } from '../shared/check-meta.js';
+import type { AnyReport, CheckResult } from '../shared/report.js';
 
 /** Escapes text for XML content and attributes, dropping characters XML 1.0 cannot hold. */
 export function xmlEscape(text: string): string {
@@ -50,7 +49,7 @@ export function formatJunitReport(report: AnyReport): string {
     checks.filter((check) => check.status === status).length;
   const totals = (checks: readonly CheckResult[]) =>
     `tests="${checks.length}" failures="${count(checks, 'failed')}" errors="${count(checks, 'errored')}" skipped="${count(checks, 'skipped')}" time="${seconds(checks.reduce((sum, check) => sum + check.durationMs, 0))}"`;
-  const catalogue: readonly string[] = report.mode === 'client' ? clientCategories : categories;
+  const catalogue = categoryOrder(report.mode);
   const known = new Set<string>(catalogue);
   const order = [...catalogue, ...new Set(report.checks.map((c) => c.category).filter((c) => !known.has(c)))];
   let out = `<?xml version="1.0" encoding="UTF-8"?>\n`;

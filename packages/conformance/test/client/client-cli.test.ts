@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../src/cli-main.js';
+import { main } from '../../src/cli/main.js';
 
 const journey = fileURLToPath(new URL('../../examples/journey.mjs', import.meta.url));
 

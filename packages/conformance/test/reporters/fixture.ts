@@ -1,6 +1,6 @@
-import type { Category } from '../../src/check.js';
-import type { Report } from '../../src/report.js';
-import type { TargetInfo } from '../../src/run-conformance.js';
+import type { Category } from '../../src/server/check.js';
+import type { TargetInfo } from '../../src/server/run.js';
+import type { Report } from '../../src/shared/report.js';
 
 export const report: Report = {
   schemaVersion: 3,

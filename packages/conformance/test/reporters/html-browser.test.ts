@@ -4,7 +4,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatClientHtmlReport, judgeSession, runConformanceDetailed } from '../../src/index.js';
-import { formatHtmlReport } from '../../src/reporters/html.js';
+import { formatHtmlReport } from '../../src/reporters/html/server.js';
 import { sharedSigningKey } from '../helpers.js';
 import { loans, sessionOf, tokenRequest } from '../support/session.js';
 

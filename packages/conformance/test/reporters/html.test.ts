@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatHtmlReport } from '../../src/reporters/html.js';
+import { formatHtmlReport } from '../../src/reporters/html/server.js';
 import { report, target } from './fixture.js';
 
 describe('formatHtmlReport', () => {

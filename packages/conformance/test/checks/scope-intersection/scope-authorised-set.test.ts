@@ -1,6 +1,6 @@
 import { type MockClient, startMock } from '@partner-lending/mock';
 import { describe, expect, it } from 'vitest';
-import { runConformance } from '../../../src/run-conformance.js';
+import { runConformance } from '../../../src/server/run.js';
 import { sharedSigningKey } from '../../helpers.js';
 
 const client: MockClient = {

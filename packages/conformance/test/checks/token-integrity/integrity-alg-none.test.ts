@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runConformance } from '../../../src/run-conformance.js';
+import { runConformance } from '../../../src/server/run.js';
 import { sharedSigningKey } from '../../helpers.js';
 
 /** The `alg` of a compact JWS in an `Authorization: Bearer` header, if it is one. */

@@ -1,0 +1,335 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { scopes as knownScopes } from '@partner-lending/spec';
+import { clientCheckIds, clientChecks } from '../client/checks/index.js';
+import { judgeSession } from '../client/judge.js';
+import { type ClientConformanceOptions, defaultTimeoutSeconds, runClientConformance } from '../client/run.js';
+import { type ClientSession, formatSession, parseSession, type ScenarioName } from '../client/session.js';
+import {
+  defaultScopes,
+  defaultTtlSeconds,
+  type RunningStage,
+  scenarioNames,
+  scenarioPlans,
+} from '../client/stage.js';
+import { ConformanceError, exitCodeForError, usageError } from '../errors.js';
+import { ConsoleReporter } from '../reporters/console.js';
+import { formatClientHtmlReport } from '../reporters/html/client.js';
+import { formatJsonReport } from '../reporters/json.js';
+import { formatJunitReport } from '../reporters/junit.js';
+import { type ClientReport, exitCodeFor, reportVerdict } from '../shared/report.js';
+import { tool } from '../version.js';
+import { type CliIo, parseFlags, reportPath, writeReports } from './io.js';
+
+export const clientUsageText = `Usage: partner-conformance client [options] -- COMMAND [ARGS…]
+       partner-conformance client [options]                  (no command: record until Ctrl-C or --duration)
+       partner-conformance client --judge SESSION_FILE [--certify] [--report-… FILE]
+
+Certifies a partner's integration: starts a certification stage (a strict token endpoint and partner
+API on 127.0.0.1), runs COMMAND (your journey, any language) with PARTNER_AUTH_URL, PARTNER_BASE_URL,
+PARTNER_CLIENT_ID, PARTNER_CLIENT_SECRET, PARTNER_TOKEN_URL, PARTNER_AUDIENCE and PARTNER_SCOPES set,
+plays the scenario plan, and judges the traffic it recorded.
+
+  --ttl SECONDS          token lifetime (default ${defaultTtlSeconds})
+  --scopes "S …"         the client's grant under narrowed-grant (default "${defaultScopes.join(' ')}")
+  --scenario NAME        play only these steps (repeatable or comma-separated): ${scenarioNames.join(', ')}
+  --no-faults            play no scenario step (tokens still live --ttl seconds)
+  --timeout SECONDS      stop the journey's process group after this long (default ${defaultTimeoutSeconds})
+  --duration SECONDS     without COMMAND: record this long (default: until Ctrl-C)
+  --port N, --auth-port N   ports of the partner API and the token endpoint (default random)
+  --listen HOST          interface to listen on (default 127.0.0.1)
+  --public-url URL       origin the journey reaches the stage by (e.g. http://host.docker.internal); ports are added
+  --json                 without COMMAND: print one JSON line with the addresses and credentials
+  --certify              a skipped must check, or a journey that does not exit 0, fails the run
+  --only ID,…            judge only these checks
+  --save-session FILE    save the recorded session (redacted), to judge again with --judge
+  --judge FILE           judge a saved session offline; runs nothing
+  --report-json FILE, --report-junit FILE, --report-html FILE
+
+Exit: 0 no must check failed, 1 a must check failed (or, with --certify, was not verified, or the
+journey failed), 2 usage error (a missing or non-executable COMMAND, a port in use, a bad flag).
+`;
+
+const flags = {
+  ttl: { type: 'string' },
+  scopes: { type: 'string' },
+  scenario: { type: 'string', multiple: true },
+  'no-faults': { type: 'boolean' },
+  timeout: { type: 'string' },
+  duration: { type: 'string' },
+  port: { type: 'string' },
+  'auth-port': { type: 'string' },
+  listen: { type: 'string' },
+  'public-url': { type: 'string' },
+  json: { type: 'boolean' },
+  certify: { type: 'boolean' },
+  only: { type: 'string' },
+  'save-session': { type: 'string' },
+  judge: { type: 'string' },
+  'report-json': { type: 'string' },
+  'report-junit': { type: 'string' },
+  'report-html': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export interface ClientCliConfig {
+  options: ClientConformanceOptions;
+  judge?: string;
+  json: boolean;
+  saveSession?: string;
+  reports: { json?: string; junit?: string; html?: string };
+  help: boolean;
+}
+
+function wholeNumber(flag: string, value: string | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max)
+    throw usageError(`--${flag} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+/** Reads the client-mode arguments (everything after `client`); COMMAND is what follows `--`. */
+export function parseClientArgs(argv: readonly string[]): ClientCliConfig {
+  const separator = argv.indexOf('--');
+  const own = separator < 0 ? [...argv] : argv.slice(0, separator);
+  const command = separator < 0 ? [] : argv.slice(separator + 1);
+  const { values, positionals } = parseFlags(own, flags, 'partner-conformance client', true);
+  const config: ClientCliConfig = {
+    options: {},
+    json: values.json === true,
+    reports: {},
+    help: values.help === true,
+  };
+  if (config.help) return config;
+  if (positionals.length > 0)
+    throw usageError(
+      `unexpected argument ${JSON.stringify(positionals[0])}: put the journey after --, e.g. partner-conformance client -- ${positionals.join(' ')}`,
+    );
+  if (separator >= 0 && command.length === 0)
+    throw usageError('nothing follows --: give the journey command, e.g. -- node journey.mjs');
+  const options = config.options;
+  if (command.length > 0) options.command = command;
+  if (values.judge !== undefined) {
+    if (command.length > 0)
+      throw usageError('--judge runs nothing: give either --judge FILE or -- COMMAND, not both');
+    const runFlags = [
+      'ttl',
+      'scopes',
+      'scenario',
+      'no-faults',
+      'timeout',
+      'duration',
+      'port',
+      'auth-port',
+      'listen',
+      'public-url',
+      'json',
+      'save-session',
+    ] as const;
+    const given = runFlags.find((flag) => values[flag] !== undefined);
+    if (given) throw usageError(`--${given} has no effect with --judge (the session was recorded already)`);
+    config.judge = resolve(values.judge);
+  }
+  const ttl = wholeNumber('ttl', values.ttl, 1, 86_400);
+  if (ttl !== undefined) options.ttlSeconds = ttl;
+  if (values.scopes !== undefined) {
+    const list = values.scopes.split(/[\s,]+/).filter(Boolean);
+    const unknown = list.filter((scope) => !(knownScopes as readonly string[]).includes(scope));
+    if (list.length === 0 || unknown.length > 0)
+      throw usageError(
+        `--scopes takes scopes among ${knownScopes.join(', ')}${unknown.length > 0 ? `; unknown: ${unknown.join(', ')}` : ''}`,
+      );
+    options.scopes = list;
+  }
+  if (values['no-faults'] && values.scenario)
+    throw usageError('--no-faults and --scenario contradict each other: give one');
+  if (values['no-faults']) options.scenarios = [];
+  if (values.scenario) {
+    const list = values.scenario.flatMap((item) => item.split(/[\s,]+/)).filter(Boolean);
+    const unknown = list.filter((name) => !(scenarioNames as readonly string[]).includes(name));
+    if (unknown.length > 0)
+      throw usageError(
+        `unknown scenario ${unknown.join(', ')}; the scenarios are ${scenarioNames.join(', ')}`,
+      );
+    options.scenarios = list as ScenarioName[];
+  }
+  const timeout = wholeNumber('timeout', values.timeout, 1, 86_400);
+  if (timeout !== undefined) options.timeoutSeconds = timeout;
+  const duration = wholeNumber('duration', values.duration, 1, 7 * 86_400);
+  if (duration !== undefined) {
+    if (command.length > 0)
+      throw usageError(
+        '--duration is for recording without a command; a journey ends when COMMAND exits (see --timeout)',
+      );
+    options.durationSeconds = duration;
+  }
+  const port = wholeNumber('port', values.port, 0, 65_535);
+  if (port !== undefined) options.port = port;
+  const authPort = wholeNumber('auth-port', values['auth-port'], 0, 65_535);
+  if (authPort !== undefined) options.authPort = authPort;
+  if (port !== undefined && port !== 0 && port === authPort)
+    throw usageError('--port and --auth-port must differ');
+  if (values.listen !== undefined) {
+    const host = values.listen.trim();
+    if (host === '' || /[/\s@]/.test(host))
+      throw usageError(`--listen needs a host name or IP address, got ${JSON.stringify(values.listen)}`);
+    options.listen = host;
+  }
+  if (values['public-url'] !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(values['public-url']);
+    } catch {
+      url = undefined;
+    }
+    if (
+      !url ||
+      !/^https?:$/.test(url.protocol) ||
+      url.port !== '' ||
+      url.pathname !== '/' ||
+      url.search ||
+      url.hash ||
+      url.username ||
+      url.password
+    )
+      throw usageError(
+        '--public-url must be a scheme and host without port, path or credentials, e.g. http://host.docker.internal (the stage adds its ports)',
+      );
+    options.publicUrl = `${url.protocol}//${url.host}`;
+  }
+  if (values.certify) options.certify = true;
+  if (values.only !== undefined) {
+    const ids = values.only
+      .split(',')
+      .map((id) => id.trim())
+      .filter(Boolean);
+    const unknown = ids.filter((id) => !clientCheckIds.includes(id));
+    if (ids.length === 0 || unknown.length > 0)
+      throw usageError(
+        `--only takes client check ids (${clientCheckIds.join(', ')})${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}`,
+      );
+    options.only = ids;
+  }
+  const save = reportPath('save-session', values['save-session']);
+  if (save) config.saveSession = save;
+  const json = reportPath('report-json', values['report-json']);
+  const junit = reportPath('report-junit', values['report-junit']);
+  const html = reportPath('report-html', values['report-html']);
+  const paths = [json, junit, html, save].filter((path): path is string => path !== undefined);
+  const repeated = paths.find((path, index) => paths.indexOf(path) !== index);
+  if (repeated) throw usageError(`the same path ${repeated} is given twice; give each output its own file`);
+  if (json) config.reports.json = json;
+  if (junit) config.reports.junit = junit;
+  if (html) config.reports.html = html;
+  return config;
+}
+
+function stageLines(
+  stage: RunningStage,
+  scenarios: ReturnType<typeof scenarioPlans>,
+  enabled: readonly string[],
+): string[] {
+  return [
+    "mode     client (certifying the journey's traffic)",
+    `stage    token endpoint ${stage.tokenUrl}`,
+    `         partner API    ${stage.baseUrl}`,
+    `         partner ${stage.client.partnerId}, authorised ${stage.client.authorizedScopes.join(' ')}`,
+    ...enabled.map((name) => `scenario ${name}: ${scenarios[name as ScenarioName]}`),
+  ];
+}
+
+/** `partner-conformance client …`: returns the exit code of the contract. */
+export async function clientMain(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    const config = parseClientArgs(argv);
+    if (config.help) {
+      io.stdout.write(`${clientUsageText}\nChecks: ${clientCheckIds.join(', ')}\n`);
+      return 0;
+    }
+    const reporter = new ConsoleReporter({ stream: io.stdout, env: io.env });
+    let report: ClientReport;
+    let session: ClientSession;
+    if (config.judge !== undefined) {
+      let text: string;
+      try {
+        text = await readFile(config.judge, 'utf8');
+      } catch (cause) {
+        throw usageError(`--judge: cannot read ${config.judge}: ${(cause as Error).message}`);
+      }
+      session = parseSession(text, config.judge);
+      report = judgeSession(session, {
+        certify: config.options.certify === true,
+        ...(config.options.only && { only: config.options.only }),
+      });
+      reporter.begin(
+        tool,
+        [
+          `mode     client, judging the saved session ${config.judge}`,
+          `journey  ${session.journey.command.join(' ') || '(recorded without a command)'}`,
+        ],
+        report.checks,
+      );
+    } else {
+      const options = config.options;
+      const enabled = options.scenarios ?? scenarioNames;
+      const selected = options.only
+        ? clientChecks.filter((check) => options.only!.includes(check.id))
+        : clientChecks;
+      const run = await runClientConformance({
+        ...options,
+        env: io.env,
+        ...(io.signal && { signal: io.signal }),
+        ...io.clientOverrides,
+        onStage: (stage) => {
+          if (config.json && !options.command) {
+            io.stdout.write(
+              `${JSON.stringify({ authUrl: stage.authUrl, baseUrl: stage.baseUrl, tokenUrl: stage.tokenUrl, audience: stage.audience, ...stage.client })}\n`,
+            );
+            return;
+          }
+          reporter.begin(
+            tool,
+            [
+              ...stageLines(
+                stage,
+                scenarioPlans(options.ttlSeconds ?? defaultTtlSeconds, stage.client.authorizedScopes),
+                enabled,
+              ),
+              options.command
+                ? `journey  ${options.command.join(' ')}`
+                : `recording ${options.durationSeconds ? `for ${options.durationSeconds} s` : 'until Ctrl-C'}; point your program at the addresses above (client id ${stage.client.clientId}; the secret is printed only with --json)`,
+            ],
+            selected,
+          );
+        },
+      });
+      report = run.report;
+      session = run.session;
+      if (config.saveSession) {
+        await mkdir(dirname(config.saveSession), { recursive: true });
+        await writeFile(config.saveSession, formatSession(session));
+        io.stdout.write(`session saved: ${config.saveSession}\n`);
+      }
+    }
+    for (const result of report.checks) reporter.result(result);
+    const journey = report.journey;
+    io.stdout.write(
+      `\njourney  ${journey.command.join(' ') || '(none)'} — ${journey.ending === 'exited' ? `exit ${journey.exitCode ?? `signal ${journey.signal}`}` : journey.ending}${journey.note ? ` (${journey.note})` : ''}, ${(journey.durationMs / 1000).toFixed(2)} s; ${journey.calls.token} token requests, ${journey.calls.api} API calls${report.recording.dropped > 0 ? `; ${report.recording.dropped} exchanges not recorded (cap ${report.recording.maxExchanges})` : ''}\n`,
+    );
+    reporter.finish(report);
+    const writes: Array<[string, string]> = [];
+    if (config.reports.json) writes.push([config.reports.json, formatJsonReport(report)]);
+    if (config.reports.junit) writes.push([config.reports.junit, formatJunitReport(report)]);
+    if (config.reports.html) writes.push([config.reports.html, formatClientHtmlReport(report, session)]);
+    await writeReports(writes, io);
+    return Math.max(exitCodeFor(report.checks, { certify: report.certify }), reportVerdict(report).code);
+  } catch (error) {
+    if (error instanceof ConformanceError) {
+      io.stderr.write(`partner-conformance client: ${error.message}\n`);
+      return exitCodeForError(error);
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    io.stderr.write(`partner-conformance client: internal error: ${message}\n`);
+    return 1;
+  }
+}

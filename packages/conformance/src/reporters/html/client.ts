@@ -1,0 +1,56 @@
+import type { ClientSession } from '../../client/session.js';
+import type { ClientReport } from '../../shared/report.js';
+import { htmlEscape, provenanceHtml, sectionsHtml, style, verdictHtml } from './page.js';
+import { timelineSvg } from './timeline.js';
+
+/** The self-contained HTML report of a client run: verdict, journey, scenario plan, timeline, checks. */
+export function formatClientHtmlReport(report: ClientReport, session: ClientSession): string {
+  const { passed, failed, skipped, errored } = report.summary;
+  const journey = report.journey;
+  const command =
+    journey.command.length > 0 ? journey.command.join(' ') : '(none: the stage recorded what arrived)';
+  const ending =
+    journey.ending === 'exited'
+      ? `exited with ${journey.exitCode ?? `signal ${journey.signal}`}`
+      : `${journey.ending}${journey.note ? `: ${journey.note}` : ''}`;
+  const scenarios = report.scenarios
+    .map(
+      (item) =>
+        `<tr><td><code>${htmlEscape(item.name)}</code></td><td>${item.enabled ? (item.firedAt !== undefined ? `fired at ${(item.firedAt / 1000).toFixed(2)} s (#${item.seq})` : 'not reached by the journey') : 'not selected'}</td><td>${htmlEscape(item.plan)}</td></tr>`,
+    )
+    .join('\n');
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Partner Lending integration certification — ${htmlEscape(command)}</title>
+<style>${style}</style>
+</head>
+<body>
+<h1>Partner Lending integration certification</h1>
+${verdictHtml(report)}
+<dl>
+<dt>Tool</dt><dd>${htmlEscape(report.tool.name)} ${htmlEscape(report.tool.version)} (client mode)</dd>
+<dt>Rules</dt><dd>Partner Lending API — Authentication and Access; the OAuth 2.0, bearer-token, JWT and HTTP RFCs</dd>
+<dt>Spec SHA-256</dt><dd><code>${htmlEscape(report.spec.sha256)}</code></dd>
+<dt>Journey</dt><dd><code>${htmlEscape(command)}</code></dd>
+<dt>Ended</dt><dd>${htmlEscape(ending)} after ${(journey.durationMs / 1000).toFixed(2)} s</dd>
+<dt>Calls</dt><dd>${journey.calls.token} token requests, ${journey.calls.api} API calls, ${journey.calls.other} other requests${report.recording.dropped > 0 ? `; ${report.recording.dropped} exchanges past the cap of ${report.recording.maxExchanges} were not recorded` : ''}</dd>
+<dt>Stage</dt><dd>token endpoint <code>${htmlEscape(report.stage.authUrl)}/oauth/token</code>, partner API <code>${htmlEscape(report.stage.baseUrl)}</code>, partner <code>${htmlEscape(report.stage.partnerId)}</code>, authorised ${htmlEscape(report.stage.authorizedScopes.join(' '))}, tokens live ${report.stage.ttlSeconds} s</dd>
+<dt>Date</dt><dd>${htmlEscape(report.startedAt)}</dd>
+${provenanceHtml(report)}
+<dt>Summary</dt><dd>${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} skipped, ${errored} errored</dd>
+</dl>
+<h2>Scenario plan</h2>
+<div class="scroll"><table><thead><tr><th>step</th><th>in this session</th><th>what the stage does</th></tr></thead><tbody>
+${scenarios}
+</tbody></table></div>
+<h2>Timeline</h2>
+${timelineSvg(session)}
+<p class="muted">A check is <em>passed</em> only when the journey reached what it judges; otherwise it is <em>skipped</em> with the reason ("not verified: …"). The session file (<code>--save-session</code>) lets anyone judge the same traffic again: <code>partner-conformance client --judge FILE</code>.</p>
+${sectionsHtml(report)}
+</body>
+</html>
+`;
+}

@@ -1,0 +1,185 @@
+import { hostname, release as osRelease, type as osType } from 'node:os';
+import type { Evidence } from './evidence.js';
+import type { JourneyRecord, ScenarioRecord } from './records.js';
+
+/** The JSON report of `partner-conformance`, versioned by `schemaVersion`. */
+export type Severity = 'must' | 'should';
+export type CheckStatus = 'passed' | 'failed' | 'skipped' | 'errored';
+
+export type { Evidence } from './evidence.js';
+
+export interface CheckResult {
+  id: string;
+  title: string;
+  category: string;
+  severity: Severity;
+  status: CheckStatus;
+  /** The rule the check enforces, e.g. "RFC 6750 §3.1" or "API documentation §4.1 rule 2". */
+  reference: string;
+  /** The cited sentence whose normative word sets the severity (schemaVersion 2). */
+  citation: string;
+  /** What must hold before a pass counts; a skipped check's details say which part did not (schemaVersion 2). */
+  precondition: string;
+  /** What was expected and what came back; never a secret or a whole token. */
+  details: string;
+  /** Client mode: one line for the partner's developer on how to fix a failure (schemaVersion 3). */
+  fix?: string;
+  /** The exchanges the check judged, redacted, in order (schemaVersion 2). */
+  evidence: Evidence[];
+  /** Exchanges judged beyond the ones listed in `evidence`. */
+  evidenceOmitted: number;
+  durationMs: number;
+}
+
+interface ReportBase {
+  schemaVersion: 3;
+  tool: { name: string; version: string };
+  /** `server`: a token endpoint and API were checked; `client`: a partner's integration was (schemaVersion 3). */
+  mode: 'server' | 'client';
+  /** `--certify`: a skipped `must` check fails the run (schemaVersion 3; was `mode: 'certify'`). */
+  certify: boolean;
+  /** The bundled spec the run judged against: its SHA-256 (hex). */
+  spec: { sha256: string };
+  startedAt: string;
+  durationMs: number;
+  /** Where the run happened: Node version, OS, host (schemaVersion 3). */
+  environment?: RunEnvironment;
+  summary: Record<'passed' | 'failed' | 'skipped' | 'errored', number>;
+  /** Ids of the `must` checks that were skipped: rules this run did not verify. */
+  notVerified: string[];
+  checks: CheckResult[];
+}
+
+/** Who ran the suite where: what a reviewer needs to place a report. */
+export interface RunEnvironment {
+  node: string;
+  os: string;
+  host: string;
+}
+
+/** The environment of this process. */
+export function runEnvironment(): RunEnvironment {
+  return {
+    node: process.version,
+    os: `${osType()} ${osRelease()} ${process.arch}`,
+    host: hostname(),
+  };
+}
+
+/** The JSON report of a server run (`partner-conformance`). */
+export interface Report extends ReportBase {
+  mode: 'server';
+  target: { authUrl: string; baseUrl: string; audience: string };
+  /** Whether create endpoints got requests with a body, and what those may have created. */
+  writes: { allowed: boolean; mayHaveCreated: string[] };
+  /** Set when the run stopped before any check (the preflight): its error code and why; `checks` is empty. */
+  stopped?: { code: string; reason: string };
+}
+
+/** The JSON report of a client run (`partner-conformance client`): the partner's integration judged. */
+export interface ClientReport extends ReportBase {
+  mode: 'client';
+  /** The certification stage the journey ran against (no credential). */
+  stage: {
+    authUrl: string;
+    baseUrl: string;
+    audience: string;
+    partnerId: string;
+    authorizedScopes: string[];
+    ttlSeconds: number;
+    tokenDelayMs: number;
+    apiDelayMs: number;
+  };
+  /** The journey that was run: the command (redacted), how it ended, how many calls it made. */
+  journey: JourneyRecord & { calls: { token: number; api: number; other: number } };
+  /** The scenario plan, each step with when it fired (absent: the journey never reached it). */
+  scenarios: ScenarioRecord[];
+  /** Exchanges recorded and dropped past the cap (a dropped exchange makes every pass "not verified"). */
+  recording: { exchanges: number; dropped: number; maxExchanges: number };
+}
+
+export type AnyReport = Report | ClientReport;
+
+/** Counts the checks by status. */
+export function summarize(checks: readonly CheckResult[]): Report['summary'] {
+  const summary = { passed: 0, failed: 0, skipped: 0, errored: 0 };
+  for (const check of checks) summary[check.status] += 1;
+  return summary;
+}
+
+/** The `must` checks that did not run to a verdict (skipped). */
+export function mustNotVerified(
+  checks: readonly Pick<CheckResult, 'id' | 'severity' | 'status'>[],
+): string[] {
+  return checks.filter((c) => c.severity === 'must' && c.status === 'skipped').map((c) => c.id);
+}
+
+/** Why a client run's journey did not complete (exit 0 on its own), or undefined. */
+export function journeyFailureOf(report: AnyReport): string | undefined {
+  if (report.mode !== 'client') return undefined;
+  const { journey } = report;
+  // Recording without a command ends with Ctrl-C or --duration: that is how it is meant to end.
+  if (journey.command.length === 0) return undefined;
+  if (journey.ending === 'exited' && journey.exitCode === 0) return undefined;
+  if (journey.ending === 'exited')
+    return `the journey exited with ${journey.exitCode ?? `signal ${journey.signal}`}`;
+  return journey.note ?? `the journey ended: ${journey.ending}`;
+}
+
+/** The verdict of any report, as every reporter prints it. */
+export function reportVerdict(report: AnyReport): ReturnType<typeof verdictOf> {
+  if (report.mode === 'server' && report.stopped)
+    return {
+      code: 1,
+      word: 'FAIL',
+      text: `FAIL — the run stopped before any check: ${report.stopped.reason}`,
+    };
+  const journeyFailure = journeyFailureOf(report);
+  return verdictOf(report.checks, {
+    certify: report.certify,
+    ...(journeyFailure !== undefined && { journeyFailure }),
+  });
+}
+
+/**
+ * The exit code of the contract: 1 when a `must` check failed or errored (or, with `certify`, was
+ * skipped), else 0.
+ */
+export function exitCodeFor(
+  checks: readonly Pick<CheckResult, 'id' | 'severity' | 'status'>[],
+  options: { certify?: boolean } = {},
+): 0 | 1 {
+  const bad = checks.some((c) => c.severity === 'must' && (c.status === 'failed' || c.status === 'errored'));
+  if (bad) return 1;
+  return options.certify && mustNotVerified(checks).length > 0 ? 1 : 0;
+}
+
+/** The one-line verdict every reporter prints. */
+export function verdictOf(
+  checks: readonly Pick<CheckResult, 'id' | 'severity' | 'status'>[],
+  options: { certify?: boolean; journeyFailure?: string } = {},
+): { code: 0 | 1; word: 'PASS' | 'FAIL'; text: string } {
+  if (options.certify && options.journeyFailure !== undefined)
+    return {
+      code: 1,
+      word: 'FAIL',
+      text: `FAIL — certification needs a journey that completes: ${options.journeyFailure}`,
+    };
+  const code = exitCodeFor(checks, options);
+  const failedMust = checks.filter(
+    (c) => c.severity === 'must' && (c.status === 'failed' || c.status === 'errored'),
+  );
+  const skippedMust = mustNotVerified(checks);
+  const notVerified = `${skippedMust.length} must check${skippedMust.length === 1 ? '' : 's'} not verified: ${skippedMust.join(', ')}`;
+  if (failedMust.length > 0)
+    return {
+      code,
+      word: 'FAIL',
+      text: `FAIL — ${failedMust.length} must check${failedMust.length === 1 ? '' : 's'} failed or errored: ${failedMust.map((c) => c.id).join(', ')}${skippedMust.length > 0 ? `; ${notVerified}` : ''}`,
+    };
+  if (skippedMust.length > 0)
+    return options.certify
+      ? { code, word: 'FAIL', text: `FAIL — certification needs every must check verified; ${notVerified}` }
+      : { code, word: 'PASS', text: `PASS — ${notVerified}` };
+  return { code, word: 'PASS', text: 'PASS — every must check passed' };
+}
