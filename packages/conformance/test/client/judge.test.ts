@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { judgeSession } from '../../src/index.js';
-import { loans, sessionOf, tokenRequest } from '../support/session.js';
+import { loans, sessionOf, tokenRequest } from './support/session.js';
 
 const verdict = (session: Parameters<typeof judgeSession>[0], id: string) =>
   judgeSession(session, { only: [id] }).checks[0]!;
