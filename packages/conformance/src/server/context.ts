@@ -2,67 +2,18 @@ import { isIP } from 'node:net';
 import { type ApiOperationId, expandPath, operations, scopeFor, scopes } from '@partner-lending/spec';
 import type { JWK } from 'jose';
 import { bearerChallengeOf } from '../shared/bearer-challenge.js';
-import { type DecodedJwt, decodeJwt } from '../shared/jwt.js';
+import { decodeJwt } from '../shared/jwt.js';
+import { isLoopbackHost } from '../shared/loopback.js';
 import type { Redactor, Secret } from '../shared/redact.js';
 import { parseScopeString } from '../shared/scope-set.js';
 import { curlLine } from './curl-line.js';
-import { isLoopbackHost } from '../shared/loopback.js';
 import { SuiteIssuer } from './forgery/suite-issuer.js';
 import { cite } from './http/evidence.js';
 import type { Exchange, HttpProbe, ProbeRequest } from './http/probe.js';
 import { errorCodeOf, jsonObject } from './http/probe.js';
+import type { ApiCall, CheckSettings, Target, TokenOutcome } from './target.js';
 
-/** The service under test. */
-export interface Target {
-  readonly authUrl: string;
-  readonly tokenUrl: string;
-  readonly baseUrl: string;
-  readonly audience: string;
-  readonly clientId: Secret;
-  readonly clientSecret: Secret;
-}
-
-/** The settings checks read. */
-export interface CheckSettings {
-  readonly allowWrites: boolean;
-  readonly expectScopes: readonly string[] | undefined;
-  readonly maxExpiryWaitSeconds: number;
-  /** A real partner id that is not the tested client's, for the isolation check; undefined: none known. */
-  readonly foreignPartnerId: string | undefined;
-  /** A second partner's client credentials, when given: the isolation check learns its id and proves its path. */
-  readonly otherClient: { clientId: Secret; clientSecret: Secret } | undefined;
-  /** Where the key set is, when known (the embedded mock); else discovered. */
-  readonly jwksUrl: string | undefined;
-  /** A host the target can reach the suite's own issuer at (--listen); loopback targets need none. */
-  readonly listen?: string | undefined;
-  /** An audience the token endpoint issues for this client that is not the API (--other-audience). */
-  readonly otherAudience?: string | undefined;
-}
-
-/** A token request and what came back. */
-export interface TokenOutcome {
-  readonly exchange: Exchange;
-  /** The scopes asked for; undefined when no scope parameter was sent. */
-  readonly requested: readonly string[] | undefined;
-  readonly audience: string;
-  /** The access token when the answer was a 200 carrying one. */
-  readonly accessToken: string | undefined;
-  readonly body: Record<string, unknown> | undefined;
-  readonly jwt: DecodedJwt | undefined;
-  /** The granted scopes: the response `scope`, or the requested ones when it is absent (RFC 6749 §5.1). */
-  readonly granted: string[] | undefined;
-}
-
-export interface ApiCall {
-  /** The whole Authorization header; null sends none. Default: `Bearer <token>`. */
-  authorization?: string | null;
-  token?: string;
-  partnerId?: string;
-  query?: Record<string, string>;
-  json?: unknown;
-  form?: ReadonlyArray<readonly [string, string]>;
-  headers?: Record<string, string>;
-}
+export type { ApiCall, CheckSettings, Target, TokenOutcome } from './target.js';
 
 /** What every check gets: the target, the HTTP probe, the tokens of the run and helpers. */
 export class CheckContext {

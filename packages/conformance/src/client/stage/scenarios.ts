@@ -1,0 +1,157 @@
+import { matchPath, operations } from '@partner-lending/spec';
+import type { IssuedToken, RecordedExchange, ScenarioName, ScenarioRecord } from '../session.js';
+
+/** The scenario steps a stage can play; `--scenario NAME…` picks some, `--no-faults` none. */
+export const scenarioNames: readonly ScenarioName[] = [
+  'revocation',
+  'throttle',
+  'unavailable',
+  'narrowed-grant',
+];
+
+/** Which eligible API call (1-based) triggers the revocation and the throttle. */
+export const revocationCall = 3;
+export const throttleCall = 6;
+/** `Retry-After` of the 429 and of the 503, in seconds. */
+export const throttleRetryAfterSeconds = 2;
+export const unavailableRetryAfterSeconds = 1;
+/** The grant of the stage's client under `narrowed-grant` unless `--scopes` says otherwise. */
+export const defaultScopes = ['read:loans', 'create:loan_draft'];
+export function scenarioPlans(ttlSeconds: number, grant: readonly string[]): Record<ScenarioName, string> {
+  return {
+    revocation: `the token of the ${ordinal(revocationCall)} API call that would have succeeded is revoked at that call: it and every later call carrying that token get 401 invalid_token`,
+    throttle: `the ${ordinal(throttleCall)} API call that would have succeeded gets 429 with Retry-After: ${throttleRetryAfterSeconds}`,
+    unavailable: `the first create (POST) that would have succeeded gets 503 with Retry-After: ${unavailableRetryAfterSeconds}; nothing is created`,
+    'narrowed-grant': `the client is authorised for ${grant.join(' ')} only (not all four scopes); a token's scope is requested ∩ authorised, and an operation outside it gets 403 insufficient_scope (tokens live ${ttlSeconds} s throughout)`,
+  };
+}
+
+function ordinal(n: number): string {
+  const suffix =
+    n % 10 === 1 && n !== 11
+      ? 'st'
+      : n % 10 === 2 && n !== 12
+        ? 'nd'
+        : n % 10 === 3 && n !== 13
+          ? 'rd'
+          : 'th';
+  return `${n}${suffix}`;
+}
+
+/** An answer the stage gives itself instead of the API's. */
+export interface StageAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+const json = (value: unknown) => JSON.stringify(value);
+
+/** The answer of an injected scenario step: a revocation's 401, the throttle's 429, the outage's 503. */
+export function injectedAnswer(injected: NonNullable<RecordedExchange['injected']>): StageAnswer {
+  if (injected === 'revoked') {
+    const description = 'the access token was revoked';
+    return {
+      status: 401,
+      headers: {
+        'content-type': 'application/json',
+        'www-authenticate': `Bearer realm="partner-api", error="invalid_token", error_description="${description}"`,
+      },
+      body: json({ error: 'invalid_token', error_description: description }),
+    };
+  }
+  if (injected === 'throttled')
+    return {
+      status: 429,
+      headers: { 'content-type': 'application/json', 'retry-after': String(throttleRetryAfterSeconds) },
+      body: json({
+        error: 'rate_limited',
+        error_description: 'too many requests; retry after the time given',
+      }),
+    };
+  return {
+    status: 503,
+    headers: { 'content-type': 'application/json', 'retry-after': String(unavailableRetryAfterSeconds) },
+    body: json({
+      error: 'unavailable',
+      error_description: 'the service is unavailable; nothing was created',
+    }),
+  };
+}
+
+/** The scenario plan as it plays: which steps are on, which fired when, and what to inject next. */
+export interface ScenarioPlayer {
+  readonly records: ScenarioRecord[];
+  /** A token request asked for `scopes`: the narrowed grant fires the first time it asks beyond the grant. */
+  tokenRequested(scopes: readonly string[], at: number, seq: number): void;
+  /** The step to play on an API call carrying `issued` (a well-formed bearer), if any. */
+  injectionFor(
+    method: string,
+    path: string,
+    issued: IssuedToken | undefined,
+    now: number,
+  ): RecordedExchange['injected'];
+  /** An injected step was answered: it fired now. */
+  injected(injected: NonNullable<RecordedExchange['injected']>, at: number, seq: number): void;
+  /** The API answered a call: a 403 insufficient_scope shows the narrowed grant. */
+  apiAnswered(status: number, challenge: string | undefined, at: number, seq: number): void;
+}
+
+export function playScenarios(
+  enabled: ReadonlySet<ScenarioName>,
+  grant: readonly string[],
+  ttlSeconds: number,
+): ScenarioPlayer {
+  const plans = scenarioPlans(ttlSeconds, grant);
+  const records: ScenarioRecord[] = scenarioNames.map((name) => ({
+    name,
+    enabled: enabled.has(name),
+    plan: plans[name],
+  }));
+  const scenario = (name: ScenarioName) => records.find((item) => item.name === name)!;
+  const fire = (name: ScenarioName, at: number, seq: number) => {
+    const record = scenario(name);
+    if (record.firedAt === undefined) Object.assign(record, { firedAt: at, seq });
+  };
+  let eligibleCalls = 0;
+  return {
+    records,
+    tokenRequested(scopes, at, seq) {
+      const narrowed = scenario('narrowed-grant');
+      if (narrowed.enabled && scopes.some((item) => !grant.includes(item))) fire('narrowed-grant', at, seq);
+    },
+    injectionFor(method, path, issued, now) {
+      if (!issued) return undefined;
+      if (issued.revokedAt !== undefined) return 'revoked';
+      if (now >= issued.expAt) return undefined;
+      const match = matchPath(path);
+      const operationId = match?.methods[method];
+      if (!operationId || operations[operationId].server !== 'api') return undefined;
+      if (match.params.partner_id !== issued.partnerId) return undefined;
+      if (!issued.scope.includes(operations[operationId].scope)) return undefined;
+      eligibleCalls += 1;
+      const revocation = scenario('revocation');
+      if (revocation.enabled && revocation.firedAt === undefined && eligibleCalls >= revocationCall) {
+        issued.revokedAt = now;
+        return 'revoked';
+      }
+      const throttle = scenario('throttle');
+      if (throttle.enabled && throttle.firedAt === undefined && eligibleCalls >= throttleCall)
+        return 'throttled';
+      const unavailable = scenario('unavailable');
+      if (unavailable.enabled && unavailable.firedAt === undefined && method === 'POST') return 'unavailable';
+      return undefined;
+    },
+    injected(injected, at, seq) {
+      fire(
+        injected === 'revoked' ? 'revocation' : injected === 'throttled' ? 'throttle' : 'unavailable',
+        at,
+        seq,
+      );
+    },
+    apiAnswered(status, challenge, at, seq) {
+      if (scenario('narrowed-grant').enabled && status === 403 && /insufficient_scope/.test(challenge ?? ''))
+        fire('narrowed-grant', at, seq);
+    },
+  };
+}

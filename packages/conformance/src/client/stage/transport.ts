@@ -1,0 +1,148 @@
+import {
+  type Agent,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import { Readable } from 'node:stream';
+import type { RunningMock } from '@partner-lending/mock';
+import { usageError } from '../../errors.js';
+import { keptText } from './request-reader.js';
+import type { StageAnswer } from './scenarios.js';
+
+/** The stage's HTTP plumbing: listening, answering, forwarding to the mock's token endpoint, and handing API calls to the mock in process. */
+
+export function listenOn(server: Server, host: string, port: number, what: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        usageError(
+          error.code === 'EADDRINUSE'
+            ? `${what} port ${port} is already in use on ${host}; choose another (${what === 'the partner API' ? '--port' : '--auth-port'}) or 0 for a random one`
+            : `could not listen on ${host}:${port} for ${what}: ${error.message}`,
+        ),
+      ),
+    );
+    server.listen(port, host, () => {
+      const address = server.address();
+      resolve(typeof address === 'object' && address !== null ? address.port : port);
+    });
+  });
+}
+
+export const hostOf = (host: string) => (host.includes(':') ? `[${host}]` : host);
+
+export function send(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  body: string,
+): Promise<void> {
+  return new Promise((resolve) => {
+    res.writeHead(status, { ...headers, 'content-length': String(Buffer.byteLength(body)) });
+    res.end(body, () => resolve());
+    res.once('close', () => resolve());
+  });
+}
+
+export function forward(
+  req: IncomingMessage,
+  origin: string,
+  body: Buffer,
+  agent: Agent,
+): Promise<StageAnswer> {
+  const url = new URL(req.url ?? '/', origin);
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(req.headers))
+    if (
+      value !== undefined &&
+      !['connection', 'keep-alive', 'transfer-encoding', 'host', 'content-length'].includes(name)
+    )
+      headers[name] = value;
+  headers['content-length'] = String(body.length);
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest(
+      { host: url.hostname, port: url.port, path: req.url ?? '/', method: req.method, headers, agent },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          const kept: Record<string, string> = {};
+          for (const [name, value] of Object.entries(response.headers))
+            if (
+              value !== undefined &&
+              !['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date'].includes(name)
+            )
+              kept[name] = Array.isArray(value) ? value.join(', ') : value;
+          resolve({
+            status: response.statusCode ?? 502,
+            headers: kept,
+            body: Buffer.concat(chunks).toString('utf8'),
+          });
+        });
+        response.on('error', reject);
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(body);
+  });
+}
+
+/**
+ * Hands an API call to the mock in process (no second HTTP hop: the mock answers on `res`), replaying
+ * the body the stage already read, and keeps what the answer was for the record.
+ */
+export function dispatch(
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: Buffer,
+  mock: RunningMock,
+): Promise<StageAnswer> {
+  const replay = Object.assign(Readable.from(body.length > 0 ? [body] : []), {
+    method: req.method,
+    url: req.url,
+    headers: req.headers,
+    rawHeaders: req.rawHeaders,
+    httpVersion: req.httpVersion,
+    socket: req.socket,
+  }) as unknown as IncomingMessage;
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  const keep = (chunk: unknown) => {
+    if (keptBytes >= keptText * 4 || chunk === undefined || chunk === null || typeof chunk === 'function')
+      return;
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    kept.push(buffer);
+    keptBytes += buffer.length;
+  };
+  let headArgument: Record<string, unknown> = {};
+  const writeHead = res.writeHead.bind(res);
+  const write = res.write.bind(res);
+  const end = res.end.bind(res);
+  res.writeHead = ((status: number, ...rest: unknown[]) => {
+    const headers = rest.find((item) => typeof item === 'object' && item !== null);
+    if (headers) headArgument = headers as Record<string, unknown>;
+    return (writeHead as (...args: unknown[]) => ServerResponse)(status, ...rest);
+  }) as typeof res.writeHead;
+  res.write = ((chunk: unknown, ...rest: unknown[]) => {
+    keep(chunk);
+    return (write as (...args: unknown[]) => boolean)(chunk, ...rest);
+  }) as typeof res.write;
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+    keep(chunk);
+    return (end as (...args: unknown[]) => ServerResponse)(chunk, ...rest);
+  }) as typeof res.end;
+  return new Promise((resolve) => {
+    const done = () => {
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries({ ...res.getHeaders(), ...headArgument }))
+        if (value !== undefined)
+          headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+      resolve({ status: res.statusCode, headers, body: Buffer.concat(kept).toString('utf8') });
+    };
+    res.once('finish', done);
+    res.once('close', done);
+    mock.handle('api', replay, res);
+  });
+}
