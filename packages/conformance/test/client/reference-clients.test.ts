@@ -34,6 +34,11 @@ const bugs: Array<[bug: string, check: string]> = [
   ['retry-loop-401', 'client-revocation-recovery'],
   ['stampede', 'client-single-flight'],
   ['other-partner', 'client-own-partner'],
+  ['wrong-scheme', 'client-bearer-header'],
+  ['no-audience', 'client-audience'],
+  ['broad-scope', 'client-least-scope'],
+  ['ignore-grant', 'client-granted-scope-respected'],
+  ['create-as-text', 'client-request-shape'],
 ];
 
 async function inBatches<T, R>(
@@ -61,6 +66,10 @@ describe('client mode against reference clients', () => {
     // Every scenario step was reached by the journey, so no pass stands on an unplayed step.
     for (const scenario of report.scenarios) expect(scenario.firedAt, scenario.name).toBeTypeOf('number');
   }, 90_000);
+
+  it('every client check has a wrong client that turns it red (the self-proof of client mode)', () => {
+    expect(new Set(bugs.map(([, check]) => check))).toEqual(new Set(clientCheckIds));
+  });
 
   it('each wrong client turns exactly its own check red, and no other must check', async () => {
     const runs = await inBatches(bugs, 3, async ([bug]) => journey(bug));

@@ -1,7 +1,8 @@
 // A partner journey written with nothing but fetch: correct by default, wrong in exactly one way with
 // BUG=<name>. The client-mode tests run it under the stage; each bug must turn exactly its check red.
 //   token-per-call · cached-past-exp · token-in-query · secret-to-api · ignore-retry-after ·
-//   replay-create · retry-loop-401 · stampede · other-partner · no-calls
+//   replay-create · retry-loop-401 · stampede · other-partner · wrong-scheme · no-audience ·
+//   broad-scope · ignore-grant · create-as-text · no-calls
 const bug = process.env.BUG ?? '';
 const seconds = Number(process.env.JOURNEY_SECONDS ?? 5);
 const env = (name) => {
@@ -22,16 +23,19 @@ const cache = new Map(); // scope → { token, partnerId, expiresAt }
 const inFlight = new Map(); // scope → Promise
 
 async function requestToken(scope) {
+  const form = {
+    grant_type: 'client_credentials',
+    client_id: clientId,
+    client_secret: clientSecret,
+    // broad-scope asks for every operation's scope, whatever it calls.
+    scope: bug === 'broad-scope' ? 'read:loans create:loan_draft' : scope,
+    audience,
+  };
+  if (bug === 'no-audience') delete form.audience;
   const response = await fetch(tokenUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: clientId,
-      client_secret: clientSecret,
-      scope,
-      audience,
-    }),
+    body: new URLSearchParams(form),
   });
   if (!response.ok) throw new Error(`token endpoint answered ${response.status}`);
   const body = await response.json();
@@ -65,10 +69,15 @@ async function call(method, path, scope, body) {
     const partner = bug === 'other-partner' ? 'partner-someone-else' : partnerId;
     let url = `${baseUrl}/v3/partner/${partner}/${path}`;
     if (bug === 'token-in-query') url += `${url.includes('?') ? '&' : '?'}access_token=${token}`;
-    const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
+    const headers = {
+      authorization: `${bug === 'wrong-scheme' ? 'Token' : 'Bearer'} ${token}`,
+      accept: 'application/json',
+    };
     if (bug === 'secret-to-api') headers['x-client-secret'] = clientSecret;
-    if (body) headers['content-type'] = 'application/json';
-    const response = await fetch(url, { method, headers, ...(body && { body: JSON.stringify(body) }) });
+    if (body) headers['content-type'] = bug === 'create-as-text' ? 'text/plain' : 'application/json';
+    const sent =
+      body && (bug === 'create-as-text' ? new URLSearchParams(body).toString() : JSON.stringify(body));
+    const response = await fetch(url, { method, headers, ...(body && { body: sent }) });
     await response.arrayBuffer();
     if (response.status === 401 && /invalid_token/.test(response.headers.get('www-authenticate') ?? '')) {
       if (bug === 'retry-loop-401' && attempts < 6) continue;
@@ -96,11 +105,18 @@ statuses.push(
     call('GET', 'loans?limit=5&offset=5', 'read:loans'),
   ])),
 );
-statuses.push(await call('POST', 'loan_draft', 'create:loan_draft', { amount: 2500, currency: 'EUR' }));
+// broad-scope never creates: its tokens carry create:loan_draft for nothing.
+if (bug !== 'broad-scope')
+  statuses.push(await call('POST', 'loan_draft', 'create:loan_draft', { amount: 2500, currency: 'EUR' }));
 // An operation outside the grant: the token endpoint refuses the scope (or narrows it); do not call it.
 const repayment = await requestToken('create:repayment').catch(() => undefined);
 if (repayment && /create:repayment/.test(repayment.scope ?? ''))
   statuses.push(await call('POST', 'repayments', 'create:repayment', { amount: 1 }));
+else if (bug === 'ignore-grant') {
+  // Calls the operation it was not granted, again and again, with the token it has.
+  for (let attempt = 0; attempt < 3; attempt++)
+    statuses.push(await call('POST', 'repayments', 'read:loans', { amount: 1, attempt }));
+}
 const end = Date.now() + seconds * 1000;
 while (Date.now() < end) {
   statuses.push(await call('GET', 'loans?limit=10', 'read:loans'));

@@ -1,7 +1,7 @@
 import { operations } from '@partner-lending/spec';
 import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 import { isSuccess } from '../../context.js';
-import { insufficientScopeCalls } from './insufficient-scope-calls.js';
+import { insufficientScopeCalls } from '../helpers/insufficient-scope-calls.js';
 
 /** A valid token without an endpoint's scope is never accepted there (any 2xx is a failure). */
 export default defineCheck({

@@ -1,7 +1,7 @@
 import { operations } from '@partner-lending/spec';
 import { bearerChallengeOf } from '../../../shared/bearer-challenge.js';
 import { defineCheck, judge, notVerified } from '../../check.js';
-import { insufficientScopeCalls } from './insufficient-scope-calls.js';
+import { insufficientScopeCalls } from '../helpers/insufficient-scope-calls.js';
 
 /**
  * The refusal of a token lacking a scope is RFC 6750's: 403 with error="insufficient_scope". `should`:

@@ -1,6 +1,6 @@
 import { API_CONTROL, defineCheck, notVerified } from '../../check.js';
 import { algNoneToken, noneCasings } from '../../forgery/token-forger.js';
-import { expectAllRefused } from './refusal.js';
+import { expectAllRefused } from '../helpers/refusal.js';
 
 /** The same claims unsigned with alg "none" (in several casings) are refused. */
 export default defineCheck({

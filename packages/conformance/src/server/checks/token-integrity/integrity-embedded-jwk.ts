@@ -1,6 +1,6 @@
 import { API_CONTROL, defineCheck, notVerified } from '../../check.js';
 import { embeddedJwkToken } from '../../forgery/token-forger.js';
-import { expectAllRefused } from './refusal.js';
+import { expectAllRefused } from '../helpers/refusal.js';
 
 /** A token that carries its own verification key in the `jwk` header is refused. */
 export default defineCheck({

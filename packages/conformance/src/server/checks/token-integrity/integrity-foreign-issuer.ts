@@ -1,5 +1,5 @@
 import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
-import { issuerAttack } from './issuer-attack.js';
+import { issuerAttack } from '../helpers/issuer-attack.js';
 
 /**
  * The same claims, `iss` set to the suite's own issuer (RFC 8414/OpenID metadata and a JWKS on a port of

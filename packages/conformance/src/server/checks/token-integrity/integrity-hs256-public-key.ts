@@ -1,6 +1,6 @@
 import { API_CONTROL, defineCheck, notVerified } from '../../check.js';
 import { hs256PublicKeyTokens } from '../../forgery/token-forger.js';
-import { expectAllRefused } from './refusal.js';
+import { expectAllRefused } from '../helpers/refusal.js';
 
 /** The same claims signed HS256 with the server's public key (PEM) as the HMAC secret are refused. */
 export default defineCheck({

@@ -1,5 +1,5 @@
 import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
-import { issuerAttack } from './issuer-attack.js';
+import { issuerAttack } from '../helpers/issuer-attack.js';
 
 /**
  * The same claims signed by the suite's own issuer's key, with a `jku` header naming that issuer's key

@@ -1,7 +1,7 @@
 import { scopes } from '@partner-lending/spec';
 import { API_CONTROL, defineCheck, notVerified } from '../../check.js';
 import { tamperedPayloadToken } from '../../forgery/token-forger.js';
-import { expectAllRefused } from './refusal.js';
+import { expectAllRefused } from '../helpers/refusal.js';
 
 /** The same signature over a changed payload (the scope claim widened) is refused. */
 export default defineCheck({

@@ -1,6 +1,6 @@
 import { API_CONTROL, defineCheck, notVerified } from '../../check.js';
 import { unknownKeyToken } from '../../forgery/token-forger.js';
-import { expectAllRefused } from './refusal.js';
+import { expectAllRefused } from '../helpers/refusal.js';
 
 /** The same claims signed by a key the server never published (unknown kid) are refused. */
 export default defineCheck({
