@@ -59,11 +59,3 @@ export function startDeadline(ms: number, message: string): { signal: AbortSigna
   const timer = setTimeout(() => controller.abort(new DOMException(message, 'TimeoutError')), ms);
   return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
-
-/**
- * Resolves like `promise` unless `signal` aborts first: then rejects with its reason, even when the
- * work behind `promise` ignores the signal (a custom fetch, a stuck body read).
- */
-export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return raceSignal(promise, signal);
-}

@@ -3,6 +3,7 @@ export { type AuthFetch, type AuthFetchOptions, createAuthFetch } from './auth-f
 export { type Challenge, findBearerChallenge, parseWwwAuthenticate } from './bearer-challenge.js';
 export type { Clock, Sleep } from './clock.js';
 export { raceSignal, startDeadline } from './clock.js';
+export { isLoopbackHost } from './token-endpoint.js';
 export {
   createStderrLogger,
   type LogLevel,

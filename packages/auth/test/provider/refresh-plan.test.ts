@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { planRefresh, type RefreshWindows } from '../../src/provider/refresh-plan.js';
+
+const defaults: RefreshWindows = {
+  softWindowMs: 60_000,
+  softWindowRatio: 0.1,
+  hardWindowMs: 5_000,
+  jitterRatio: 0.2,
+};
+const at = (obtainedAt: number, lifetimeMs: number) => ({ obtainedAt, expiresAt: obtainedAt + lifetimeMs });
+
+describe('planRefresh (a pure function: no provider, no clock)', () => {
+  it('a 12-hour token: refreshed 10–12 % of its life ahead in the background, callers wait only in the last 5 s', () => {
+    const token = at(1_000_000_000_500, 43_200_000);
+    const low = planRefresh(token, defaults, () => 0);
+    const high = planRefresh(token, defaults, () => 0.999_999);
+    expect(token.expiresAt - low.refreshAt).toBe(4_320_000);
+    expect(token.expiresAt - high.refreshAt).toBeCloseTo(5_184_000, -1);
+    expect(token.expiresAt - low.hardAt).toBe(5_000);
+    expect(low.renewAt).toBe(0);
+  });
+
+  it('a short token: windows scale with the lifetime (hard 5 %, soft at most 12 %)', () => {
+    const token = at(1_000_000_000_250, 20_000); // exp not on a whole second
+    const plan = planRefresh(token, defaults, () => 0.5);
+    expect(token.expiresAt - plan.hardAt).toBe(1_000);
+    expect(token.expiresAt - plan.refreshAt).toBeLessThanOrEqual(2_400);
+    expect(token.expiresAt - plan.refreshAt).toBeGreaterThan(2_000);
+  });
+
+  it('a whole-second token of at most 6 s is renewed at its exp, not ahead of it', () => {
+    const token = at(1_000_000_000_000, 2_000);
+    const plan = planRefresh(token, defaults, () => 0.5);
+    expect(plan.renewAt).toBe(token.expiresAt);
+    expect(plan.refreshAt).toBe(plan.hardAt);
+    expect(token.expiresAt - plan.hardAt).toBe(100);
+    // The same lifetime off the whole second is not aligned: it gets a soft window.
+    expect(planRefresh(at(1_000_000_000_300, 2_000), defaults, () => 0.5).renewAt).toBe(0);
+  });
+
+  it('the jitter widens the soft window by up to jitterRatio, drawn from the random source', () => {
+    const token = at(0, 3_600_000);
+    const draws = [0, 0.25, 0.5, 0.75].map(
+      (r) => token.expiresAt - planRefresh(token, defaults, () => r).refreshAt,
+    );
+    expect(draws).toEqual([360_000, 378_000, 396_000, 414_000]);
+  });
+});
