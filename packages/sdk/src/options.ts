@@ -1,3 +1,4 @@
+import { isLoopbackHost } from '@partner-lending/auth';
 import { ConfigurationError } from './errors.js';
 
 /** The environment variables of the toolkit, by option. */
@@ -48,13 +49,6 @@ const describeOption = {
   clientId: 'the client id from the partner administration console',
   clientSecret: 'the client secret from the partner administration console',
 } as const;
-
-/** True for `localhost`, `*.localhost`, 127.0.0.0/8 and `[::1]`. */
-function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.toLowerCase();
-  if (host === 'localhost' || host.endsWith('.localhost') || host === '[::1]') return true;
-  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
 
 /** A URL for messages: never its userinfo. */
 function shown(url: URL): string {
