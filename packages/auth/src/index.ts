@@ -3,7 +3,6 @@ export { type AuthFetch, type AuthFetchOptions, createAuthFetch } from './auth-f
 export { type Challenge, findBearerChallenge, parseWwwAuthenticate } from './bearer-challenge.js';
 export type { Clock, Sleep } from './clock.js';
 export { raceSignal, startDeadline } from './clock.js';
-export { isLoopbackHost } from './token-endpoint.js';
 export {
   createStderrLogger,
   type LogLevel,
@@ -47,6 +46,7 @@ export {
 } from './retry.js';
 export { missingScopes, normalizeScopes, parseScopeString, type ScopeSet } from './scope-set.js';
 export type { StoredEntryProblem } from './stored-entry.js';
+export { isLoopbackHost } from './token-endpoint.js';
 export type { TokenEvent, TokenEventListener } from './token-event.js';
 export {
   ALLOWED_ALGORITHMS,
