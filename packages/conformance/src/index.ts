@@ -22,6 +22,26 @@ export {
   type ScenarioRecord,
 } from './client/session.js';
 export { type RunningStage, type StageOptions, scenarioNames, startStage } from './client/stage.js';
+export {
+  type BearerChallengeResult,
+  bearerChallengeOf,
+  type Challenge,
+  parseChallenges,
+} from './common/bearer-challenge.js';
+export {
+  type AnyReport,
+  type CheckResult,
+  type CheckStatus,
+  type ClientReport,
+  type Evidence,
+  exitCodeFor,
+  mustNotVerified,
+  type Report,
+  reportVerdict,
+  type Severity,
+  summarize,
+  verdictOf,
+} from './common/report.js';
 export { ConformanceError, type ConformanceErrorCode, exitCodeForError } from './errors.js';
 export { ConsoleReporter, type ConsoleReporterOptions, type ConsoleStream } from './reporters/console.js';
 export { formatClientHtmlReport } from './reporters/html/client.js';
@@ -38,23 +58,3 @@ export {
   runConformanceDetailed,
   type TargetInfo,
 } from './server/run.js';
-export {
-  type BearerChallengeResult,
-  bearerChallengeOf,
-  type Challenge,
-  parseChallenges,
-} from './shared/bearer-challenge.js';
-export {
-  type AnyReport,
-  type CheckResult,
-  type CheckStatus,
-  type ClientReport,
-  type Evidence,
-  exitCodeFor,
-  mustNotVerified,
-  type Report,
-  reportVerdict,
-  type Severity,
-  summarize,
-  verdictOf,
-} from './shared/report.js';

@@ -12,7 +12,7 @@ const src = fileURLToPath(new URL('../src/', import.meta.url));
 const layerOf = (file: string): { name: string; rank: number } => {
   const top = relative(src, file).split(sep)[0]!;
   if (top === 'errors.ts' || top === 'version.ts') return { name: top, rank: 0 };
-  if (top === 'shared') return { name: 'shared', rank: 1 };
+  if (top === 'common') return { name: 'common', rank: 1 };
   if (top === 'server' || top === 'client') return { name: top, rank: 2 };
   if (top === 'reporters') return { name: 'reporters', rank: 3 };
   if (top === 'cli') return { name: 'cli', rank: 4 };
@@ -45,7 +45,7 @@ function offencesOf(file: string, text: string): string[] {
     const where = `${relative(src, file)} imports ${relative(src, target)}`;
     if (other.rank > own.rank) found.push(`${where}: up from ${own.name} to ${other.name}`);
     else if (other.rank === own.rank && other.name !== own.name && own.rank === 2)
-      found.push(`${where}: across modes (${own.name} → ${other.name}); move what both need to shared/`);
+      found.push(`${where}: across modes (${own.name} → ${other.name}); move what both need to common/`);
   }
   return found;
 }
@@ -74,7 +74,7 @@ describe('imports point one way', () => {
       "import { main } from '../cli/main.js';\nimport { checks } from '../server/checks/index.js';\n";
     expect(offencesOf(join(src, 'client', 'probe.ts'), text)).toEqual([
       'client/probe.ts imports cli/main.ts: up from client to cli',
-      'client/probe.ts imports server/checks/index.ts: across modes (client → server); move what both need to shared/',
+      'client/probe.ts imports server/checks/index.ts: across modes (client → server); move what both need to common/',
     ]);
     expect(offencesOf(join(src, 'cli', 'probe.ts'), text)).toEqual([]);
   });

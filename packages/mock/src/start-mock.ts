@@ -108,6 +108,11 @@ export interface RunningMock {
   handle(server: 'auth' | 'api', req: IncomingMessage, res: ServerResponse): void;
   /** Adds a new signing key; the previous one stays published until the next rotation. */
   rotateKeys(options?: { retirePrevious?: boolean }): Promise<void>;
+  /**
+   * Sets the lifetime of the tokens issued from now on, in seconds (1 to 10 years); tokens already
+   * issued keep theirs. The certification stage issues short tokens first, then long ones.
+   */
+  setTokenTtl(seconds: number): void;
   close(): Promise<void>;
 }
 
@@ -166,7 +171,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
   const profile = options.profile ?? 'deployed';
   if (!profiles.includes(profile))
     fail(`startMock: profile must be one of ${profiles.join(', ')}, got ${String(profile)}.`);
-  const tokenTtlSeconds = integer('tokenTtlSeconds', options.tokenTtlSeconds, 43_200, 1, 10 * 365 * 86_400);
+  let tokenTtlSeconds = integer('tokenTtlSeconds', options.tokenTtlSeconds, 43_200, 1, 10 * 365 * 86_400);
   const loansPerPartner = integer('loansPerPartner', options.loansPerPartner, 25, 0, 100_000);
   const storeLimits: StoreLimits = {
     maxStored: integer('maxStored', options.maxStored, defaultStoreLimits.maxStored, 0, 10_000_000),
@@ -255,7 +260,9 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     get audience() {
       return urls.audience;
     },
-    tokenTtlSeconds,
+    get tokenTtlSeconds() {
+      return tokenTtlSeconds;
+    },
     clock,
     keys,
     faults,
@@ -334,6 +341,9 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     storedUsage: () => store.usage(),
     requestLog: () => log.entries(),
     rotateKeys: (rotateOptions) => keys.rotate(rotateOptions),
+    setTokenTtl: (seconds) => {
+      tokenTtlSeconds = integer('setTokenTtl', seconds, tokenTtlSeconds, 1, 10 * 365 * 86_400);
+    },
     handle: (server, req, res) => {
       (server === 'auth' ? authServer : apiServer).emit('request', req, res);
     },

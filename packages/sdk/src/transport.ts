@@ -12,6 +12,7 @@ import {
   APITimeoutError,
   APIUserAbortError,
   ConfigurationError,
+  RateLimitError,
   RedirectRefusedError,
 } from './errors.js';
 import { backoffMs, isRetryableStatus, retryAfterMs, retryPolicy } from './retry.js';
@@ -188,6 +189,12 @@ export function createTransport(options: TransportOptions): Transport {
   const { logger, tokens } = options;
   /** What is left of a call's deadline, in ms (at least 1). */
   const remaining = (deadline: Deadline) => Math.max(1, deadline.at - options.now());
+  /**
+   * After a 429 or 503 with Retry-After, the API asked this client to wait (RFC 6585 §4, RFC 9110
+   * §10.2.3): no request of any operation goes out before then. A call whose deadline ends first
+   * fails at once with RateLimitError instead of waiting.
+   */
+  let pausedUntil = 0;
   return async function send(request, call = {}) {
     const own = call.deadline === undefined;
     const deadline =
@@ -222,6 +229,16 @@ export function createTransport(options: TransportOptions): Transport {
     let replayed = false;
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) throw stopped(deadline, request, signal.reason);
+      const paused = pausedUntil - options.now();
+      if (paused > 0) {
+        if (paused >= deadline.at - options.now())
+          throw new RateLimitError(
+            `${label(request).where} was not sent: the partner API asked this client to wait ${Math.ceil(paused)} ms more (Retry-After of an earlier 429/503), longer than what is left of timeoutMs. Retry after that.`,
+            { attempts: attempt - 1, retryAfterMs: Math.ceil(paused) },
+          );
+        logger?.debug?.(`${label(request).where}: waiting ${Math.ceil(paused)} ms (Retry-After of an earlier answer)`);
+        await pause(paused, deadline, request);
+      }
       let failure: PartnerApiError;
       let token: AccessToken | undefined;
       const started = options.now();
@@ -253,6 +270,8 @@ export function createTransport(options: TransportOptions): Transport {
         deadline.phase = 'body';
         const now = options.now();
         const waitAsked = isRetryableStatus(answer.status) ? retryAfterMs(answer.headers, now) : undefined;
+        if (waitAsked !== undefined && (answer.status === 429 || answer.status === 503))
+          pausedUntil = Math.max(pausedUntil, now + Math.min(waitAsked, retryPolicy.maxRetryAfterMs));
         answers.set(answer, { attempts: attempt, retryAfterMs: waitAsked, token: token?.accessToken });
         if (logger?.debug) {
           logger.debug(`${label(request).where} → ${answer.status}`, {

@@ -12,12 +12,12 @@ import {
   scenarioNames,
   scenarioPlans,
 } from '../client/stage.js';
+import { type ClientReport, exitCodeFor, reportVerdict } from '../common/report.js';
 import { ConformanceError, exitCodeForError, usageError } from '../errors.js';
 import { ConsoleReporter } from '../reporters/console.js';
 import { formatClientHtmlReport } from '../reporters/html/client.js';
 import { formatJsonReport } from '../reporters/json.js';
 import { formatJunitReport } from '../reporters/junit.js';
-import { type ClientReport, exitCodeFor, reportVerdict } from '../shared/report.js';
 import { tool } from '../version.js';
 import { type CliIo, parseFlags, reportPath, writeReports } from './io.js';
 

@@ -1,3 +1,5 @@
+import { exitCodeFor } from '../common/report.js';
+import { parseScopeList } from '../common/scope-set.js';
 import { ConformanceError, usageError } from '../errors.js';
 import { ConsoleReporter } from '../reporters/console.js';
 import { formatHtmlReport } from '../reporters/html/server.js';
@@ -6,8 +8,6 @@ import { formatJunitReport } from '../reporters/junit.js';
 import { checkIds } from '../server/checks/index.js';
 import type { ConformanceOptions } from '../server/run.js';
 import { type ConformanceRun, runConformanceDetailed, stoppedRun } from '../server/run.js';
-import { exitCodeFor } from '../shared/report.js';
-import { parseScopeList } from '../shared/scope-set.js';
 import { tool } from '../version.js';
 import { type CliIo, parseFlags, reportPath, writeReports } from './io.js';
 

@@ -1,8 +1,8 @@
-import type { CheckMeta, ClientCategory } from '../shared/check-meta.js';
+import type { CheckMeta, ClientCategory } from '../common/check-meta.js';
 import type { RecordedExchange } from './session.js';
 import type { SessionView } from './view.js';
 
-export { type ClientCategory, clientCategories } from '../shared/check-meta.js';
+export { type ClientCategory, clientCategories } from '../common/check-meta.js';
 
 /** What a client check found, and the exchanges it judged (its evidence). */
 export interface ClientOutcome {

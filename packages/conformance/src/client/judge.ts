@@ -1,13 +1,13 @@
-import { toCheckResult } from '../shared/check-meta.js';
-import { type Evidence, maxEvidence } from '../shared/evidence.js';
+import { toCheckResult } from '../common/check-meta.js';
+import { type Evidence, maxEvidence } from '../common/evidence.js';
 import {
   type CheckResult,
   type ClientReport,
   mustNotVerified,
   runEnvironment,
   summarize,
-} from '../shared/report.js';
-import { specSha256 } from '../shared/spec-responses.js';
+} from '../common/report.js';
+import { specSha256 } from '../common/spec-responses.js';
 import type { ClientCheck } from './check.js';
 import { clientChecks } from './checks/index.js';
 import type { ClientSession, RecordedExchange } from './session.js';
@@ -112,6 +112,8 @@ export function judgeSession(session: ClientSession, options: JudgeOptions = {})
       partnerId: stage.partnerId,
       authorizedScopes: [...stage.authorizedScopes],
       ttlSeconds: stage.ttlSeconds,
+      longTtlSeconds: stage.longTtlSeconds,
+      shortPhaseMs: stage.shortPhaseMs,
       tokenDelayMs: stage.tokenDelayMs,
       apiDelayMs: stage.apiDelayMs,
     },

@@ -1,4 +1,4 @@
-import type { ClientReport } from '../shared/report.js';
+import type { ClientReport } from '../common/report.js';
 import { resolveCommand, runJourney } from './journey.js';
 import { type JudgeOptions, judgeSession } from './judge.js';
 import type { ClientSession, JourneyRecord, ScenarioName } from './session.js';

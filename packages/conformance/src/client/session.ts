@@ -1,7 +1,8 @@
+import type { JourneyRecord, ScenarioRecord } from '../common/records.js';
 import { ConformanceError } from '../errors.js';
-import type { JourneyRecord, ScenarioRecord } from '../shared/records.js';
+import { sessionSchema } from './session-schema.js';
 
-export type { JourneyRecord, ScenarioName, ScenarioRecord } from '../shared/records.js';
+export type { JourneyRecord, ScenarioName, ScenarioRecord } from '../common/records.js';
 
 /**
  * The recorded session of a client-mode run: what the certification stage saw, already redacted, so
@@ -10,7 +11,7 @@ export type { JourneyRecord, ScenarioName, ScenarioRecord } from '../shared/reco
  */
 export interface ClientSession {
   kind: 'partner-conformance-client-session';
-  sessionVersion: 1;
+  sessionVersion: 2;
   tool: { name: string; version: string };
   /** ISO time the stage started recording. */
   startedAt: string;
@@ -37,8 +38,12 @@ export interface StageInfo {
   partnerId: string;
   /** The scopes the stage's client is authorised for. */
   authorizedScopes: string[];
-  /** Lifetime of the tokens the stage issues (JWT `exp` − `iat`), in seconds. */
+  /** Lifetime of the short phase's tokens (JWT `exp` − `iat`), in seconds (`--ttl`). */
   ttlSeconds: number;
+  /** Lifetime of the tokens issued after the short phase, in seconds (`--long-ttl`). */
+  longTtlSeconds: number;
+  /** How long the short phase lasts from the start, in ms (3 × ttlSeconds). */
+  shortPhaseMs: number;
   /** Delay the token endpoint adds to every answer, in ms (so that concurrent requests overlap visibly). */
   tokenDelayMs: number;
   /** Delay before every API answer, in ms (so that concurrent calls overlap visibly). */
@@ -61,6 +66,8 @@ export interface IssuedToken {
   last6: string;
   /** When the revocation scenario revoked it (ms since start). */
   revokedAt?: number;
+  /** `short`: issued in the short phase (expiry is judged on these); `long`: after it (reuse is judged on these). */
+  phase: 'short' | 'long';
 }
 
 /** The token-request form, as the stage read it (no secret: only whether it matched). */
@@ -147,33 +154,19 @@ export function parseSession(text: string, path = 'the session file'): ClientSes
     return fail(
       `${path} is not a client session (no "kind": "partner-conformance-client-session"); pass a file written by --save-session`,
     );
-  if (session.sessionVersion !== 1)
+  if (session.sessionVersion !== 2)
     return fail(
-      `${path} has sessionVersion ${String(session.sessionVersion)}; this version of the suite reads sessionVersion 1`,
+      `${path} has sessionVersion ${String(session.sessionVersion).slice(0, 20)}; this version of the suite reads sessionVersion 2 (record the journey again with this version)`,
     );
-  const arrays = ['exchanges', 'tokens', 'scenarios'] as const;
-  for (const key of arrays)
-    if (!Array.isArray(session[key])) return fail(`${path} has no "${key}" array; the file is damaged`);
-  if (typeof session.stage !== 'object' || session.stage === null || typeof session.journey !== 'object')
-    return fail(`${path} has no "stage" or "journey" object; the file is damaged`);
-  for (const [index, exchange] of (session.exchanges as unknown[]).entries()) {
-    const e = exchange as Partial<RecordedExchange> | null;
-    if (
-      typeof e !== 'object' ||
-      e === null ||
-      typeof e.seq !== 'number' ||
-      (e.server !== 'auth' && e.server !== 'api') ||
-      typeof e.at !== 'number' ||
-      typeof e.end !== 'number' ||
-      typeof e.method !== 'string' ||
-      typeof e.target !== 'string' ||
-      typeof e.status !== 'number' ||
-      !Array.isArray(e.leaks) ||
-      typeof e.body !== 'object'
-    )
-      return fail(
-        `${path}: exchange ${index} is damaged (seq, server, at, end, method, target, status, leaks, body)`,
-      );
+  const checked = sessionSchema.safeParse(value);
+  if (!checked.success) {
+    const issue = checked.error.issues[0]!;
+    const where = issue.path
+      .map((part) => (typeof part === 'number' ? `[${part}]` : `.${String(part)}`))
+      .join('');
+    return fail(
+      `${path} does not match the session schema at ${where.replace(/^\./, '') || 'the top level'}: ${issue.message.slice(0, 200)}${checked.error.issues.length > 1 ? ` (and ${checked.error.issues.length - 1} more problems)` : ''}; the file is damaged or was edited`,
+    );
   }
   return session as ClientSession;
 }

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { scopes as allScopes } from '@partner-lending/spec';
-import { Redactor } from '../shared/redact.js';
+import { Redactor } from '../common/redact.js';
 import { tool } from '../version.js';
 import type { ClientSession, JourneyRecord, RecordedExchange, ScenarioName } from './session.js';
 import { bodyKindOf, cut, keptText, maxBodyBytes, readBody, requestReader } from './stage/request-reader.js';
@@ -18,6 +18,7 @@ import { dispatch, forward, hostOf, listenOn, send } from './stage/transport.js'
 
 export {
   defaultScopes,
+  maxRenewalWindowSeconds,
   revocationCall,
   scenarioNames,
   scenarioPlans,
@@ -26,8 +27,16 @@ export {
   unavailableRetryAfterSeconds,
 } from './stage/scenarios.js';
 
-/** Default token lifetime: a 30-second journey crosses at least two lifetimes. */
-export const defaultTtlSeconds = 10;
+/** Default lifetime of the short phase's tokens: its 15 s cross three lifetimes. */
+export const defaultTtlSeconds = 5;
+/** Short lifetimes last this many token lifetimes from the start; long tokens are issued after. */
+export const shortPhaseLifetimes = 3;
+/**
+ * Default lifetime of the long phase's tokens: far longer than any mainstream renewal window (10 to
+ * 300 s ahead of expiry), so that a client that caches has no reason to ask again during a journey.
+ */
+export const defaultLongTtlSeconds = 3600;
+
 /** Default delay of every token answer, so that concurrent token requests overlap visibly. */
 export const defaultTokenDelayMs = 100;
 /** Default delay before an API call is answered, so that concurrent calls overlap visibly. */
@@ -35,8 +44,10 @@ export const defaultApiDelayMs = 20;
 /** Default cap of the recorded exchanges; past it exchanges are counted, not kept. */
 export const defaultMaxExchanges = 50_000;
 export interface StageOptions {
-  /** Lifetime of issued tokens in seconds. Default 10. */
+  /** Lifetime of the tokens of the short phase (the first 3 lifetimes), in seconds. Default 5. */
   ttlSeconds?: number;
+  /** Lifetime of the tokens issued after the short phase, in seconds (more than 300 + the journey). Default 3600. */
+  longTtlSeconds?: number;
   /** The grant of the stage's client under `narrowed-grant`. Default read:loans create:loan_draft. */
   scopes?: readonly string[];
   /** The scenario steps to play. Default all of `scenarioNames`. */
@@ -86,6 +97,8 @@ export interface RunningStage {
 export async function startStage(options: StageOptions = {}): Promise<RunningStage> {
   const clock = options.clock ?? Date.now;
   const ttlSeconds = options.ttlSeconds ?? defaultTtlSeconds;
+  const longTtlSeconds = options.longTtlSeconds ?? defaultLongTtlSeconds;
+  const shortPhaseMs = shortPhaseLifetimes * ttlSeconds * 1000;
   const enabled = new Set(options.scenarios ?? scenarioNames);
   const grant = enabled.has('narrowed-grant') ? [...(options.scopes ?? defaultScopes)] : [...allScopes];
   const tokenDelayMs = options.tokenDelayMs ?? defaultTokenDelayMs;
@@ -108,6 +121,8 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
   let dropped = 0;
   let seq = 0;
   const tokens = createTokenBook({ startedAtEpoch, since, ttlSeconds, partnerId: client.partnerId });
+  /** The lifetime of a token asked for now: short in the short phase, long after. */
+  const ttlNow = () => (since() < shortPhaseMs ? ttlSeconds : longTtlSeconds);
   const scenarios = playScenarios(enabled, grant, ttlSeconds);
   const { redact, leaksOf, tokenFormOf, bearerOf, keptHeaders } = requestReader(client, redactor, tokens);
 
@@ -205,6 +220,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
         // The narrowed grant is exercised the first time the journey asks for more than it is granted.
         scenarios.tokenRequested((exchange.form.scope ?? '').split(' ').filter(Boolean), at, number);
       }
+      if (path === '/oauth/token') mock.setTokenTtl(ttlNow());
       answer = await forward(req, mock.authUrl, body, agent);
       if (path === '/oauth/token' && answer.status === 200) {
         const issued = tokens.register(answer.body, exchange.seq);
@@ -291,7 +307,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
     exchangeCount: () => seq,
     session: (journey) => ({
       kind: 'partner-conformance-client-session',
-      sessionVersion: 1,
+      sessionVersion: 2,
       tool,
       startedAt: new Date(startedAtEpoch).toISOString(),
       durationMs: since(),
@@ -303,6 +319,8 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
         partnerId: client.partnerId,
         authorizedScopes: [...client.authorizedScopes],
         ttlSeconds,
+        longTtlSeconds,
+        shortPhaseMs,
         tokenDelayMs,
         apiDelayMs,
       },

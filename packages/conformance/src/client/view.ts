@@ -69,3 +69,15 @@ export const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 export function line(exchange: RecordedExchange): string {
   return `#${exchange.seq} ${exchange.method} ${exchange.target} → ${exchange.status || 'no answer'} at ${seconds(exchange.at)}${exchange.bearer?.token ? ` with ${exchange.bearer.token}` : ''}`;
 }
+
+/** Index of the first exchange (in arrival order) that arrived at or after `at`; `list.length` if none. */
+export function firstAtOrAfter(list: readonly RecordedExchange[], at: number): number {
+  let low = 0;
+  let high = list.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (list[mid]!.at < at) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}

@@ -1,6 +1,6 @@
+import { categoryOrder } from '../common/check-meta.js';
+import { type AnyReport, type CheckResult, reportVerdict } from '../common/report.js';
 import type { TargetInfo } from '../server/run.js';
-import { categoryOrder } from '../shared/check-meta.js';
-import { type AnyReport, type CheckResult, reportVerdict } from '../shared/report.js';
 
 export interface ConsoleStream {
   write(text: string): unknown;

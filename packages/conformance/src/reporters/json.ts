@@ -1,4 +1,4 @@
-import type { AnyReport, CheckResult, ClientReport, Report } from '../shared/report.js';
+import type { AnyReport, CheckResult, ClientReport, Report } from '../common/report.js';
 
 const serverKeys = [
   'schemaVersion',

@@ -1,5 +1,5 @@
-import { categoryOrder } from '../shared/check-meta.js';
-import type { AnyReport, CheckResult } from '../shared/report.js';
+import { categoryOrder } from '../common/check-meta.js';
+import type { AnyReport, CheckResult } from '../common/report.js';
 
 /** Escapes text for XML content and attributes, dropping characters XML 1.0 cannot hold. */
 export function xmlEscape(text: string): string {

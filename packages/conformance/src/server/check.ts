@@ -1,7 +1,7 @@
-import type { Category, CheckMeta } from '../shared/check-meta.js';
+import type { Category, CheckMeta } from '../common/check-meta.js';
 import type { CheckContext } from './context.js';
 
-export { type Category, categories } from '../shared/check-meta.js';
+export { type Category, categories } from '../common/check-meta.js';
 
 /** What a check found: `details` says what was expected and what came back. */
 export interface CheckOutcome {

@@ -1,11 +1,11 @@
 import { isIP } from 'node:net';
 import { type ApiOperationId, expandPath, operations, scopeFor, scopes } from '@partner-lending/spec';
 import type { JWK } from 'jose';
-import { bearerChallengeOf } from '../shared/bearer-challenge.js';
-import { decodeJwt } from '../shared/jwt.js';
-import { isLoopbackHost } from '../shared/loopback.js';
-import type { Redactor, Secret } from '../shared/redact.js';
-import { parseScopeString } from '../shared/scope-set.js';
+import { bearerChallengeOf } from '../common/bearer-challenge.js';
+import { decodeJwt } from '../common/jwt.js';
+import { isLoopbackHost } from '../common/loopback.js';
+import type { Redactor, Secret } from '../common/redact.js';
+import { parseScopeString } from '../common/scope-set.js';
 import { curlLine } from './curl-line.js';
 import { SuiteIssuer } from './forgery/suite-issuer.js';
 import { cite } from './http/evidence.js';

@@ -1,4 +1,4 @@
-import type { Redactor } from '../shared/redact.js';
+import type { Redactor } from '../common/redact.js';
 import type { ProbeRequest } from './http/probe.js';
 
 // Placeholders that must stay shell-expandable in a curl line: "$PARTNER_CLIENT_SECRET".

@@ -1,17 +1,17 @@
 import type { MockOptions, RunningMock } from '@partner-lending/mock';
 import { isScope } from '@partner-lending/spec';
-import { ConformanceError, usageError } from '../errors.js';
-import { toCheckResult } from '../shared/check-meta.js';
-import { isLoopbackHost } from '../shared/loopback.js';
-import { Redactor, Secret } from '../shared/redact.js';
+import { toCheckResult } from '../common/check-meta.js';
+import { isLoopbackHost } from '../common/loopback.js';
+import { Redactor, Secret } from '../common/redact.js';
 import {
   type CheckResult,
   mustNotVerified,
   type Report,
   runEnvironment,
   summarize,
-} from '../shared/report.js';
-import { createOperationOf, specSha256 } from '../shared/spec-responses.js';
+} from '../common/report.js';
+import { createOperationOf, specSha256 } from '../common/spec-responses.js';
+import { ConformanceError, usageError } from '../errors.js';
 import { tool } from '../version.js';
 import type { Check } from './check.js';
 import { checks as catalogue, checkIds } from './checks/index.js';

@@ -1,7 +1,7 @@
+import { toCheckResult } from '../common/check-meta.js';
+import { maxEvidence } from '../common/evidence.js';
+import type { CheckResult } from '../common/report.js';
 import { ConformanceError } from '../errors.js';
-import { toCheckResult } from '../shared/check-meta.js';
-import { maxEvidence } from '../shared/evidence.js';
-import type { CheckResult } from '../shared/report.js';
 import type { Check } from './check.js';
 import type { CheckContext } from './context.js';
 import { evidenceScope, toEvidence } from './http/evidence.js';

@@ -1,5 +1,5 @@
-import type { DecodedJwt } from '../shared/jwt.js';
-import type { Secret } from '../shared/redact.js';
+import type { DecodedJwt } from '../common/jwt.js';
+import type { Secret } from '../common/redact.js';
 import type { Exchange } from './http/exchange.js';
 
 /** The service under test. */

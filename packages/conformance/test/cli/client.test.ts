@@ -38,7 +38,7 @@ describe('partner-conformance client', () => {
       junit: join(dir, 'reports', 'r.xml'),
       session: join(dir, 'session.json'),
     };
-    const run = io({ ...process.env, JOURNEY_SECONDS: '5' });
+    const run = io({ ...process.env, JOURNEY_SECONDS: '9' });
     const code = await main(
       [
         'client',

@@ -7,8 +7,9 @@ const clients = fileURLToPath(new URL('../clients/', import.meta.url));
 function certify(command: string[]): Promise<ClientConformanceRun> {
   return runClientConformance({
     command,
-    env: { ...process.env, JOURNEY_SECONDS: '12' },
-    ttlSeconds: 6,
+    // 3-s tokens for 9 s (the short phase), then long ones: 14 s cross both.
+    env: { ...process.env, JOURNEY_SECONDS: '14' },
+    ttlSeconds: 3,
     stdio: 'pipe',
     timeoutSeconds: 60,
   });

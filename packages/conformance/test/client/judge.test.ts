@@ -84,29 +84,149 @@ describe('client checks, judged as pure functions of a session', () => {
     expect(verdict(narrowed, 'client-least-scope').status).toBe('passed');
   });
 
-  it('token-reuse: a request while a covering token has more than half its life left fails; one for another scope does not', () => {
-    const tokens = [
-      { ref: 'T1', issuedAt: 10, expAt: 4000 },
-      { ref: 'T2', issuedAt: 510, expAt: 4000, scope: ['create:loan_draft'] },
-      { ref: 'T3', issuedAt: 1010, expAt: 5000 },
-    ];
+  // Long-phase tokens (issued after the 12-s short phase of the test session) live 3600 s.
+  const long = (ref: string, issuedAt: number, scope = ['read:loans']) => ({
+    ref,
+    issuedAt,
+    expAt: issuedAt + 3_600_000,
+    scope,
+  });
+
+  it('token-reuse: a renewal up to 300 s ahead passes, asking again with more left fails; another scope does not count', () => {
+    // Renewed 300 s before expiry (a library default at the top of the range): no request is needless.
+    const renewedAhead = sessionOf(
+      [
+        tokenRequest(13_000, 'T1'),
+        loans(13_100, 'T1'),
+        loans(14_000, 'T1'),
+        tokenRequest(13_000 + 3_300_000, 'T2'),
+        loans(13_000 + 3_300_200, 'T2'),
+      ],
+      [long('T1', 13_005), long('T2', 13_000 + 3_300_005)],
+    );
+    expect(verdict(renewedAhead, 'client-token-reuse').status).toBe('passed');
     const otherScope = sessionOf(
       [
+        tokenRequest(13_000, 'T1'),
+        loans(13_100, 'T1'),
+        tokenRequest(13_500, 'T2', 'create:loan_draft'),
+        loans(14_000, 'T1'),
+      ],
+      [long('T1', 13_005), long('T2', 13_505, ['create:loan_draft'])],
+    );
+    expect(verdict(otherScope, 'client-token-reuse').status).toBe('passed');
+    // A token per call: T1 had answered a call and had 3599 s left.
+    const perCall = sessionOf(
+      [tokenRequest(13_000, 'T1'), loans(13_100, 'T1'), tokenRequest(14_000, 'T2'), loans(14_100, 'T2')],
+      [long('T1', 13_005), long('T2', 14_005)],
+    );
+    const result = verdict(perCall, 'client-token-reuse');
+    expect(result.status).toBe('failed');
+    expect(result.details).toContain('T1 (issued 13.01 s, usable 3600.00 s) had 3599.01 s left');
+    // The same in the short phase (a renewal window longer than a 4-s token): allowed, and not judged here.
+    const shortOnly = sessionOf(
+      [tokenRequest(0, 'T1'), loans(100, 'T1'), tokenRequest(1000, 'T2'), loans(1100, 'T2')],
+      [
+        { ref: 'T1', issuedAt: 5, expAt: 4005 },
+        { ref: 'T2', issuedAt: 1005, expAt: 5005 },
+      ],
+    );
+    expect(verdict(shortOnly, 'client-token-reuse').status).toBe('skipped');
+  });
+
+  it('single-flight: callers queued behind a lock that each fetch their own token fail; sharing one passes', () => {
+    // Two calls in flight at once, then a second token request right after T1 arrived, before any call used it.
+    const herd = sessionOf(
+      [
+        tokenRequest(13_000, 'T1'),
+        tokenRequest(13_010, 'T2'),
+        loans(13_020, 'T1', 200, { end: 13_100 }),
+        loans(13_030, 'T2', 200, { end: 13_110 }),
+      ],
+      [long('T1', 13_005), long('T2', 13_015)],
+    );
+    const result = verdict(herd, 'client-single-flight');
+    expect(result.status).toBe('failed');
+    expect(result.details).toContain('asked again before using the token just received');
+    const shared = sessionOf(
+      [
+        tokenRequest(13_000, 'T1'),
+        loans(13_020, 'T1', 200, { end: 13_100 }),
+        loans(13_030, 'T1', 200, { end: 13_110 }),
+      ],
+      [long('T1', 13_005)],
+    );
+    expect(verdict(shared, 'client-single-flight').status).toBe('passed');
+  });
+
+  it('no-expired-token: keeping a token until the API refuses it fails, even when every late call is within the grace', () => {
+    const tokens = [1, 2, 3].map((n) => ({ ref: `T${n}`, issuedAt: (n - 1) * 2000 + 5, expAt: n * 2000 }));
+    // Each token is used until a call 200 ms past its exp is refused, then a new one is asked for.
+    const reactive = sessionOf(
+      tokens.flatMap((token, index) => [
+        tokenRequest(index * 2000 + 400 * Math.sign(index), token.ref),
+        loans(token.issuedAt + 500, token.ref),
+        loans(token.expAt + 200, token.ref, 401, { end: token.expAt + 210 }),
+      ]),
+      tokens,
+    );
+    const result = verdict(reactive, 'client-no-expired-token');
+    expect(result.status).toBe('failed');
+    expect(result.details).toContain('renewed only once the API refused them (reactive renewal');
+    // One late call by a race, the other renewals ahead: passes.
+    const race = sessionOf(
+      [
         tokenRequest(0, 'T1'),
-        loans(20, 'T1'),
-        tokenRequest(500, 'T2', 'create:loan_draft'),
+        loans(500, 'T1'),
+        loans(2005, 'T1', 401, { end: 2010 }),
+        tokenRequest(2011, 'T2'),
+        loans(2500, 'T2'),
+        tokenRequest(3900, 'T3'),
+        loans(4100, 'T3'),
+      ],
+      [
+        { ref: 'T1', issuedAt: 5, expAt: 2000 },
+        { ref: 'T2', issuedAt: 2015, expAt: 4000 },
+        { ref: 'T3', issuedAt: 3905, expAt: 6000 },
+      ],
+    );
+    expect(verdict(race, 'client-no-expired-token').status).toBe('passed');
+  });
+
+  it('retry-after: a call of another operation inside the time given fails; one in flight when the answer left does not', () => {
+    const create = (at: number, status: number, extra = {}) => ({
+      server: 'api' as const,
+      at,
+      method: 'POST',
+      target: '/v3/partner/p1/loan_draft',
+      status,
+      bearer: { scheme: 'Bearer', wellFormed: true, token: 'T1' },
+      ...extra,
+    });
+    const tokens = [{ ref: 'T1', issuedAt: 5, expAt: 40_000, scope: ['read:loans', 'create:loan_draft'] }];
+    const otherOp = sessionOf(
+      [
+        tokenRequest(0, 'T1', 'read:loans create:loan_draft'),
+        create(100, 503, { end: 120, responseHeaders: { 'retry-after': '2' } }),
+        loans(115, 'T1', 200, { end: 200 }),
         loans(600, 'T1'),
+        loans(2500, 'T1'),
       ],
       tokens,
     );
-    expect(verdict(otherScope, 'client-token-reuse').status).toBe('passed');
-    const early = sessionOf(
-      [tokenRequest(0, 'T1'), loans(20, 'T1'), tokenRequest(1000, 'T3'), loans(1100, 'T3')],
+    const result = verdict(otherOp, 'client-retry-after');
+    expect(result.status).toBe('failed');
+    expect(result.details).toContain('1 API call came sooner (1 of another operation)');
+    const waited = sessionOf(
+      [
+        tokenRequest(0, 'T1', 'read:loans create:loan_draft'),
+        create(100, 503, { end: 120, responseHeaders: { 'retry-after': '2' } }),
+        loans(115, 'T1', 200, { end: 200 }),
+        loans(2200, 'T1'),
+      ],
       tokens,
     );
-    const result = verdict(early, 'client-token-reuse');
-    expect(result.status).toBe('failed');
-    expect(result.details).toContain('T1 (issued 0.01 s, expires 4.00 s) still covered it');
+    expect(verdict(waited, 'client-retry-after').status).toBe('passed');
   });
 
   it('a pass over a session with dropped exchanges is not verified: the dropped ones could hold a failure', () => {

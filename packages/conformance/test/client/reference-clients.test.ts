@@ -4,12 +4,12 @@ import { type ClientConformanceRun, clientCheckIds, runClientConformance } from 
 
 const referenceClient = fileURLToPath(new URL('../clients/reference-client.mjs', import.meta.url));
 
-/** Runs the reference client under the stage with one bug (or none), 2-s tokens, a 4-s journey. */
+/** Runs the reference client under the stage with one bug (or none): 2-s tokens for 6 s, then long ones; a 9-s journey. */
 function journey(bug: string, onSecret?: (secret: string) => void): Promise<ClientConformanceRun> {
   return runClientConformance({
     onStage: (stage) => onSecret?.(stage.client.clientSecret),
     command: [process.execPath, referenceClient],
-    env: { ...process.env, BUG: bug, JOURNEY_SECONDS: '4' },
+    env: { ...process.env, BUG: bug, JOURNEY_SECONDS: '9' },
     ttlSeconds: 2,
     stdio: 'pipe',
     timeoutSeconds: 60,
@@ -39,6 +39,9 @@ const bugs: Array<[bug: string, check: string]> = [
   ['broad-scope', 'client-least-scope'],
   ['ignore-grant', 'client-granted-scope-respected'],
   ['create-as-text', 'client-request-shape'],
+  ['serialised-herd', 'client-single-flight'],
+  ['reactive-renewal', 'client-no-expired-token'],
+  ['retry-other-op', 'client-retry-after'],
 ];
 
 async function inBatches<T, R>(
@@ -69,6 +72,10 @@ describe('client mode against reference clients', () => {
 
   it('every client check has a wrong client that turns it red (the self-proof of client mode)', () => {
     expect(new Set(bugs.map(([, check]) => check))).toEqual(new Set(clientCheckIds));
+    // The three faults a mainstream library may hide behind: each has a wrong client of its own.
+    expect(bugs.map(([bug]) => bug)).toEqual(
+      expect.arrayContaining(['serialised-herd', 'reactive-renewal', 'retry-other-op']),
+    );
   });
 
   it('each wrong client turns exactly its own check red, and no other must check', async () => {

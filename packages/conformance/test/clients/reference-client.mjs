@@ -2,7 +2,8 @@
 // BUG=<name>. The client-mode tests run it under the stage; each bug must turn exactly its check red.
 //   token-per-call · cached-past-exp · token-in-query · secret-to-api · ignore-retry-after ·
 //   replay-create · retry-loop-401 · stampede · other-partner · wrong-scheme · no-audience ·
-//   broad-scope · ignore-grant · create-as-text · no-calls
+//   broad-scope · ignore-grant · create-as-text · serialised-herd · reactive-renewal · retry-other-op ·
+//   no-calls
 const bug = process.env.BUG ?? '';
 const seconds = Number(process.env.JOURNEY_SECONDS ?? 5);
 const env = (name) => {
@@ -21,6 +22,10 @@ if (bug === 'no-calls') process.exit(0);
 
 const cache = new Map(); // scope → { token, partnerId, expiresAt }
 const inFlight = new Map(); // scope → Promise
+// serialised-herd: callers queue behind one lock, and each fetches a token of its own once it has it.
+let lock = Promise.resolve();
+// After a 429 or 503 with Retry-After, no request to the API until then (any operation).
+let notBefore = 0;
 
 async function requestToken(scope) {
   const form = {
@@ -50,8 +55,18 @@ async function requestToken(scope) {
 async function tokenFor(scope) {
   if (bug === 'token-per-call') return requestToken(scope);
   const held = cache.get(scope);
-  // Renew when 20 % of the life is left; the cached-past-exp bug never renews.
-  if (held && (bug === 'cached-past-exp' || Date.now() < held.expiresAt - 600)) return held;
+  // Renew 600 ms ahead; cached-past-exp never renews, reactive-renewal only when the API refuses it.
+  const keep = bug === 'cached-past-exp' || bug === 'reactive-renewal';
+  if (held && (keep || Date.now() < held.expiresAt - 600)) return held;
+  if (bug === 'serialised-herd') {
+    const turn = lock.then(async () => {
+      const fresh = await requestToken(scope);
+      cache.set(scope, fresh);
+      return fresh;
+    });
+    lock = turn.catch(() => {});
+    return turn;
+  }
   if (bug !== 'stampede' && inFlight.has(scope)) return inFlight.get(scope);
   const pending = requestToken(scope).finally(() => inFlight.delete(scope));
   inFlight.set(scope, pending);
@@ -65,6 +80,8 @@ async function call(method, path, scope, body) {
   let attempts = 0;
   for (;;) {
     attempts += 1;
+    if (bug !== 'ignore-retry-after' && bug !== 'retry-other-op')
+      await sleep(Math.max(0, notBefore - Date.now()));
     const { token, partnerId } = await tokenFor(scope);
     const partner = bug === 'other-partner' ? 'partner-someone-else' : partnerId;
     let url = `${baseUrl}/v3/partner/${partner}/${path}`;
@@ -88,8 +105,12 @@ async function call(method, path, scope, body) {
       continue;
     }
     if ((response.status === 429 || response.status === 503) && attempts < 4) {
-      if (method === 'POST' && bug !== 'replay-create') return response.status;
       const wait = bug === 'ignore-retry-after' ? 0 : Number(response.headers.get('retry-after') ?? 1) * 1000;
+      notBefore = Math.max(notBefore, Date.now() + wait);
+      // retry-other-op waits before calling this operation again, but calls another one meanwhile.
+      if (bug === 'retry-other-op' && path !== 'loan_draft')
+        await call('POST', 'loan_draft', 'create:loan_draft', { note: 'meanwhile' });
+      if (method === 'POST' && bug !== 'replay-create') return response.status;
       await sleep(wait);
       continue;
     }
@@ -118,8 +139,14 @@ else if (bug === 'ignore-grant') {
     statuses.push(await call('POST', 'repayments', 'read:loans', { amount: 1, attempt }));
 }
 const end = Date.now() + seconds * 1000;
+// Two calls at a time: renewals happen under concurrency (single flight, or the herd).
 while (Date.now() < end) {
-  statuses.push(await call('GET', 'loans?limit=10', 'read:loans'));
+  statuses.push(
+    ...(await Promise.all([
+      call('GET', 'loans?limit=10', 'read:loans'),
+      call('GET', 'loans?limit=10&offset=10', 'read:loans'),
+    ])),
+  );
   await sleep(250);
 }
 console.log(

@@ -1,6 +1,6 @@
+import type { Report } from '../../src/common/report.js';
 import type { Category } from '../../src/server/check.js';
 import type { TargetInfo } from '../../src/server/run.js';
-import type { Report } from '../../src/shared/report.js';
 
 export const report: Report = {
   schemaVersion: 3,

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { exportJWK, generateKeyPair, type JWK, jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exitCodeFor } from '../../src/common/report.js';
 import { runConformance } from '../../src/server/run.js';
-import { exitCodeFor } from '../../src/shared/report.js';
 import { json, startServer, type TestServer } from '../helpers.js';
 
 /**

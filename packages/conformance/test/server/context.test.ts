@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redactor, Secret } from '../../src/common/redact.js';
 import { CheckContext } from '../../src/server/context.js';
 import { type Exchange, HttpProbe } from '../../src/server/http/probe.js';
-import { Redactor, Secret } from '../../src/shared/redact.js';
 import { json, startServer, type TestServer } from '../helpers.js';
 
 // A tiny token endpoint: grants requested ∩ {read:loans, create:loan_draft}, opaque tokens, counts asks.

@@ -2,9 +2,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { startMock } from '@partner-lending/mock';
 import { describe, expect, it } from 'vitest';
+import { Redactor } from '../../src/common/redact.js';
 import { curlLine, shellQuote } from '../../src/server/curl-line.js';
 import { runConformance } from '../../src/server/run.js';
-import { Redactor } from '../../src/shared/redact.js';
 import { sharedSigningKey } from '../helpers.js';
 
 describe('curlLine', () => {

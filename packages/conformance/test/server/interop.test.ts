@@ -7,9 +7,9 @@ import { exportJWK, generateKeyPair } from 'jose';
 import jwksRsa from 'jwks-rsa';
 import Provider, { errors } from 'oidc-provider';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CheckResult, Report } from '../../src/common/report.js';
+import { exitCodeFor } from '../../src/common/report.js';
 import { runConformance } from '../../src/server/run.js';
-import type { CheckResult, Report } from '../../src/shared/report.js';
-import { exitCodeFor } from '../../src/shared/report.js';
 
 /**
  * Interop: real third-party servers, wired as their READMEs show, on loopback.

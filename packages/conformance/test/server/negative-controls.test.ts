@@ -1,8 +1,8 @@
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Report } from '../../src/common/report.js';
 import { checkIds } from '../../src/server/checks/index.js';
 import { type ConformanceOptions, runConformance } from '../../src/server/run.js';
-import type { Report } from '../../src/shared/report.js';
 import { json, sharedSigningKey, startServer, type TestServer } from '../helpers.js';
 
 /**

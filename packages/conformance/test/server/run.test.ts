@@ -1,10 +1,10 @@
 import { inspect } from 'node:util';
 import { type FaultName, startMock } from '@partner-lending/mock';
 import { describe, expect, it } from 'vitest';
+import type { Report } from '../../src/common/report.js';
 import { ConformanceError } from '../../src/errors.js';
 import { HttpProbe } from '../../src/server/http/probe.js';
 import { runConformance, runConformanceDetailed, writeGuard } from '../../src/server/run.js';
-import type { Report } from '../../src/shared/report.js';
 import { sharedSigningKey } from '../helpers.js';
 
 async function usage(options: Parameters<typeof runConformance>[0]): Promise<string> {

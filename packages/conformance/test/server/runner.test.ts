@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { Redactor, Secret } from '../../src/common/redact.js';
 import { type Check, defineCheck, passed } from '../../src/server/check.js';
 import { CheckContext } from '../../src/server/context.js';
 import { HttpProbe } from '../../src/server/http/probe.js';
 import { runChecks } from '../../src/server/runner.js';
-import { Redactor, Secret } from '../../src/shared/redact.js';
 import { startServer } from '../helpers.js';
 
 function context(): CheckContext {

@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { type FaultName, faultNames, type MockClient, type MockOptions } from '@partner-lending/mock';
 import { scopes } from '@partner-lending/spec';
 import { describe, expect, it } from 'vitest';
+import type { CheckResult } from '../../src/common/report.js';
+import { exitCodeFor } from '../../src/common/report.js';
 import { checkIds } from '../../src/server/checks/index.js';
 import { type ConformanceOptions, runConformance as runWithOwnKey } from '../../src/server/run.js';
-import type { CheckResult } from '../../src/shared/report.js';
-import { exitCodeFor } from '../../src/shared/report.js';
 import { sharedSigningKey } from '../helpers.js';
 
 /** Every embedded mock here signs with one pre-generated key pair (see sharedSigningKey). */

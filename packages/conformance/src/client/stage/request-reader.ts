@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { mediaTypeOfValue as mediaType } from '../../shared/media-type.js';
-import type { Redactor } from '../../shared/redact.js';
+import { mediaTypeOfValue as mediaType } from '../../common/media-type.js';
+import type { Redactor } from '../../common/redact.js';
 import type { BodyKind, Leak, RecordedExchange, TokenForm } from '../session.js';
 import type { TokenBook } from './tokens.js';
 

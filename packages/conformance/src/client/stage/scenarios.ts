@@ -15,6 +15,8 @@ export const throttleCall = 6;
 /** `Retry-After` of the 429 and of the 503, in seconds. */
 export const throttleRetryAfterSeconds = 2;
 export const unavailableRetryAfterSeconds = 1;
+/** The longest renewal window (seconds ahead of expiry) of mainstream client-credentials libraries. */
+export const maxRenewalWindowSeconds = 300;
 /** The grant of the stage's client under `narrowed-grant` unless `--scopes` says otherwise. */
 export const defaultScopes = ['read:loans', 'create:loan_draft'];
 export function scenarioPlans(ttlSeconds: number, grant: readonly string[]): Record<ScenarioName, string> {

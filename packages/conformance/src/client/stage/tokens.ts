@@ -1,4 +1,4 @@
-import { decodeJwt, scopesOfClaim } from '../../shared/jwt.js';
+import { decodeJwt, scopesOfClaim } from '../../common/jwt.js';
 import type { IssuedToken } from '../session.js';
 
 /**
@@ -54,7 +54,10 @@ export function createTokenBook(options: {
             .filter(Boolean),
         partnerId: typeof claims.partnerId === 'string' ? claims.partnerId : options.partnerId,
         last6: token.slice(-6),
+        phase: 'short',
       };
+      // The phase is the token's own: a lifetime longer than the short one's (and its second of rounding).
+      if (issued.expAt - issued.issuedAt > (ttlSeconds + 1) * 1000) issued.phase = 'long';
       tokens.push(issued);
       tokenRefs.set(token, issued);
       tokensByRef.set(issued.ref, issued);

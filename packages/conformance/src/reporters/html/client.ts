@@ -1,5 +1,5 @@
 import type { ClientSession } from '../../client/session.js';
-import type { ClientReport } from '../../shared/report.js';
+import type { ClientReport } from '../../common/report.js';
 import { htmlEscape, provenanceHtml, sectionsHtml, style, verdictHtml } from './page.js';
 import { timelineSvg } from './timeline.js';
 

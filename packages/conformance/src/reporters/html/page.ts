@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { categoryOrder } from '../../shared/check-meta.js';
-import { type AnyReport, type CheckResult, reportVerdict } from '../../shared/report.js';
+import { categoryOrder } from '../../common/check-meta.js';
+import { type AnyReport, type CheckResult, reportVerdict } from '../../common/report.js';
 import { formatJsonReport } from '../json.js';
 
 /** The parts every HTML report shares: escaping, the inline style, the check sections, the verdict. */

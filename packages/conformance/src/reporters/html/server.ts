@@ -1,4 +1,4 @@
-import type { Report } from '../../shared/report.js';
+import type { Report } from '../../common/report.js';
 import { htmlEscape, provenanceHtml, sectionsHtml, style, verdictHtml } from './page.js';
 
 export interface HtmlReportMeta {

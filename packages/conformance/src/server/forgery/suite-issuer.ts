@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
-import { type DecodedJwt, decodeJwt } from '../../shared/jwt.js';
+import { type DecodedJwt, decodeJwt } from '../../common/jwt.js';
 
 let issuerKey: ReturnType<typeof generateKeyPair> | undefined;
 

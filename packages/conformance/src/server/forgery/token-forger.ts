@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type CryptoKey, exportJWK, exportSPKI, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
-import { base64url, type DecodedJwt, decodeJwt } from '../../shared/jwt.js';
+import { base64url, type DecodedJwt, decodeJwt } from '../../common/jwt.js';
 
 /**
  * Single-fault tokens (RFC 8725 §2–3, RFC 9068 §4): each is derived from a valid token and differs from

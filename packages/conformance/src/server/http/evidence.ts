@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Evidence } from '../../shared/evidence.js';
-import type { Redactor } from '../../shared/redact.js';
+import type { Evidence } from '../../common/evidence.js';
+import type { Redactor } from '../../common/redact.js';
 import type { Exchange } from './exchange.js';
 
 const requestHeaderNames = ['authorization', 'content-type'];

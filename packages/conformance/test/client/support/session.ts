@@ -9,7 +9,7 @@ export function sessionOf(
 ): ClientSession {
   return {
     kind: 'partner-conformance-client-session',
-    sessionVersion: 1,
+    sessionVersion: 2,
     tool: { name: '@partner-lending/conformance', version: '0.0.0-test' },
     startedAt: '2026-11-23T12:00:00.000Z',
     durationMs: Math.max(0, ...exchanges.map((e) => e.end ?? e.at + 5)),
@@ -21,6 +21,8 @@ export function sessionOf(
       partnerId: 'p1',
       authorizedScopes: ['read:loans', 'create:loan_draft'],
       ttlSeconds: 4,
+      longTtlSeconds: 3600,
+      shortPhaseMs: 12_000,
       tokenDelayMs: 0,
       apiDelayMs: 0,
     },
@@ -42,6 +44,8 @@ export function sessionOf(
       scope: ['read:loans'],
       partnerId: 'p1',
       last6: 'abcdef',
+      // Like the stage: a token that lives longer than the short phase's (4 s, and its second) is long.
+      phase: token.expAt - token.issuedAt > 5000 ? ('long' as const) : ('short' as const),
       ...token,
     })),
     maxExchanges: 50_000,

@@ -1,7 +1,7 @@
 import { compactVerify, createLocalJWKSet, generateKeyPair, decodeJwt as joseDecode, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
+import { decodeJwt } from '../../../src/common/jwt.js';
 import { SuiteIssuer } from '../../../src/server/forgery/suite-issuer.js';
-import { decodeJwt } from '../../../src/shared/jwt.js';
 
 describe('SuiteIssuer', () => {
   it('serves RFC 8414/OpenID metadata and a JWKS whose key verifies the tokens it makes; records fetches', async () => {

@@ -1,5 +1,6 @@
 import { compactVerify, exportJWK, exportSPKI, generateKeyPair, importJWK, jwtVerify, SignJWT } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { decodeJwt } from '../../../src/common/jwt.js';
 import {
   algNoneToken,
   embeddedJwkToken,
@@ -8,7 +9,6 @@ import {
   tamperedPayloadToken,
   unknownKeyToken,
 } from '../../../src/server/forgery/token-forger.js';
-import { decodeJwt } from '../../../src/shared/jwt.js';
 
 let token: string;
 let jwks: { keys: Array<Record<string, unknown>> };

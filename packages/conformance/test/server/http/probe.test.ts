@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mediaTypeOf } from '../../../src/common/media-type.js';
 import { ConformanceError } from '../../../src/errors.js';
 import { type Exchange, errorCodeOf, HttpProbe, jsonObject } from '../../../src/server/http/probe.js';
-import { mediaTypeOf } from '../../../src/shared/media-type.js';
 import { closedPortUrl, json, startServer, type TestServer } from '../../helpers.js';
 
 let server: TestServer;

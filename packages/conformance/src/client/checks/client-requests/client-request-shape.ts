@@ -1,4 +1,4 @@
-import { mediaTypeOfValue as mediaType } from '../../../shared/media-type.js';
+import { mediaTypeOfValue as mediaType } from '../../../common/media-type.js';
 import { clientFailed, clientNotVerified, clientPassed, defineClientCheck } from '../../check.js';
 import type { RecordedExchange } from '../../session.js';
 import { type ApiCall, line } from '../../view.js';

@@ -1,6 +1,6 @@
 import { clientFailed, clientNotVerified, clientPassed, defineClientCheck } from '../../check.js';
 import type { RecordedExchange } from '../../session.js';
-import { type ApiCall, line, seconds } from '../../view.js';
+import { type ApiCall, firstAtOrAfter, line, seconds } from '../../view.js';
 
 /** Calls that started this soon after the 429/503 left the stage were already in flight; a retry this close to the time given counts as on time. */
 export const retryAfterGraceMs = 100;
@@ -16,17 +16,17 @@ export function retryAfterMs(exchange: RecordedExchange, sessionStart: number): 
 
 export default defineClientCheck({
   id: 'client-retry-after',
-  title: 'After 429 or 503 with Retry-After, the same call waits the time given',
+  title: 'After 429 or 503 with Retry-After, no call to the API before the time given',
   category: 'client-resilience',
   severity: 'should',
   reference: 'RFC 9110 §10.2.3, §15.6.4; RFC 6585 §4',
   citation:
-    '"Servers send the "Retry-After" header field to indicate how long the user agent ought to wait before making a follow-up request." (RFC 9110 §10.2.3)',
+    '"Servers send the "Retry-After" header field to indicate how long the user agent ought to wait before making a follow-up request." (RFC 9110 §10.2.3); 429 "MAY include a Retry-After header indicating how long to wait before making a new request" (RFC 6585 §4)',
   precondition:
-    'the throttle or unavailable scenario fired and the journey called the same operation again afterwards (a follow-up to judge)',
+    'the throttle or unavailable scenario fired and the journey called the API again afterwards (a follow-up to judge)',
   records:
-    'each 429/503 the stage sent with its Retry-After, and every later call of the same operation with its delay',
-  fix: 'read Retry-After (seconds or an HTTP date) on 429 and 503 and wait at least that long before sending that call again',
+    'each 429/503 the stage sent with its Retry-After, and every later API call, of any operation, that came before the time given',
+  fix: 'read Retry-After (seconds or an HTTP date) on 429 and 503 and send no request to the API — of any operation — until that time has passed',
   judge({ session, apiCalls }) {
     const start = Date.parse(session.startedAt);
     const episodes = apiCalls.filter((call) => call.exchange.status === 429 || call.exchange.status === 503);
@@ -41,27 +41,31 @@ export default defineClientCheck({
     for (const episode of timed) {
       const wait = retryAfterMs(episode.exchange, start)!;
       const sent = episode.exchange.end;
-      const followUps: ApiCall[] = apiCalls.filter(
-        (call) => call.key === episode.key && call.exchange.at > sent + retryAfterGraceMs,
+      // Calls arriving within the grace were in flight when the answer left (arrival order: a range).
+      const from = firstAtOrAfter(
+        apiCalls.map((call) => call.exchange),
+        sent + retryAfterGraceMs,
       );
+      const followUps: ApiCall[] = apiCalls.slice(from);
       evidence.push(episode.exchange);
       if (followUps.length === 0) continue;
       const early = followUps.filter((call) => call.exchange.at < sent + wait - retryAfterGraceMs);
-      evidence.push(...early.map((c) => c.exchange), followUps[0]!.exchange);
+      evidence.push(...early.slice(0, 10).map((c) => c.exchange), followUps[0]!.exchange);
       const delay = followUps[0]!.exchange.at - sent;
-      if (early.length > 0)
+      if (early.length > 0) {
+        const other = early.filter((call) => call.key !== episode.key).length;
         problems.push(
-          `${line(episode.exchange)} said Retry-After ${wait / 1000} s; ${early.length} follow-up${early.length === 1 ? '' : 's'} came sooner, the first after ${seconds(early[0]!.exchange.at - sent)}: ${line(early[0]!.exchange)}`,
+          `${line(episode.exchange)} said Retry-After ${wait / 1000} s; ${early.length} API call${early.length === 1 ? '' : 's'} came sooner${other > 0 ? ` (${other} of another operation)` : ''}, the first after ${seconds(early[0]!.exchange.at - sent)}: ${line(early[0]!.exchange)}`,
         );
-      else
+      } else
         verified.push(
-          `${line(episode.exchange)}: Retry-After ${wait / 1000} s, the next ${episode.key} came after ${seconds(delay)}`,
+          `${line(episode.exchange)}: Retry-After ${wait / 1000} s, the next API call (${followUps[0]!.key}) came after ${seconds(delay)}`,
         );
     }
     if (problems.length > 0) return clientFailed(problems.join('\n'), evidence);
     if (verified.length === 0)
       return clientNotVerified(
-        `the journey never called the throttled operation again (${timed.map((e) => line(e.exchange)).join('; ')})`,
+        `the journey made no API call after the 429/503 (${timed.map((e) => line(e.exchange)).join('; ')})`,
         evidence,
       );
     return clientPassed(verified.join('\n'), evidence);

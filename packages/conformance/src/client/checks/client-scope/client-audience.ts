@@ -1,4 +1,4 @@
-import { sameUrl } from '../../../shared/jwt.js';
+import { sameUrl } from '../../../common/jwt.js';
 import {
   clientFailed,
   clientNotVerified,

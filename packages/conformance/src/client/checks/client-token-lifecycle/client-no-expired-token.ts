@@ -1,5 +1,5 @@
 import { clientFailed, clientNotVerified, clientPassed, defineClientCheck } from '../../check.js';
-import { line, seconds } from '../../view.js';
+import { firstAtOrAfter, line, seconds } from '../../view.js';
 
 /** A call that arrives this long after `exp` was sent before it (network and scheduling). */
 export const expiryGraceMs = 1000;
@@ -17,7 +17,7 @@ export default defineClientCheck({
   records:
     "every API call with an issued token: its arrival time against the token's exp; the first call after each expiry",
   fix: 'keep the expiry of each token (expires_in from the answer, or the JWT exp) and get a new token before it; never send a token past it',
-  judge({ apiCalls }) {
+  judge({ apiCalls, tokenRequests }) {
     const withToken = apiCalls.filter((call) => call.token !== undefined);
     if (withToken.length === 0)
       return clientNotVerified('the journey made no API call with a token the stage issued');
@@ -30,18 +30,56 @@ export default defineClientCheck({
         [last],
       );
     const bad = withToken.filter((call) => call.exchange.at > call.token!.expAt + expiryGraceMs);
-    const evidence = [...bad.map((call) => call.exchange), ...after.map((call) => call.exchange)];
-    if (bad.length === 0)
+    // Reactive renewal: the token is kept until the API refuses it. Its first late call lands inside the
+    // in-flight grace when calls are frequent — but it lands there at every expiry, and the token request
+    // comes only after the refusal. A client that renews ahead (by any window, 0 included) is late at
+    // most by a race, now and then.
+    const lateByToken = new Map<string, (typeof withToken)[number]>();
+    for (const call of withToken)
+      if (call.exchange.at > call.token!.expAt && !lateByToken.has(call.token!.ref))
+        lateByToken.set(call.token!.ref, call);
+    const expiredInUse = new Set(
+      withToken.filter((call) => call.token!.expAt <= last.at).map((call) => call.token!.ref),
+    );
+    const renewedAfterRefusal = [...lateByToken.values()].filter((call) => {
+      const next = tokenRequests[firstAtOrAfter(tokenRequests, call.exchange.end)];
+      return next !== undefined && next.at <= call.exchange.end + expiryGraceMs * 2;
+    });
+    const reactive = renewedAfterRefusal.length >= 2 && renewedAfterRefusal.length * 2 >= expiredInUse.size;
+    const evidence = [
+      ...bad.map((call) => call.exchange),
+      ...renewedAfterRefusal.map((call) => call.exchange),
+      ...after.map((call) => call.exchange),
+    ];
+    if (bad.length === 0 && !reactive)
       return clientPassed(
-        `${withToken.length} API calls, ${after.length} of them after the first expiry (${seconds(firstExpiry)}); each carried a token still within its exp (grace ${expiryGraceMs} ms for a call in flight)`,
+        `${withToken.length} API calls, ${after.length} of them after the first expiry (${seconds(firstExpiry)}); each carried a token still within its exp (grace ${expiryGraceMs} ms for a call in flight), and ${renewedAfterRefusal.length} of the ${expiredInUse.size} tokens that expired while in use were renewed only after a refusal`,
         evidence,
       );
-    return clientFailed(
-      `${bad.length} API call${bad.length === 1 ? '' : 's'} carried an expired token:\n${bad
-        .slice(0, 20)
-        .map((call) => `${line(call.exchange)}: ${call.token!.ref} expired at ${seconds(call.token!.expAt)}`)
-        .join('\n')}`,
-      evidence,
-    );
+    const problems = [
+      ...(bad.length > 0
+        ? [
+            `${bad.length} API call${bad.length === 1 ? '' : 's'} carried an expired token:`,
+            ...bad
+              .slice(0, 20)
+              .map(
+                (call) =>
+                  `${line(call.exchange)}: ${call.token!.ref} expired at ${seconds(call.token!.expAt)}`,
+              ),
+          ]
+        : []),
+      ...(reactive
+        ? [
+            `${renewedAfterRefusal.length} of the ${expiredInUse.size} tokens that expired while in use were sent after their expiry and renewed only once the API refused them (reactive renewal: expires_in is not honoured):`,
+            ...renewedAfterRefusal
+              .slice(0, 10)
+              .map(
+                (call) =>
+                  `${line(call.exchange)}: ${call.token!.ref} expired at ${seconds(call.token!.expAt)}`,
+              ),
+          ]
+        : []),
+    ];
+    return clientFailed(problems.join('\n'), evidence);
   },
 });

@@ -1,4 +1,4 @@
-import { audiencesOfClaim, sameUrl } from '../../../shared/jwt.js';
+import { audiencesOfClaim, sameUrl } from '../../../common/jwt.js';
 import { defineCheck, judge } from '../../check.js';
 
 /** The token's aud (string or array) contains the audience it was asked for: the partner API. */

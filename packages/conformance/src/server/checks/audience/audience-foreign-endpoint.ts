@@ -1,4 +1,4 @@
-import { audiencesOfClaim, sameUrl } from '../../../shared/jwt.js';
+import { audiencesOfClaim, sameUrl } from '../../../common/jwt.js';
 import { defineCheck, failed, notVerified, passed } from '../../check.js';
 import { foreignAudience } from './audience-foreign.js';
 

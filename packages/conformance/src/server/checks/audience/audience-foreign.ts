@@ -1,4 +1,4 @@
-import { audiencesOfClaim, sameUrl } from '../../../shared/jwt.js';
+import { audiencesOfClaim, sameUrl } from '../../../common/jwt.js';
 import { API_CONTROL, defineCheck, failed, notVerified, passed } from '../../check.js';
 import { isSuccess } from '../../context.js';
 

@@ -1,4 +1,4 @@
-import { bearerChallengeOf } from '../../../shared/bearer-challenge.js';
+import { bearerChallengeOf } from '../../../common/bearer-challenge.js';
 import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 import { tamperedPayloadToken } from '../../forgery/token-forger.js';
 

@@ -1,5 +1,5 @@
 import { operations } from '@partner-lending/spec';
-import { bearerChallengeOf } from '../../../shared/bearer-challenge.js';
+import { bearerChallengeOf } from '../../../common/bearer-challenge.js';
 import { defineCheck, judge, notVerified } from '../../check.js';
 import { insufficientScopeCalls } from '../helpers/insufficient-scope-calls.js';
 

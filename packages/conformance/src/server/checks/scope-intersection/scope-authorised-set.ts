@@ -1,5 +1,5 @@
 import { isScope, scopes } from '@partner-lending/spec';
-import { formatScopes, sameSet } from '../../../shared/scope-set.js';
+import { formatScopes, sameSet } from '../../../common/scope-set.js';
 import { defineCheck, judge } from '../../check.js';
 
 /**

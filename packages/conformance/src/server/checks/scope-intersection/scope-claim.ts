@@ -1,6 +1,6 @@
 import { scopes } from '@partner-lending/spec';
-import { scopesOfClaim } from '../../../shared/jwt.js';
-import { formatScopes, nonEmptySubsets, sameSet } from '../../../shared/scope-set.js';
+import { scopesOfClaim } from '../../../common/jwt.js';
+import { formatScopes, nonEmptySubsets, sameSet } from '../../../common/scope-set.js';
 import { defineCheck, judge, notVerified } from '../../check.js';
 
 /** The token's scope claim (string or array) names the scopes the response says were granted. */

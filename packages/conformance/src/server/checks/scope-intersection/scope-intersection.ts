@@ -1,5 +1,5 @@
 import { scopes } from '@partner-lending/spec';
-import { formatScopes, intersect, nonEmptySubsets, sameSet } from '../../../shared/scope-set.js';
+import { formatScopes, intersect, nonEmptySubsets, sameSet } from '../../../common/scope-set.js';
 import { defineCheck, judge } from '../../check.js';
 import { errorCodeOf } from '../../http/probe.js';
 

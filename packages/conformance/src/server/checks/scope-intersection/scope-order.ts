@@ -1,5 +1,5 @@
 import { scopes } from '@partner-lending/spec';
-import { formatScopes, nonEmptySubsets, sameSet } from '../../../shared/scope-set.js';
+import { formatScopes, nonEmptySubsets, sameSet } from '../../../common/scope-set.js';
 import { defineCheck, judge, notVerified } from '../../check.js';
 
 /** The order of the requested scopes does not matter (RFC 6749 §3.3: order does not matter). */

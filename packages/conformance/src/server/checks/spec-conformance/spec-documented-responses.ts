@@ -1,5 +1,5 @@
-import { mediaTypeOf } from '../../../shared/media-type.js';
-import { documentedResponses, documentedStatus, operationOf } from '../../../shared/spec-responses.js';
+import { mediaTypeOf } from '../../../common/media-type.js';
+import { documentedResponses, documentedStatus, operationOf } from '../../../common/spec-responses.js';
 import { API_CONTROL, defineCheck, judge, notVerified } from '../../check.js';
 
 /**

@@ -1,4 +1,4 @@
-import { sameUrl } from '../../../shared/jwt.js';
+import { sameUrl } from '../../../common/jwt.js';
 import { defineCheck, judge, notVerified } from '../../check.js';
 
 /** The response iss names the token's issuer, the same for every token (a trailing slash aside). */

@@ -1,4 +1,4 @@
-import { mediaTypeOf } from '../../../shared/media-type.js';
+import { mediaTypeOf } from '../../../common/media-type.js';
 import { defineCheck, judge } from '../../check.js';
 import { jsonObject } from '../../http/probe.js';
 

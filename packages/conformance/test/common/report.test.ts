@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type CheckResult, exitCodeFor, summarize, verdictOf } from '../../src/shared/report.js';
+import { type CheckResult, exitCodeFor, summarize, verdictOf } from '../../src/common/report.js';
 
 const check = (severity: CheckResult['severity'], status: CheckResult['status']): CheckResult => ({
   id: 'x',

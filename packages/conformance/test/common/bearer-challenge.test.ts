@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bearerChallengeOf, parseChallenges } from '../../src/shared/bearer-challenge.js';
+import { bearerChallengeOf, parseChallenges } from '../../src/common/bearer-challenge.js';
 
 describe('parseChallenges (RFC 9110 §11.6.1)', () => {
   it('reads a Bearer challenge with quoted and token values', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { audiencesOfClaim, base64url, decodeJwt, sameUrl, scopesOfClaim } from '../../src/shared/jwt.js';
+import { audiencesOfClaim, base64url, decodeJwt, sameUrl, scopesOfClaim } from '../../src/common/jwt.js';
 
 describe('jwt', () => {
   it('decodes a compact JWS without verifying it', () => {

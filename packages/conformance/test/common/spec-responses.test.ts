@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { documentedResponses, documentedStatus, operationOf } from '../../src/shared/spec-responses.js';
+import { documentedResponses, documentedStatus, operationOf } from '../../src/common/spec-responses.js';
 
 describe('spec-responses (from @partner-lending/spec/openapi.json)', () => {
   it('knows the documented statuses and content types of each operation', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isLoopbackHost } from '../../src/shared/loopback.js';
+import { isLoopbackHost } from '../../src/common/loopback.js';
 
 describe('isLoopbackHost', () => {
   it('is true for the whole of 127.0.0.0/8, localhost, *.localhost and ::1', () => {

@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { Redactor, Secret, shorten } from '../../src/shared/redact.js';
+import { Redactor, Secret, shorten } from '../../src/common/redact.js';
 
 const jwt = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLXZhbHVlLTEyMzQ1Ng';
 

@@ -6,7 +6,7 @@ import {
   nonEmptySubsets,
   parseScopeList,
   sameSet,
-} from '../../src/shared/scope-set.js';
+} from '../../src/common/scope-set.js';
 
 describe('scope-set', () => {
   it('lists the 15 non-empty subsets of the four scopes, each once', () => {

@@ -86,7 +86,12 @@ export interface ClientReport extends ReportBase {
     audience: string;
     partnerId: string;
     authorizedScopes: string[];
+    /** Lifetime of the short phase's tokens, in seconds (`--ttl`). */
     ttlSeconds: number;
+    /** Lifetime of the tokens after the short phase, in seconds (`--long-ttl`). */
+    longTtlSeconds: number;
+    /** How long the short phase lasted from the start, in ms. */
+    shortPhaseMs: number;
     tokenDelayMs: number;
     apiDelayMs: number;
   };
