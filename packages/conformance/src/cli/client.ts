@@ -6,6 +6,7 @@ import { judgeSession } from '../client/judge.js';
 import { type ClientConformanceOptions, defaultTimeoutSeconds, runClientConformance } from '../client/run.js';
 import { type ClientSession, formatSession, parseSession, type ScenarioName } from '../client/session.js';
 import {
+  defaultLongTtlSeconds,
   defaultScopes,
   defaultTtlSeconds,
   type RunningStage,
@@ -30,7 +31,8 @@ API on 127.0.0.1), runs COMMAND (your journey, any language) with PARTNER_AUTH_U
 PARTNER_CLIENT_ID, PARTNER_CLIENT_SECRET, PARTNER_TOKEN_URL, PARTNER_AUDIENCE and PARTNER_SCOPES set,
 plays the scenario plan, and judges the traffic it recorded.
 
-  --ttl SECONDS          token lifetime (default ${defaultTtlSeconds})
+  --ttl SECONDS          token lifetime of the short phase, the first 3 × --ttl s (default ${defaultTtlSeconds})
+  --long-ttl SECONDS     token lifetime after it, where reuse is judged (default ${defaultLongTtlSeconds}, at least 600)
   --scopes "S …"         the client's grant under narrowed-grant (default "${defaultScopes.join(' ')}")
   --scenario NAME        play only these steps (repeatable or comma-separated): ${scenarioNames.join(', ')}
   --no-faults            play no scenario step (tokens still live --ttl seconds)
@@ -52,6 +54,7 @@ journey failed), 2 usage error (a missing or non-executable COMMAND, a port in u
 
 const flags = {
   ttl: { type: 'string' },
+  'long-ttl': { type: 'string' },
   scopes: { type: 'string' },
   scenario: { type: 'string', multiple: true },
   'no-faults': { type: 'boolean' },
@@ -114,6 +117,7 @@ export function parseClientArgs(argv: readonly string[]): ClientCliConfig {
       throw usageError('--judge runs nothing: give either --judge FILE or -- COMMAND, not both');
     const runFlags = [
       'ttl',
+      'long-ttl',
       'scopes',
       'scenario',
       'no-faults',
@@ -132,6 +136,8 @@ export function parseClientArgs(argv: readonly string[]): ClientCliConfig {
   }
   const ttl = wholeNumber('ttl', values.ttl, 1, 86_400);
   if (ttl !== undefined) options.ttlSeconds = ttl;
+  const longTtl = wholeNumber('long-ttl', values['long-ttl'], 600, 10 * 365 * 86_400);
+  if (longTtl !== undefined) options.longTtlSeconds = longTtl;
   if (values.scopes !== undefined) {
     const list = values.scopes.split(/[\s,]+/).filter(Boolean);
     const unknown = list.filter((scope) => !(knownScopes as readonly string[]).includes(scope));

@@ -13,10 +13,10 @@ export default defineClientCheck({
   citation:
     '"The token is valid for expires_in seconds; after that it is no longer usable. Refreshing a token: obtain a new one through the same request." (Partner Lending API — Authentication and Access §5.4); "the JWT MUST NOT be accepted for processing" on or after exp (RFC 7519 §4.1.4)',
   precondition:
-    'the journey made an API call after the first token it used had expired (otherwise it never had to renew one); tokens live --ttl seconds',
+    "the journey made an API call after the first token it used had expired (otherwise it never had to renew one); the short phase's tokens live --ttl seconds",
   records:
-    "every API call with an issued token: its arrival time against the token's exp; the first call after each expiry",
-  fix: 'keep the expiry of each token (expires_in from the answer, or the JWT exp) and get a new token before it; never send a token past it',
+    "every API call with an issued token: its arrival time against the token's exp; the first call after each expiry, and whether the token request came only after that call was refused (reactive renewal)",
+  fix: 'keep the expiry of each token (expires_in from the answer, or the JWT exp) and get a new token before it; never send a token past it, nor wait for the API to refuse it',
   judge({ apiCalls, tokenRequests }) {
     const withToken = apiCalls.filter((call) => call.token !== undefined);
     if (withToken.length === 0)
