@@ -287,6 +287,7 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
         ...(io.signal && { signal: io.signal }),
         ...io.clientOverrides,
         onStage: (stage) => {
+          io.clientOverrides?.onStage?.(stage);
           if (config.json && !options.command) {
             io.stdout.write(
               `${JSON.stringify({ authUrl: stage.authUrl, baseUrl: stage.baseUrl, tokenUrl: stage.tokenUrl, audience: stage.audience, ...stage.client })}\n`,

@@ -114,6 +114,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
   const redactor = new Redactor();
   redactor.addSecret(client.clientSecret, '[client_secret]');
   redactor.addSecret(client.clientId, '[client_id]');
+  redactor.addBasicCredentials(client.clientId, client.clientSecret, '[client_credentials]');
 
   const startedAtEpoch = clock();
   const since = () => clock() - startedAtEpoch;
@@ -124,7 +125,11 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
   /** The lifetime of a token asked for now: short in the short phase, long after. */
   const ttlNow = () => (since() < shortPhaseMs ? ttlSeconds : longTtlSeconds);
   const scenarios = playScenarios(enabled, grant, ttlSeconds);
-  const { redact, leaksOf, tokenFormOf, bearerOf, keptHeaders } = requestReader(client, redactor, tokens);
+  const { redact, leaksOf, tokenFormOf, bearerOf, keptHeaders, keptValue } = requestReader(
+    client,
+    redactor,
+    tokens,
+  );
 
   const authFront = createServer();
   const apiFront = createServer();
@@ -177,7 +182,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
       server,
       at,
       method,
-      target: cut(redact(target)),
+      target: cut(keptValue(target)),
       requestHeaders: keptHeaders(req.headers),
     };
     if (body === 'too-large') {
@@ -205,7 +210,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
         bytes: body.length,
         ...(body.length > 0 && { sha256: createHash('sha256').update(body).digest('hex') }),
         kind,
-        ...(body.length > 0 && { text: cut(redact(text.slice(0, keptText * 4))) }),
+        ...(body.length > 0 && { text: cut(keptValue(text.slice(0, keptText * 4))) }),
       },
       leaks: leaksOf(server, target, req.headers, text),
       status: 0,
@@ -267,7 +272,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
         at: since(),
         end: since(),
         method: req.method ?? '',
-        target: cut(redact(req.url ?? '/')),
+        target: cut(keptValue(req.url ?? '/')),
         requestHeaders: {},
         body: { bytes: 0, kind: 'none' },
         leaks: [],

@@ -150,10 +150,27 @@ export function requestReader(
     const kept: Record<string, string> = {};
     for (const name of ['authorization', 'content-type', 'accept', 'idempotency-key']) {
       const value = headers[name];
-      if (typeof value === 'string') kept[name] = cut(redact(value));
+      if (typeof value !== 'string') continue;
+      // HTTP Basic credentials are never kept, whoever's they are (a production secret sent by mistake
+      // included): only whether they were this client's.
+      const basic = name === 'authorization' ? basicCredentials(value) : undefined;
+      kept[name] = basic
+        ? `Basic [credentials: client id ${basic.id === client.clientId ? 'matches' : 'does not match'}, secret ${basic.secret === client.clientSecret ? 'matches' : 'does not match'}]`
+        : cut(redact(value));
     }
     return kept;
   }
 
-  return { redact, leaksOf, tokenFormOf, bearerOf, keptHeaders };
+  /**
+   * A request body or target as the session keeps it: every registered secret redacted, and the value
+   * of any credential parameter replaced whatever it is (a secret the stage does not know included).
+   */
+  function keptValue(text: string): string {
+    return redact(text).replace(
+      /(^|[?&])(client_secret|client_assertion|password)=([^&#]*)/gi,
+      (_, lead: string, name: string) => `${lead}${name}=[redacted]`,
+    );
+  }
+
+  return { redact, leaksOf, tokenFormOf, bearerOf, keptHeaders, keptValue };
 }
