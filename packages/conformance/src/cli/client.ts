@@ -14,6 +14,7 @@ import {
   scenarioPlans,
 } from '../client/stage.js';
 import { type ClientReport, exitCodeFor, reportVerdict } from '../common/report.js';
+import { terminalSafe } from '../common/terminal.js';
 import { ConformanceError, exitCodeForError, usageError } from '../errors.js';
 import { ConsoleReporter } from '../reporters/console.js';
 import { formatClientHtmlReport } from '../reporters/html/client.js';
@@ -321,7 +322,9 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
     for (const result of report.checks) reporter.result(result);
     const journey = report.journey;
     io.stdout.write(
-      `\njourney  ${journey.command.join(' ') || '(none)'} — ${journey.ending === 'exited' ? `exit ${journey.exitCode ?? `signal ${journey.signal}`}` : journey.ending}${journey.note ? ` (${journey.note})` : ''}, ${(journey.durationMs / 1000).toFixed(2)} s; ${journey.calls.token} token requests, ${journey.calls.api} API calls${report.recording.dropped > 0 ? `; ${report.recording.dropped} exchanges not recorded (cap ${report.recording.maxExchanges})` : ''}\n`,
+      terminalSafe(
+        `\njourney  ${journey.command.join(' ') || '(none)'} — ${journey.ending === 'exited' ? `exit ${journey.exitCode ?? `signal ${journey.signal}`}` : journey.ending}${journey.note ? ` (${journey.note})` : ''}, ${(journey.durationMs / 1000).toFixed(2)} s; ${journey.calls.token} token requests, ${journey.calls.api} API calls${report.recording.dropped > 0 ? `; ${report.recording.dropped} exchanges not recorded (cap ${report.recording.maxExchanges})` : ''}\n`,
+      ),
     );
     reporter.finish(report);
     const writes: Array<[string, string]> = [];
@@ -332,11 +335,11 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
     return Math.max(exitCodeFor(report.checks, { certify: report.certify }), reportVerdict(report).code);
   } catch (error) {
     if (error instanceof ConformanceError) {
-      io.stderr.write(`partner-conformance client: ${error.message}\n`);
+      io.stderr.write(`partner-conformance client: ${terminalSafe(error.message)}\n`);
       return exitCodeForError(error);
     }
     const message = error instanceof Error ? error.message : String(error);
-    io.stderr.write(`partner-conformance client: internal error: ${message}\n`);
+    io.stderr.write(`partner-conformance client: internal error: ${terminalSafe(message)}\n`);
     return 1;
   }
 }

@@ -1,3 +1,4 @@
+import { terminalSafe } from '../common/terminal.js';
 import { ConformanceError, exitCodeForError } from '../errors.js';
 import { clientMain } from './client.js';
 import { type CliIo, defaultIo } from './io.js';
@@ -13,12 +14,12 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo()): Pr
     return await serverMain(argv, io);
   } catch (error) {
     if (error instanceof ConformanceError) {
-      io.stderr.write(`partner-conformance: ${error.message}\n`);
+      io.stderr.write(`partner-conformance: ${terminalSafe(error.message)}\n`);
       return exitCodeForError(error);
     }
     // Anything else is a bug of the suite: one line, no stack trace, and not a pass.
     const message = error instanceof Error ? error.message : String(error);
-    io.stderr.write(`partner-conformance: internal error: ${message}\n`);
+    io.stderr.write(`partner-conformance: internal error: ${terminalSafe(message)}\n`);
     return 1;
   }
 }

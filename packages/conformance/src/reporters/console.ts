@@ -1,5 +1,6 @@
 import { categoryOrder } from '../common/check-meta.js';
 import { type AnyReport, type CheckResult, reportVerdict } from '../common/report.js';
+import { terminalSafe } from '../common/terminal.js';
 import type { TargetInfo } from '../server/run.js';
 
 export interface ConsoleStream {
@@ -89,7 +90,7 @@ export class ConsoleReporter {
     checks: ReadonlyArray<{ id: string; category: string }>,
   ): void {
     this.#stream.write(
-      `${this.#paint(1, `${tool.name} ${tool.version}`)}\n${lines.map((line) => `${line}\n`).join('')}\n`,
+      `${this.#paint(1, terminalSafe(`${tool.name} ${tool.version}`))}\n${lines.map((line) => `${terminalSafe(line)}\n`).join('')}\n`,
     );
     for (const [index, check] of checks.entries()) {
       this.#order.set(check.id, index);
@@ -117,7 +118,8 @@ export class ConsoleReporter {
   }
 
   /** One finished check; prints its category once the category is complete. */
-  result(result: CheckResult): void {
+  result(given: CheckResult): void {
+    const result = safeResult(given);
     const list = this.#results.get(result.category) ?? [];
     list.push(result);
     this.#results.set(result.category, list);
@@ -138,12 +140,11 @@ export class ConsoleReporter {
     this.#clearStatus();
     const known = categoryOrder(report.mode);
     const order = (category: string) => known.indexOf(category);
-    const bad = report.checks
+    const checks = report.checks.map(safeResult);
+    const bad = checks
       .filter((check) => check.status === 'failed' || check.status === 'errored')
       .sort((a, b) => order(a.category) - order(b.category));
-    const notVerified = report.checks.filter(
-      (check) => check.status === 'skipped' && check.severity === 'must',
-    );
+    const notVerified = checks.filter((check) => check.status === 'skipped' && check.severity === 'must');
     if (notVerified.length > 0) {
       this.#stream.write(`\n${this.#paint(1, 'Not verified (must)')}\n`);
       for (const check of notVerified)
@@ -151,7 +152,7 @@ export class ConsoleReporter {
     }
     if (report.mode === 'server' && report.writes.allowed)
       this.#stream.write(
-        `\n--allow-writes: ${report.writes.mayHaveCreated.length === 0 ? 'no create request succeeded' : `these create requests succeeded and may have created data: ${report.writes.mayHaveCreated.join('; ')}`}\n`,
+        `\n--allow-writes: ${report.writes.mayHaveCreated.length === 0 ? 'no create request succeeded' : `these create requests succeeded and may have created data: ${terminalSafe(report.writes.mayHaveCreated.join('; '))}`}\n`,
       );
     if (bad.length > 0) {
       this.#stream.write(`\n${this.#paint(1, 'Failures')}\n`);
@@ -168,7 +169,20 @@ export class ConsoleReporter {
     const code = verdict.code;
     this.#stream.write(
       `\n${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} skipped, ${errored} errored in ${(report.durationMs / 1000).toFixed(2)} s\n` +
-        `${this.#paint(code === 0 ? 32 : 31, verdict.text)} (exit ${code})\n`,
+        `${this.#paint(code === 0 ? 32 : 31, terminalSafe(verdict.text))} (exit ${code})\n`,
     );
   }
+}
+
+/** A result whose text fields are safe for a terminal (they may quote a hostile target or session). */
+function safeResult(result: CheckResult): CheckResult {
+  return {
+    ...result,
+    id: terminalSafe(result.id),
+    title: terminalSafe(result.title),
+    category: terminalSafe(result.category),
+    reference: terminalSafe(result.reference),
+    details: terminalSafe(result.details),
+    ...(result.fix !== undefined && { fix: terminalSafe(result.fix) }),
+  };
 }

@@ -64,7 +64,9 @@ describe('nothing secret in any output, in any encoding', () => {
     expect(secret.length).toBeGreaterThan(20);
     const outputs = {
       console: out,
-      ...Object.fromEntries(await Promise.all(files.map(async (f) => [f, await readFile(f, 'utf8')]))),
+      ...Object.fromEntries(
+        await Promise.all(files.map(async (f): Promise<[string, string]> => [f, await readFile(f, 'utf8')])),
+      ),
     };
     for (const [where, text] of Object.entries(outputs))
       for (const [what, value] of Object.entries(encodings(id, secret)))

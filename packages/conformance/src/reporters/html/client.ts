@@ -1,6 +1,6 @@
 import type { ClientSession } from '../../client/session.js';
 import type { ClientReport } from '../../common/report.js';
-import { htmlEscape, provenanceHtml, sectionsHtml, style, verdictHtml } from './page.js';
+import { headHtml, htmlEscape, num, provenanceHtml, sectionsHtml, verdictHtml } from './page.js';
 import { timelineSvg } from './timeline.js';
 
 /** The self-contained HTML report of a client run: verdict, journey, scenario plan, timeline, checks. */
@@ -16,16 +16,13 @@ export function formatClientHtmlReport(report: ClientReport, session: ClientSess
   const scenarios = report.scenarios
     .map(
       (item) =>
-        `<tr><td><code>${htmlEscape(item.name)}</code></td><td>${item.enabled ? (item.firedAt !== undefined ? `fired at ${(item.firedAt / 1000).toFixed(2)} s (#${item.seq})` : 'not reached by the journey') : 'not selected'}</td><td>${htmlEscape(item.plan)}</td></tr>`,
+        `<tr><td><code>${htmlEscape(item.name)}</code></td><td>${item.enabled ? (item.firedAt !== undefined ? `fired at ${num(item.firedAt / 1000, 2)} s (#${num(item.seq)})` : 'not reached by the journey') : 'not selected'}</td><td>${htmlEscape(item.plan)}</td></tr>`,
     )
     .join('\n');
   return `<!doctype html>
 <html lang="en">
 <head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Partner Lending integration certification — ${htmlEscape(command)}</title>
-<style>${style}</style>
+${headHtml(`Partner Lending integration certification — ${command}`)}
 </head>
 <body>
 <h1>Partner Lending integration certification</h1>
@@ -35,9 +32,9 @@ ${verdictHtml(report)}
 <dt>Rules</dt><dd>Partner Lending API — Authentication and Access; the OAuth 2.0, bearer-token, JWT and HTTP RFCs</dd>
 <dt>Spec SHA-256</dt><dd><code>${htmlEscape(report.spec.sha256)}</code></dd>
 <dt>Journey</dt><dd><code>${htmlEscape(command)}</code></dd>
-<dt>Ended</dt><dd>${htmlEscape(ending)} after ${(journey.durationMs / 1000).toFixed(2)} s</dd>
-<dt>Calls</dt><dd>${journey.calls.token} token requests, ${journey.calls.api} API calls, ${journey.calls.other} other requests${report.recording.dropped > 0 ? `; ${report.recording.dropped} exchanges past the cap of ${report.recording.maxExchanges} were not recorded` : ''}</dd>
-<dt>Stage</dt><dd>token endpoint <code>${htmlEscape(report.stage.authUrl)}/oauth/token</code>, partner API <code>${htmlEscape(report.stage.baseUrl)}</code>, partner <code>${htmlEscape(report.stage.partnerId)}</code>, authorised ${htmlEscape(report.stage.authorizedScopes.join(' '))}, tokens live ${report.stage.ttlSeconds} s</dd>
+<dt>Ended</dt><dd>${htmlEscape(ending)} after ${num(journey.durationMs / 1000, 2)} s</dd>
+<dt>Calls</dt><dd>${num(journey.calls.token)} token requests, ${num(journey.calls.api)} API calls, ${num(journey.calls.other)} other requests${report.recording.dropped > 0 ? `; ${num(report.recording.dropped)} exchanges past the cap of ${num(report.recording.maxExchanges)} were not recorded` : ''}</dd>
+<dt>Stage</dt><dd>token endpoint <code>${htmlEscape(report.stage.authUrl)}/oauth/token</code>, partner API <code>${htmlEscape(report.stage.baseUrl)}</code>, partner <code>${htmlEscape(report.stage.partnerId)}</code>, authorised ${htmlEscape(report.stage.authorizedScopes.join(' '))}, tokens live ${num(report.stage.ttlSeconds)} s for the first ${num(report.stage.shortPhaseMs / 1000, 0)} s, then ${num(report.stage.longTtlSeconds)} s</dd>
 <dt>Date</dt><dd>${htmlEscape(report.startedAt)}</dd>
 ${provenanceHtml(report)}
 <dt>Summary</dt><dd>${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} skipped, ${errored} errored</dd>

@@ -29,6 +29,27 @@ code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}pre{white-space:pre-w
 .passed{color:#1a7f37}.failed{color:#cf222e}.skipped{color:#9a6700}.errored{color:#8250df}.status{font-weight:700;white-space:nowrap}
 `;
 
+/**
+ * The report's Content-Security-Policy: nothing may load or run — no script at all, no request to
+ * anywhere, no form — and the one inline style is allowed by its hash. A value a hostile session or
+ * target slipped past escaping still cannot act.
+ */
+export const contentSecurityPolicy = `default-src 'none'; style-src '${`sha256-${createHash('sha256').update(style).digest('base64')}`}'; img-src data:; base-uri 'none'; form-action 'none'`;
+
+/** The head of every report: charset, viewport, the CSP, the title (escaped) and the style. */
+export function headHtml(title: string): string {
+  return `<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="${contentSecurityPolicy}">
+<meta name="referrer" content="no-referrer">
+<title>${htmlEscape(title)}</title>
+<style>${style}</style>`;
+}
+
+/** A number as the report shows it, escaped: whatever a hostile session put there stays text. */
+export const num = (value: unknown, digits?: number): string =>
+  htmlEscape(typeof value === 'number' && digits !== undefined ? value.toFixed(digits) : String(value));
+
 const rank = (check: CheckResult): number => {
   if (check.status === 'failed' || check.status === 'errored') return check.severity === 'must' ? 0 : 1;
   if (check.status === 'skipped') return check.severity === 'must' ? 2 : 3;

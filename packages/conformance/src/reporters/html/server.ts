@@ -1,5 +1,5 @@
 import type { Report } from '../../common/report.js';
-import { htmlEscape, provenanceHtml, sectionsHtml, style, verdictHtml } from './page.js';
+import { headHtml, htmlEscape, provenanceHtml, sectionsHtml, verdictHtml } from './page.js';
 
 export interface HtmlReportMeta {
   /** The kind of target: `embedded mock (deployed)` or `remote`. */
@@ -26,10 +26,7 @@ export function formatHtmlReport(report: Report, meta: HtmlReportMeta): string {
   return `<!doctype html>
 <html lang="en">
 <head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Partner Lending conformance report — ${htmlEscape(report.target.baseUrl)}</title>
-<style>${style}</style>
+${headHtml(`Partner Lending conformance report — ${report.target.baseUrl}`)}
 </head>
 <body>
 <h1>Partner Lending conformance report</h1>

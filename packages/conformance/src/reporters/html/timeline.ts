@@ -3,6 +3,8 @@ import { htmlEscape } from './page.js';
 
 /** Marks drawn at most per row of the timeline; past it calls are sampled evenly (the report says so). */
 export const maxTimelineMarks = 2000;
+/** Width of a 10-px monospace character in the SVG's units, with room to spare (labels must not touch). */
+const labelCharWidth = 6.5;
 /** Token rows drawn at most; the rest are summarised. */
 export const maxTimelineTokens = 40;
 
@@ -28,11 +30,27 @@ export function timelineSvg(session: ClientSession): string {
   const width = 1000;
   const left = 170;
   const plot = width - left - 10;
-  const end = Math.max(1, session.durationMs, ...session.tokens.map((t) => t.expAt));
-  const x = (ms: number) => (left + (Math.max(0, Math.min(ms, end)) / end) * plot).toFixed(1);
+  // The axis is the session's: a token that outlives it (a long-phase token) is drawn to the edge.
+  const end = Math.max(1, Number(session.durationMs) || 0);
+  const x = (ms: number) => (left + (Math.max(0, Math.min(Number(ms) || 0, end)) / end) * plot).toFixed(1);
   const tokens = session.tokens.slice(0, maxTimelineTokens);
   const row = 18;
-  const top = 24;
+  // Scenario labels on as many rows as they need so that none overlaps another (10-px text).
+  const fired = session.scenarios
+    .filter((scenario) => scenario.firedAt !== undefined)
+    .sort((a, b) => (a.firedAt ?? 0) - (b.firedAt ?? 0));
+  const labelRows: number[] = [];
+  const placed = fired.map((scenario) => {
+    const at = Number(x(scenario.firedAt!));
+    const textWidth = scenario.name.length * labelCharWidth + 4;
+    // Labels near the right edge are drawn to the left of their line.
+    const from = at + textWidth > width ? at - textWidth : at;
+    let level = labelRows.findIndex((rightEdge) => rightEdge <= from);
+    if (level < 0) level = labelRows.length;
+    labelRows[level] = from + textWidth + 2;
+    return { scenario, at, from, level };
+  });
+  const top = 14 + Math.max(1, labelRows.length) * 12;
   const parts: string[] = [];
   const label = (y: number, text: string) =>
     `<text x="4" y="${y + 12}" font-size="11" font-family="ui-monospace,monospace">${htmlEscape(text)}</text>`;
@@ -68,11 +86,10 @@ export function timelineSvg(session: ClientSession): string {
     );
   y += row;
   const height = y + 22;
-  for (const scenario of session.scenarios)
-    if (scenario.firedAt !== undefined)
-      parts.push(
-        `<line x1="${x(scenario.firedAt)}" y1="14" x2="${x(scenario.firedAt)}" y2="${y}" stroke="#8250df" stroke-dasharray="3 3"/><text x="${x(scenario.firedAt)}" y="11" font-size="10" fill="#8250df">${htmlEscape(scenario.name)}</text>`,
-      );
+  for (const { scenario, at, from, level } of placed)
+    parts.push(
+      `<line x1="${at.toFixed(1)}" y1="${3 + level * 12}" x2="${at.toFixed(1)}" y2="${y}" stroke="#8250df" stroke-dasharray="3 3"/><text class="scenario-label" x="${from.toFixed(1)}" y="${11 + level * 12}" font-size="10" font-family="ui-monospace,monospace" fill="#8250df">${htmlEscape(scenario.name)}</text>`,
+    );
   for (let second = 0; second <= end / 1000; second += Math.max(1, Math.ceil(end / 1000 / 10)))
     parts.push(
       `<text x="${x(second * 1000)}" y="${height - 6}" font-size="10" fill="#57606a">${second} s</text>`,
