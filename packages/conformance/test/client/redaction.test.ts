@@ -62,7 +62,7 @@ describe('nothing secret in any output, in any encoding', () => {
     );
     expect(code, out).toBe(1); // the journey leaks its secret to the API: a must check fails
     expect(secret.length).toBeGreaterThan(20);
-    const outputs = {
+    const outputs: Record<string, string> = {
       console: out,
       ...Object.fromEntries(
         await Promise.all(files.map(async (f): Promise<[string, string]> => [f, await readFile(f, 'utf8')])),
