@@ -236,7 +236,9 @@ export function createTransport(options: TransportOptions): Transport {
             `${label(request).where} was not sent: the partner API asked this client to wait ${Math.ceil(paused)} ms more (Retry-After of an earlier 429/503), longer than what is left of timeoutMs. Retry after that.`,
             { attempts: attempt - 1, retryAfterMs: Math.ceil(paused) },
           );
-        logger?.debug?.(`${label(request).where}: waiting ${Math.ceil(paused)} ms (Retry-After of an earlier answer)`);
+        logger?.debug?.(
+          `${label(request).where}: waiting ${Math.ceil(paused)} ms (Retry-After of an earlier answer)`,
+        );
         await pause(paused, deadline, request);
       }
       let failure: PartnerApiError;

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { scopes as knownScopes } from '@partner-lending/spec';
@@ -5,6 +6,7 @@ import { clientCheckIds, clientChecks } from '../client/checks/index.js';
 import { judgeSession } from '../client/judge.js';
 import { type ClientConformanceOptions, defaultTimeoutSeconds, runClientConformance } from '../client/run.js';
 import { type ClientSession, formatSession, parseSession, type ScenarioName } from '../client/session.js';
+import { readSessionFile } from '../client/session-file.js';
 import {
   defaultLongTtlSeconds,
   defaultScopes,
@@ -44,6 +46,8 @@ plays the scenario plan, and judges the traffic it recorded.
   --public-url URL       origin the journey reaches the stage by (e.g. http://host.docker.internal); ports are added
   --json                 without COMMAND: print one JSON line with the addresses and credentials
   --certify              a skipped must check, or a journey that does not exit 0, fails the run
+  --partner NAME         the partner whose integration this is (in every report)
+  --integration-version V   its version or commit (default: git describe of the current directory)
   --only ID,…            judge only these checks
   --save-session FILE    save the recorded session (redacted), to judge again with --judge
   --judge FILE           judge a saved session offline; runs nothing
@@ -67,6 +71,8 @@ const flags = {
   'public-url': { type: 'string' },
   json: { type: 'boolean' },
   certify: { type: 'boolean' },
+  partner: { type: 'string' },
+  'integration-version': { type: 'string' },
   only: { type: 'string' },
   'save-session': { type: 'string' },
   judge: { type: 'string' },
@@ -130,6 +136,8 @@ export function parseClientArgs(argv: readonly string[]): ClientCliConfig {
       'public-url',
       'json',
       'save-session',
+      'partner',
+      'integration-version',
     ] as const;
     const given = runFlags.find((flag) => values[flag] !== undefined);
     if (given) throw usageError(`--${given} has no effect with --judge (the session was recorded already)`);
@@ -205,6 +213,18 @@ export function parseClientArgs(argv: readonly string[]): ClientCliConfig {
     options.publicUrl = `${url.protocol}//${url.host}`;
   }
   if (values.certify) options.certify = true;
+  for (const [flag, key] of [
+    ['partner', 'name'],
+    ['integration-version', 'version'],
+  ] as const) {
+    const value = values[flag];
+    if (value === undefined) continue;
+    if (value.trim() === '' || value.length > 200 || /[\u0000-\u001f\u007f]/.test(value))
+      throw usageError(
+        `--${flag} takes up to 200 printable characters, got ${JSON.stringify(value.slice(0, 40))}`,
+      );
+    options.integration = { ...options.integration, [key]: value.trim() };
+  }
   if (values.only !== undefined) {
     const ids = values.only
       .split(',')
@@ -257,14 +277,10 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
     let report: ClientReport;
     let session: ClientSession;
     if (config.judge !== undefined) {
-      let text: string;
-      try {
-        text = await readFile(config.judge, 'utf8');
-      } catch (cause) {
-        throw usageError(`--judge: cannot read ${config.judge}: ${(cause as Error).message}`);
-      }
-      session = parseSession(text, config.judge);
+      const file = await readSessionFile(config.judge);
+      session = file.session;
       report = judgeSession(session, {
+        provenance: { source: 'rejudged', sessionSha256: file.sha256, sessionFile: config.judge },
         certify: config.options.certify === true,
         ...(config.options.only && { only: config.options.only }),
       });
@@ -282,8 +298,10 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
       const selected = options.only
         ? clientChecks.filter((check) => options.only!.includes(check.id))
         : clientChecks;
+      const version = options.integration?.version ?? (options.command ? gitDescribe() : undefined);
       const run = await runClientConformance({
         ...options,
+        ...(version !== undefined && { integration: { ...options.integration, version } }),
         env: io.env,
         ...(io.signal && { signal: io.signal }),
         ...io.clientOverrides,
@@ -323,7 +341,7 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
     const journey = report.journey;
     io.stdout.write(
       terminalSafe(
-        `\njourney  ${journey.command.join(' ') || '(none)'} — ${journey.ending === 'exited' ? `exit ${journey.exitCode ?? `signal ${journey.signal}`}` : journey.ending}${journey.note ? ` (${journey.note})` : ''}, ${(journey.durationMs / 1000).toFixed(2)} s; ${journey.calls.token} token requests, ${journey.calls.api} API calls${report.recording.dropped > 0 ? `; ${report.recording.dropped} exchanges not recorded (cap ${report.recording.maxExchanges})` : ''}\n`,
+        `\njourney  ${journey.command.join(' ') || '(none)'} — ${journey.ending === 'exited' ? `exit ${journey.exitCode ?? `signal ${journey.signal}`}` : journey.ending}${journey.note ? ` (${journey.note})` : ''}, ${(journey.durationMs / 1000).toFixed(2)} s; ${journey.calls.token} token requests, ${journey.calls.api} API calls${report.recording.dropped > 0 ? `; ${report.recording.dropped} exchanges not recorded (cap ${report.recording.maxExchanges})` : ''}${journey.survivors ? `\n         ${journey.survivors.length} process${journey.survivors.length === 1 ? '' : 'es'} had left the journey's process group and outlived it (stopped): ${journey.survivors.join('; ')}` : ''}\n`,
       ),
     );
     reporter.finish(report);
@@ -341,5 +359,19 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
     const message = error instanceof Error ? error.message : String(error);
     io.stderr.write(`partner-conformance client: internal error: ${terminalSafe(message)}\n`);
     return 1;
+  }
+}
+
+/** `git describe --always --dirty` of the current directory (the journey's repository), if it is one. */
+function gitDescribe(): string | undefined {
+  try {
+    const out = execFileSync('git', ['describe', '--always', '--dirty', '--tags'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 2000,
+    }).trim();
+    return out.length > 0 && out.length <= 200 && !/[\u0000-\u001f]/.test(out) ? out : undefined;
+  } catch {
+    return undefined;
   }
 }

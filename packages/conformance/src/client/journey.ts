@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { usageError } from '../errors.js';
 import type { JourneyRecord } from './session.js';
@@ -58,6 +59,42 @@ export interface JourneyOptions {
   onOutput?: (chunk: Buffer) => void;
 }
 
+/** The variable that marks every process of a journey (inherited by its children, whatever group they join). */
+export const journeyMarker = 'PARTNER_CONFORMANCE_JOURNEY';
+
+/**
+ * Processes still carrying this journey's marker in their environment: children that left its process
+ * group (setsid, a daemon) and outlived it. Linux only (/proc); elsewhere, and for a child that cleared
+ * its environment, none is found.
+ */
+function markedProcesses(marker: string, group: number | undefined): Array<{ pid: number; command: string }> {
+  const found: Array<{ pid: number; command: string }> = [];
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return found;
+  }
+  const wanted = `${journeyMarker}=${marker}`;
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const environ = readFileSync(`/proc/${entry}/environ`, 'latin1').split('\0');
+      if (!environ.includes(wanted)) continue;
+      // Still in the journey's group: the group's SIGKILL is on its way to it.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+      const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+      if (pgrp === group) continue;
+      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+      found.push({ pid: Number(entry), command: command.slice(0, 200) });
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+    if (found.length >= 64) break;
+  }
+  return found;
+}
+
 /** Runs the journey in its own process group and tells how it ended. */
 export function runJourney(options: JourneyOptions): Promise<JourneyRecord> {
   const started = performance.now();
@@ -65,8 +102,9 @@ export function runJourney(options: JourneyOptions): Promise<JourneyRecord> {
   return new Promise((resolveRecord) => {
     let ending: JourneyRecord['ending'] = 'exited';
     let note: string | undefined;
+    const marker = randomBytes(12).toString('hex');
     const child = spawn(command!, args, {
-      env: options.env as NodeJS.ProcessEnv,
+      env: { ...options.env, [journeyMarker]: marker } as NodeJS.ProcessEnv,
       stdio: options.stdio === 'pipe' ? ['ignore', 'pipe', 'pipe'] : (options.stdio ?? 'inherit'),
       detached: true,
     });
@@ -113,6 +151,12 @@ export function runJourney(options: JourneyOptions): Promise<JourneyRecord> {
           process.kill(-child.pid, 'SIGKILL');
         } catch {}
       if (killTimer) clearTimeout(killTimer);
+      // Children that left the group are found by the marker they inherited, named, and stopped.
+      const survivors = markedProcesses(marker, child.pid);
+      for (const survivor of survivors)
+        try {
+          process.kill(survivor.pid, 'SIGKILL');
+        } catch {}
       resolveRecord({
         command: [...options.command],
         exitCode,
@@ -120,6 +164,9 @@ export function runJourney(options: JourneyOptions): Promise<JourneyRecord> {
         durationMs: Math.round(performance.now() - started),
         ending,
         ...(note !== undefined && { note }),
+        ...(survivors.length > 0 && {
+          survivors: survivors.map((survivor) => `pid ${survivor.pid}: ${survivor.command}`),
+        }),
       });
     };
     child.once('error', (error) => {

@@ -1,17 +1,26 @@
+import { createHash } from 'node:crypto';
+import { type ApiOperationId, operations } from '@partner-lending/spec';
 import { toCheckResult } from '../common/check-meta.js';
 import { type Evidence, maxEvidence } from '../common/evidence.js';
 import {
   type CheckResult,
   type ClientReport,
   mustNotVerified,
+  type OperationRecord,
+  type Provenance,
   runEnvironment,
   summarize,
 } from '../common/report.js';
 import { specSha256 } from '../common/spec-responses.js';
+
+const apiOperationIds = (Object.keys(operations) as Array<keyof typeof operations>).filter(
+  (id): id is ApiOperationId => operations[id].server === 'api',
+);
+
 import type { ClientCheck } from './check.js';
 import { clientChecks } from './checks/index.js';
-import type { ClientSession, RecordedExchange } from './session.js';
-import { viewOf } from './view.js';
+import { type ClientSession, formatSession, type RecordedExchange } from './session.js';
+import { type SessionView, viewOf } from './view.js';
 
 /** The evidence record of a recorded exchange (already redacted by the stage). */
 export function exchangeEvidence(exchange: RecordedExchange, session: ClientSession): Evidence {
@@ -35,6 +44,41 @@ export interface JudgeOptions {
   only?: readonly string[];
   /** Monotonic ms clock for durations, default performance.now. */
   now?: () => number;
+  /** Where the session comes from (default: a live run on this machine, its SHA-256 computed here). */
+  provenance?: Omit<Provenance, 'note'>;
+}
+
+/** What each source proves, as every report says it. */
+export const provenanceNotes: Record<Provenance['source'], string> = {
+  live: 'recorded and judged on the machine that ran the journey: evidence for the one who ran it, not against a dishonest submitter, who can edit what a self-hosted stage records; an attested run of the certification service is that evidence',
+  rejudged:
+    'judged again from a session file: the verdicts follow from the file alone, and the file is only as trustworthy as whoever handed it over; an attested run of the certification service is evidence against a dishonest submitter',
+  service:
+    'recorded and judged by the certification service, which signs the result: every line of evidence was written by the verifier, not by the integration certified',
+};
+
+/** How the journey exercised each operation of the API (calls, successes, refusals by status). */
+export function operationsOf(view: SessionView): OperationRecord[] {
+  return apiOperationIds.map((operationId) => {
+    const operation = operations[operationId];
+    const calls = view.apiCalls.filter((call) => call.operationId === operationId);
+    const refusals: Record<string, number> = {};
+    let successes = 0;
+    for (const { exchange } of calls) {
+      if (exchange.status >= 200 && exchange.status < 300) successes += 1;
+      else refusals[String(exchange.status)] = (refusals[String(exchange.status)] ?? 0) + 1;
+    }
+    return {
+      operationId,
+      method: operation.method,
+      path: operation.path,
+      scope: operation.scope,
+      calls: calls.length,
+      successes,
+      refusals,
+      exercised: successes > 0,
+    };
+  });
 }
 
 function judgeOne(
@@ -83,6 +127,13 @@ function judgeOne(
  * session judged again gives the same verdicts.
  */
 export function judgeSession(session: ClientSession, options: JudgeOptions = {}): ClientReport {
+  const provenance: Provenance = {
+    ...(options.provenance ?? {
+      source: 'live',
+      sessionSha256: createHash('sha256').update(formatSession(session)).digest('hex'),
+    }),
+    note: provenanceNotes[options.provenance?.source ?? 'live'],
+  };
   const now = options.now ?? (() => performance.now());
   const started = now();
   const view = viewOf(session);
@@ -124,5 +175,8 @@ export function judgeSession(session: ClientSession, options: JudgeOptions = {})
       dropped: session.dropped,
       maxExchanges: session.maxExchanges,
     },
+    ...(session.integration && { integration: { ...session.integration } }),
+    provenance,
+    operations: operationsOf(view),
   };
 }

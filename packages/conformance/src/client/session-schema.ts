@@ -152,4 +152,5 @@ export const sessionSchema = z.strictObject({
   tokens: z.array(issuedToken).max(maxSessionExchanges),
   maxExchanges: z.number().int().min(1).max(maxSessionExchanges),
   dropped: count,
+  integration: z.strictObject({ name: text(200).optional(), version: text(200).optional() }).optional(),
 });

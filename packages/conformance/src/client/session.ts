@@ -1,4 +1,5 @@
 import type { JourneyRecord, ScenarioRecord } from '../common/records.js';
+import type { IntegrationRecord } from '../common/report.js';
 import { ConformanceError } from '../errors.js';
 import { sessionSchema } from './session-schema.js';
 
@@ -28,6 +29,8 @@ export interface ClientSession {
   /** The recording cap and how many exchanges arrived past it (not recorded). */
   maxExchanges: number;
   dropped: number;
+  /** The integration certified, as named when the run started (`--partner`, `--integration-version`). */
+  integration?: IntegrationRecord;
 }
 
 export interface StageInfo {

@@ -3,6 +3,7 @@ import { Agent, createServer, type IncomingMessage, type Server, type ServerResp
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { scopes as allScopes } from '@partner-lending/spec';
 import { Redactor } from '../common/redact.js';
+import type { IntegrationRecord } from '../common/report.js';
 import { tool } from '../version.js';
 import type { ClientSession, JourneyRecord, RecordedExchange, ScenarioName } from './session.js';
 import { bodyKindOf, cut, keptText, maxBodyBytes, readBody, requestReader } from './stage/request-reader.js';
@@ -68,6 +69,8 @@ export interface StageOptions {
   maxExchanges?: number;
   /** Epoch ms clock. Default Date.now. */
   clock?: () => number;
+  /** The integration certified (`--partner`, `--integration-version`): kept in the session and the report. */
+  integration?: IntegrationRecord;
 }
 
 /** The credentials and addresses handed to the journey. */
@@ -330,11 +333,16 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
         apiDelayMs,
       },
       scenarios: scenarios.records.map((item) => ({ ...item })),
-      journey: { ...journey, command: journey.command.map(redact) },
+      journey: {
+        ...journey,
+        command: journey.command.map(redact),
+        ...(journey.survivors && { survivors: journey.survivors.map(redact) }),
+      },
       exchanges: [...exchanges].sort((a, b) => a.seq - b.seq),
       tokens: tokens.issued.map((item) => ({ ...item })),
       maxExchanges,
       dropped,
+      ...(options.integration && { integration: { ...options.integration } }),
     }),
     close: () => {
       closing ??= Promise.all([closeFront(authFront), closeFront(apiFront), mock.close()]).then(() =>

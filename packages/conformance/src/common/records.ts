@@ -21,4 +21,9 @@ export interface JourneyRecord {
   ending: 'exited' | 'timeout' | 'interrupted' | 'duration' | 'spawn-failed';
   /** One line when the ending needs words (the spawn error, the timeout). */
   note?: string;
+  /**
+   * Processes of the journey that had left its process group (setsid, a daemon) and were still running
+   * when it ended: named here (pid and command line, redacted), then stopped.
+   */
+  survivors?: string[];
 }

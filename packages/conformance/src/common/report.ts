@@ -50,6 +50,12 @@ interface ReportBase {
   checks: CheckResult[];
 }
 
+/** The partner's integration as the report names it. */
+export interface IntegrationRecord {
+  name?: string;
+  version?: string;
+}
+
 /** Who ran the suite where: what a reviewer needs to place a report. */
 export interface RunEnvironment {
   node: string;
@@ -101,6 +107,42 @@ export interface ClientReport extends ReportBase {
   scenarios: ScenarioRecord[];
   /** Exchanges recorded and dropped past the cap (a dropped exchange makes every pass "not verified"). */
   recording: { exchanges: number; dropped: number; maxExchanges: number };
+  /** The integration certified: the partner's name and its version or commit, as given (or `git describe`). */
+  integration?: IntegrationRecord;
+  /** Where the verdicts come from, and what they prove. */
+  provenance: Provenance;
+  /** Each operation of the API: how the journey exercised it (a pass says nothing of one never called). */
+  operations: OperationRecord[];
+}
+
+/** How a client report came to be. */
+export interface Provenance {
+  /**
+   * `live`: judged as the stage recorded it, on this machine; `rejudged`: judged again from a session
+   * file; `service`: recorded and judged by the certification service, which signs it.
+   */
+  source: 'live' | 'rejudged' | 'service';
+  /** SHA-256 of the session's bytes as saved (--save-session) or read (--judge). */
+  sessionSha256: string;
+  /** The file judged (rejudged only). */
+  sessionFile?: string;
+  /** What the source proves, in a sentence for the reviewer. */
+  note: string;
+}
+
+/** How one operation was exercised by the journey. */
+export interface OperationRecord {
+  operationId: string;
+  method: string;
+  path: string;
+  scope: string;
+  calls: number;
+  /** Answers 2xx. */
+  successes: number;
+  /** Answers other than 2xx, by status (0: no answer). */
+  refusals: Record<string, number>;
+  /** At least one call of it succeeded: the integration was certified on it. */
+  exercised: boolean;
 }
 
 export type AnyReport = Report | ClientReport;
@@ -187,4 +229,40 @@ export function verdictOf(
       ? { code, word: 'FAIL', text: `FAIL — certification needs every must check verified; ${notVerified}` }
       : { code, word: 'PASS', text: `PASS — ${notVerified}` };
   return { code, word: 'PASS', text: 'PASS — every must check passed' };
+}
+
+/**
+ * What a client report means for approval, in three lines: the must outcome, the should failures (which
+ * do not block approval), and the operations the integration was certified on — a pass says nothing of
+ * an operation the journey never exercised successfully.
+ */
+export function decisionLines(report: ClientReport): string[] {
+  const must = report.checks.filter((check) => check.severity === 'must');
+  const mustBad = must.filter((check) => check.status === 'failed' || check.status === 'errored');
+  const mustSkipped = must.filter((check) => check.status === 'skipped');
+  const shouldBad = report.checks.filter((check) => check.severity === 'should' && check.status === 'failed');
+  const lines = [
+    mustBad.length > 0
+      ? `must checks: ${mustBad.length} of ${must.length} failed (${mustBad.map((c) => c.id).join(', ')}) — the integration cannot be approved until they pass`
+      : mustSkipped.length > 0
+        ? `must checks: ${must.length - mustSkipped.length} of ${must.length} passed, ${mustSkipped.length} not verified (${mustSkipped.map((c) => c.id).join(', ')}) — certification (--certify) needs them verified`
+        : `must checks: all ${must.length} passed — the rules an approval requires hold for what the journey did`,
+    shouldBad.length > 0
+      ? `should checks: ${shouldBad.length} failed (${shouldBad.map((c) => c.id).join(', ')}) — recommendations: they do not block approval, and a reviewer may ask for them`
+      : 'should checks: none failed',
+  ];
+  const exercised = report.operations.filter((operation) => operation.exercised);
+  const missed = report.operations.filter((operation) => !operation.exercised);
+  const refusals = (operation: OperationRecord) =>
+    Object.entries(operation.refusals)
+      .map(([status, count]) => `${count} × ${status === '0' ? 'no answer' : status}`)
+      .join(', ');
+  lines.push(
+    `operations certified on (exercised successfully): ${exercised.map((o) => `${o.operationId} (${o.successes} of ${o.calls} calls ok)`).join(', ') || 'none'}${
+      missed.length > 0
+        ? `; not exercised successfully: ${missed.map((o) => `${o.operationId} (${o.calls === 0 ? 'never called' : `${o.calls} call${o.calls === 1 ? '' : 's'}: ${refusals(o)}`})`).join(', ')} — the report certifies nothing about ${missed.length === 1 ? 'it' : 'them'}`
+        : ''
+    }`,
+  );
+  return lines;
 }

@@ -1,5 +1,5 @@
 import { categoryOrder } from '../common/check-meta.js';
-import { type AnyReport, type CheckResult, reportVerdict } from '../common/report.js';
+import { type AnyReport, type CheckResult, decisionLines, reportVerdict } from '../common/report.js';
 import { terminalSafe } from '../common/terminal.js';
 import type { TargetInfo } from '../server/run.js';
 
@@ -164,11 +164,23 @@ export class ConsoleReporter {
         if (check.fix) this.#stream.write(`    how to fix: ${check.fix}\n`);
       }
     }
+    if (report.mode === 'client') {
+      this.#stream.write(`\n${this.#paint(1, 'Decision')}\n`);
+      for (const line of decisionLines(report)) this.#stream.write(`  ${terminalSafe(line)}\n`);
+      const { provenance, integration } = report;
+      if (integration?.name || integration?.version)
+        this.#stream.write(
+          `  integration: ${terminalSafe([integration.name, integration.version].filter(Boolean).join(' '))}\n`,
+        );
+      this.#stream.write(
+        `  session SHA-256 ${provenance.sessionSha256} (${provenance.source}${provenance.sessionFile ? `: ${terminalSafe(provenance.sessionFile)}` : ''}): ${provenance.note}\n`,
+      );
+    }
     const { passed, failed, skipped, errored } = report.summary;
     const verdict = reportVerdict(report);
     const code = verdict.code;
     this.#stream.write(
-      `\n${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} skipped, ${errored} errored in ${(report.durationMs / 1000).toFixed(2)} s\n` +
+      `\n${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} not verified, ${errored} errored in ${(report.durationMs / 1000).toFixed(2)} s\n` +
         `${this.#paint(code === 0 ? 32 : 31, terminalSafe(verdict.text))} (exit ${code})\n`,
     );
   }

@@ -1,5 +1,5 @@
 import type { ClientSession } from '../../client/session.js';
-import type { ClientReport } from '../../common/report.js';
+import { type ClientReport, decisionLines } from '../../common/report.js';
 import { headHtml, htmlEscape, num, provenanceHtml, sectionsHtml, verdictHtml } from './page.js';
 import { timelineSvg } from './timeline.js';
 
@@ -19,6 +19,17 @@ export function formatClientHtmlReport(report: ClientReport, session: ClientSess
         `<tr><td><code>${htmlEscape(item.name)}</code></td><td>${item.enabled ? (item.firedAt !== undefined ? `fired at ${num(item.firedAt / 1000, 2)} s (#${num(item.seq)})` : 'not reached by the journey') : 'not selected'}</td><td>${htmlEscape(item.plan)}</td></tr>`,
     )
     .join('\n');
+  const operations = report.operations
+    .map(
+      (operation) =>
+        `<tr class="${operation.exercised ? 'passed' : 'skipped'}"><td><code>${htmlEscape(operation.operationId)}</code><br><span class="muted">${htmlEscape(operation.method)} ${htmlEscape(operation.path)}</span></td><td>${num(operation.calls)}</td><td>${num(operation.successes)}</td><td>${
+          Object.entries(operation.refusals)
+            .map(([status, count]) => `${num(count)} × ${status === '0' ? 'no answer' : htmlEscape(status)}`)
+            .join(', ') || '—'
+        }</td><td>${operation.exercised ? 'certified on it' : '<strong>not exercised successfully</strong>: this report certifies nothing about it'}</td></tr>`,
+    )
+    .join('\n');
+  const { provenance, integration } = report;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -27,17 +38,30 @@ ${headHtml(`Partner Lending integration certification — ${command}`)}
 <body>
 <h1>Partner Lending integration certification</h1>
 ${verdictHtml(report)}
+<h2>Decision</h2>
+<ul class="decision">
+${decisionLines(report)
+  .map((line) => `<li>${htmlEscape(line)}</li>`)
+  .join('\n')}
+</ul>
+<div class="scroll"><table><thead><tr><th>operation</th><th>calls</th><th>2xx</th><th>other answers</th><th>in this report</th></tr></thead><tbody>
+${operations}
+</tbody></table></div>
+<h2>Run</h2>
 <dl>
+<dt>Integration</dt><dd>${integration?.name || integration?.version ? htmlEscape([integration.name, integration.version].filter(Boolean).join(' — ')) : '<span class="muted">not named (--partner, --integration-version)</span>'}</dd>
+<dt>Provenance</dt><dd><strong>${htmlEscape(provenance.source === 'live' ? 'live run' : provenance.source === 'rejudged' ? 'judged again from a session file' : 'certification service')}</strong>${provenance.sessionFile ? ` (<code>${htmlEscape(provenance.sessionFile)}</code>)` : ''}: ${htmlEscape(provenance.note)}</dd>
+<dt>Session SHA-256</dt><dd><code>${htmlEscape(provenance.sessionSha256)}</code></dd>
 <dt>Tool</dt><dd>${htmlEscape(report.tool.name)} ${htmlEscape(report.tool.version)} (client mode)</dd>
 <dt>Rules</dt><dd>Partner Lending API — Authentication and Access; the OAuth 2.0, bearer-token, JWT and HTTP RFCs</dd>
 <dt>Spec SHA-256</dt><dd><code>${htmlEscape(report.spec.sha256)}</code></dd>
 <dt>Journey</dt><dd><code>${htmlEscape(command)}</code></dd>
-<dt>Ended</dt><dd>${htmlEscape(ending)} after ${num(journey.durationMs / 1000, 2)} s</dd>
+<dt>Ended</dt><dd>${htmlEscape(ending)} after ${num(journey.durationMs / 1000, 2)} s${journey.survivors ? `; <strong>${num(journey.survivors.length)} process(es) had left the journey's process group and outlived it</strong> (stopped): <code>${htmlEscape(journey.survivors.join('; '))}</code>` : ''}</dd>
 <dt>Calls</dt><dd>${num(journey.calls.token)} token requests, ${num(journey.calls.api)} API calls, ${num(journey.calls.other)} other requests${report.recording.dropped > 0 ? `; ${num(report.recording.dropped)} exchanges past the cap of ${num(report.recording.maxExchanges)} were not recorded` : ''}</dd>
 <dt>Stage</dt><dd>token endpoint <code>${htmlEscape(report.stage.authUrl)}/oauth/token</code>, partner API <code>${htmlEscape(report.stage.baseUrl)}</code>, partner <code>${htmlEscape(report.stage.partnerId)}</code>, authorised ${htmlEscape(report.stage.authorizedScopes.join(' '))}, tokens live ${num(report.stage.ttlSeconds)} s for the first ${num(report.stage.shortPhaseMs / 1000, 0)} s, then ${num(report.stage.longTtlSeconds)} s</dd>
 <dt>Date</dt><dd>${htmlEscape(report.startedAt)}</dd>
 ${provenanceHtml(report)}
-<dt>Summary</dt><dd>${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} skipped, ${errored} errored</dd>
+<dt>Summary</dt><dd>${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} not verified, ${errored} errored</dd>
 </dl>
 <h2>Scenario plan</h2>
 <div class="scroll"><table><thead><tr><th>step</th><th>in this session</th><th>what the stage does</th></tr></thead><tbody>
@@ -45,7 +69,7 @@ ${scenarios}
 </tbody></table></div>
 <h2>Timeline</h2>
 ${timelineSvg(session)}
-<p class="muted">A check is <em>passed</em> only when the journey reached what it judges; otherwise it is <em>skipped</em> with the reason ("not verified: …"). The session file (<code>--save-session</code>) lets anyone judge the same traffic again: <code>partner-conformance client --judge FILE</code>.</p>
+<p class="muted">A check is <em>passed</em> only when the journey reached what it judges; otherwise it is <em>not verified</em>, with the reason (in the JSON report its status is <code>skipped</code>). The session file (<code>--save-session</code>) lets anyone judge the same traffic again: <code>partner-conformance client --judge FILE</code>.</p>
 ${sectionsHtml(report)}
 </body>
 </html>

@@ -75,8 +75,8 @@ function evidenceHtml(check: CheckResult): string {
 }
 
 function checkHtml(check: CheckResult): string {
-  return `<section class="check ${check.status}" id="${htmlEscape(check.id)}">
-<h3><span class="status ${check.status}">${check.status}</span> <code>${htmlEscape(check.id)}</code> — ${htmlEscape(check.title)} <span class="sev">${check.severity}</span></h3>
+  return `<section class="check ${htmlEscape(check.status)}" id="${htmlEscape(check.id)}">
+<h3><span class="status ${htmlEscape(check.status)}">${check.status === 'skipped' ? 'not verified' : htmlEscape(check.status)}</span> <code>${htmlEscape(check.id)}</code> — ${htmlEscape(check.title)} <span class="sev">${htmlEscape(check.severity)}</span></h3>
 <p class="rule"><strong>Rule</strong> ${htmlEscape(check.reference)}</p>
 <blockquote>${htmlEscape(check.citation)}</blockquote>
 <p class="pre"><strong>Precondition</strong> ${htmlEscape(check.precondition)}</p>

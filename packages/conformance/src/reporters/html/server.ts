@@ -44,9 +44,9 @@ ${verdictHtml(report)}
 <dt>Date</dt><dd>${htmlEscape(report.startedAt)}</dd>
 ${provenanceHtml(report)}
 <dt>Duration</dt><dd>${(report.durationMs / 1000).toFixed(2)} s</dd>
-<dt>Summary</dt><dd>${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} skipped, ${errored} errored</dd>${report.stopped ? `\n<dt>Stopped</dt><dd>before any check (${htmlEscape(report.stopped.code)}): ${htmlEscape(report.stopped.reason)}</dd>` : ''}
+<dt>Summary</dt><dd>${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} not verified, ${errored} errored</dd>${report.stopped ? `\n<dt>Stopped</dt><dd>before any check (${htmlEscape(report.stopped.code)}): ${htmlEscape(report.stopped.reason)}</dd>` : ''}
 </dl>
-<p class="muted">A check is <em>passed</em> only when its precondition held in this run; otherwise it is <em>skipped</em> with the reason ("not verified: …"). The curl lines fetch a token first (<code>TOKEN=$(curl …)</code>, with <code>$PARTNER_CLIENT_ID</code> and <code>$PARTNER_CLIENT_SECRET</code> from your environment).</p>
+<p class="muted">A check is <em>passed</em> only when its precondition held in this run; otherwise it is <em>not verified</em>, with the reason (in the JSON report its status is <code>skipped</code>). The curl lines fetch a token first (<code>TOKEN=$(curl …)</code>, with <code>$PARTNER_CLIENT_ID</code> and <code>$PARTNER_CLIENT_SECRET</code> from your environment).</p>
 ${sections}
 </body>
 </html>
