@@ -3,8 +3,12 @@
 //    (interleaved rounds, sequential keep-alive calls with a token from the server's own endpoint);
 // 2. how long judging a recorded session of 100,000 exchanges takes (a correct client, and a
 //    token-per-call client whose 50,000 tokens are the worst case of the token-reuse check).
+
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startMock } from '@partner-lending/mock';
-import { judgeSession, startStage } from '../dist/index.js';
+import { formatSession, judgeSession, readSessionFile, startStage } from '../dist/index.js';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 const calls = Number(process.env.BENCH_CALLS ?? 2000);
@@ -90,6 +94,7 @@ function syntheticSession(exchanges, tokenEvery) {
         scope: ['read:loans'],
         partnerId: 'p1',
         last6: 'abcdef',
+        phase: 'short',
       });
       list.push({
         seq: i + 1,
@@ -136,7 +141,7 @@ function syntheticSession(exchanges, tokenEvery) {
   }
   return {
     kind: 'partner-conformance-client-session',
-    sessionVersion: 1,
+    sessionVersion: 2,
     tool: { name: 'bench', version: '0' },
     startedAt: new Date(0).toISOString(),
     durationMs: exchanges,
@@ -148,7 +153,10 @@ function syntheticSession(exchanges, tokenEvery) {
       partnerId: 'p1',
       authorizedScopes: ['read:loans'],
       ttlSeconds: 10,
+      longTtlSeconds: 3600,
+      shortPhaseMs: 30_000,
       tokenDelayMs: 0,
+      apiDelayMs: 0,
     },
     scenarios: [],
     journey: { command: ['bench'], exitCode: 0, signal: null, durationMs: exchanges, ending: 'exited' },
@@ -172,4 +180,67 @@ for (const [label, session] of [
   console.log(
     `judging 100,000 exchanges, ${label}: ${(median(times) / 1000).toFixed(3)} s (median of 3; target < 1 s)`,
   );
+}
+
+// 10,000 token requests in flight at once (a herd of 10,000 callers), each token used once: the
+// single-flight and reuse rules are the costly ones. Time and heap growth.
+function herd(count) {
+  const session = syntheticSession(count * 2, 2);
+  for (const exchange of session.exchanges) {
+    if (exchange.server === 'auth') {
+      exchange.at = exchange.seq / 1000;
+      exchange.end = 5_000;
+    } else {
+      exchange.at = 5_000 + exchange.seq / 1000;
+      exchange.end = exchange.at + 1;
+    }
+  }
+  for (const token of session.tokens) {
+    token.issuedAt = 5_000;
+    token.expAt = 3_605_000;
+    token.phase = 'long';
+  }
+  session.stage.shortPhaseMs = 0;
+  return session;
+}
+{
+  const session = herd(10_000);
+  global.gc?.();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const started = performance.now();
+  judgeSession(session);
+  const ms = performance.now() - started;
+  const heap = process.memoryUsage().heapUsed - heapBefore;
+  console.log(
+    `judging 10,000 token requests in flight at once (20,000 exchanges): ${(ms / 1000).toFixed(3)} s, heap +${(heap / 1048576).toFixed(0)} MiB (target: seconds, under 1 GB)`,
+  );
+}
+
+// A session file at the recorder's cap (50,000 exchanges, every kept text at its longest): read,
+// validated and judged from disk; its size, the time and the process's peak RSS.
+{
+  const session = syntheticSession(50_000, 25);
+  for (const exchange of session.exchanges) {
+    exchange.responseBody = 'x'.repeat(300);
+    exchange.target = `${exchange.target}&pad=${'p'.repeat(200)}`;
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'bench-session-'));
+  const file = join(dir, 'session.json');
+  await writeFile(file, formatSession(session));
+  global.gc?.();
+  let peak = process.memoryUsage().rss;
+  const rssBefore = peak;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 5);
+  const started = performance.now();
+  const read = await readSessionFile(file);
+  judgeSession(read.session);
+  const ms = performance.now() - started;
+  clearInterval(sampler);
+  peak = Math.max(peak, process.memoryUsage().rss);
+  console.log(
+    `a 50,000-exchange session file (${(read.bytes / 1048576).toFixed(1)} MiB) read, validated and judged: ${(ms / 1000).toFixed(2)} s, peak RSS +${((peak - rssBefore) / 1048576).toFixed(0)} MiB (files over ${100} MiB are refused unread)`,
+  );
+  await rm(dir, { recursive: true });
 }

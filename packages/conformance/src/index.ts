@@ -21,6 +21,7 @@ export {
   type ScenarioName,
   type ScenarioRecord,
 } from './client/session.js';
+export { readSessionFile, type SessionFile } from './client/session-file.js';
 export { type RunningStage, type StageOptions, scenarioNames, startStage } from './client/stage.js';
 export {
   type BearerChallengeResult,

@@ -6,7 +6,16 @@ import { Redactor } from '../common/redact.js';
 import type { IntegrationRecord } from '../common/report.js';
 import { tool } from '../version.js';
 import type { ClientSession, JourneyRecord, RecordedExchange, ScenarioName } from './session.js';
-import { bodyKindOf, cut, keptText, maxBodyBytes, readBody, requestReader } from './stage/request-reader.js';
+import {
+  ByteBudget,
+  bodyKindOf,
+  cut,
+  defaultMaxHeldBytes,
+  keptText,
+  maxBodyBytes,
+  readBody,
+  requestReader,
+} from './stage/request-reader.js';
 import {
   defaultScopes,
   injectedAnswer,
@@ -67,6 +76,8 @@ export interface StageOptions {
   apiDelayMs?: number;
   /** Recorded exchanges at most. Default 50000. */
   maxExchanges?: number;
+  /** Request-body bytes all requests being read may hold at once; past it a request gets 503. Default 64 MiB. */
+  maxHeldBytes?: number;
   /** Epoch ms clock. Default Date.now. */
   clock?: () => number;
   /** The integration certified (`--partner`, `--integration-version`): kept in the session and the report. */
@@ -107,6 +118,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
   const tokenDelayMs = options.tokenDelayMs ?? defaultTokenDelayMs;
   const apiDelayMs = options.apiDelayMs ?? defaultApiDelayMs;
   const maxExchanges = options.maxExchanges ?? defaultMaxExchanges;
+  const budget = new ByteBudget(options.maxHeldBytes ?? defaultMaxHeldBytes);
   const listen = options.listen ?? '127.0.0.1';
   const client: StageClient = {
     clientId: `cert-${randomBytes(8).toString('hex')}`,
@@ -176,7 +188,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
     const at = since();
     const target = req.url ?? '/';
     const method = req.method ?? '';
-    const body = await readBody(req);
+    const read = await readBody(req, budget);
     const base: Omit<
       RecordedExchange,
       'status' | 'responseHeaders' | 'responseBody' | 'end' | 'leaks' | 'body'
@@ -188,22 +200,49 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
       target: cut(keptValue(target)),
       requestHeaders: keptHeaders(req.headers),
     };
-    if (body === 'too-large') {
-      const status = server === 'api' ? 413 : 400;
-      const answer = json({ error: 'invalid_request', error_description: 'the request body is over 1 MiB' });
+    if (read === 'too-large' || read === 'over-budget') {
+      // Over 1 MiB: 413 from the API (400 from the token endpoint, RFC 6749 §5.2); the stage's budget
+      // of bodies held at once spent (many large bodies at once): 503, try again.
+      const status = read === 'over-budget' ? 503 : server === 'api' ? 413 : 400;
+      const answer = json(
+        read === 'over-budget'
+          ? {
+              error: 'temporarily_unavailable',
+              error_description: 'the stage holds too many request bodies at once; retry',
+            }
+          : { error: 'invalid_request', error_description: 'the request body is over 1 MiB' },
+      );
       await send(res, status, { 'content-type': 'application/json', connection: 'close' }, answer);
       record({
         ...base,
         end: since(),
-        body: { bytes: maxBodyBytes + 1, kind: 'other' },
+        body: { bytes: read === 'too-large' ? maxBodyBytes + 1 : 0, kind: 'other' },
         leaks: leaksOf(server, target, req.headers, ''),
         status,
         responseHeaders: { 'content-type': 'application/json' },
         responseBody: answer,
-        error: 'invalid_request',
+        error: read === 'over-budget' ? 'temporarily_unavailable' : 'invalid_request',
       });
       return;
     }
+    try {
+      await respond(server, req, res, read.body, number, at, base);
+    } finally {
+      read.release();
+    }
+  }
+
+  async function respond(
+    server: 'auth' | 'api',
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer,
+    number: number,
+    at: number,
+    base: Omit<RecordedExchange, 'status' | 'responseHeaders' | 'responseBody' | 'end' | 'leaks' | 'body'>,
+  ): Promise<void> {
+    const target = req.url ?? '/';
+    const method = req.method ?? '';
     const text = body.toString('utf8');
     const kind = bodyKindOf(body, req.headers['content-type']);
     const exchange: RecordedExchange = {

@@ -13,22 +13,55 @@ export const keptText = 300;
 export const cut = (text: string) =>
   text.length > keptText ? `${text.slice(0, keptText)}…[${text.length} chars]` : text;
 
-export function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
+/**
+ * The request bytes all requests being read may hold at once: a client that opens many connections,
+ * each with a body just under the per-request limit, meets this instead of the stage's memory.
+ */
+export class ByteBudget {
+  held = 0;
+  readonly max: number;
+  constructor(max: number) {
+    this.max = max;
+  }
+}
+
+/** Default of ByteBudget: 64 MiB of request bodies held at once. */
+export const defaultMaxHeldBytes = 64 * 1024 * 1024;
+
+/**
+ * Reads a request body: at most 1 MiB (`too-large`), and only while the stage's budget allows
+ * (`over-budget`). The bytes are released from the budget with `release()` once the request is done.
+ */
+export function readBody(
+  req: IncomingMessage,
+  budget: ByteBudget,
+): Promise<{ body: Buffer; release(): void } | 'too-large' | 'over-budget'> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const release = () => {
+      budget.held -= size;
+      size = 0;
+    };
+    const stop = (why: 'too-large' | 'over-budget') => {
+      req.removeAllListeners('data');
+      req.resume();
+      chunks.length = 0;
+      release();
+      resolve(why);
+    };
     req.on('data', (chunk: Buffer) => {
+      if (size + chunk.length > maxBodyBytes) return stop('too-large');
+      if (budget.held + chunk.length > budget.max) return stop('over-budget');
       size += chunk.length;
-      if (size > maxBodyBytes) {
-        req.removeAllListeners('data');
-        req.resume();
-        resolve('too-large');
-        return;
-      }
+      budget.held += chunk.length;
       chunks.push(chunk);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
+    req.on('end', () => resolve({ body: Buffer.concat(chunks), release }));
+    req.on('error', (error) => {
+      release();
+      reject(error);
+    });
   });
 }
 
