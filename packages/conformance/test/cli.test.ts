@@ -23,7 +23,7 @@ describe('bin/partner-conformance.js (the built CLI, as a process)', () => {
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
     expect(result.stdout).toContain('target   embedded mock (deployed)');
-    expect(result.stdout).toContain('2 checks: 2 passed, 0 failed, 0 skipped, 0 errored');
+    expect(result.stdout).toContain('2 checks: 2 passed, 0 failed, 0 not verified, 0 errored');
     expect(result.stdout).not.toContain('\x1b[');
   });
 

@@ -34,7 +34,7 @@ describe('ConsoleReporter', () => {
 
   it('ends with the verdict line, naming the failed and the not-verified must checks', () => {
     expect(render(false, {})).toContain(
-      '\n4 checks: 1 passed, 1 failed, 1 skipped, 1 errored in 1.23 s\nFAIL — 1 must check failed or errored: token-no-store; 1 must check not verified: integrity-expired (exit 1)\n',
+      '\n4 checks: 1 passed, 1 failed, 1 not verified, 1 errored in 1.23 s\nFAIL — 1 must check failed or errored: token-no-store; 1 must check not verified: integrity-expired (exit 1)\n',
     );
   });
 
