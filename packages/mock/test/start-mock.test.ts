@@ -10,6 +10,26 @@ beforeAll(async () => {
 });
 afterAll(() => mock.close());
 
+describe('setTokenTtl', () => {
+  it('sets the lifetime of tokens issued from then on; a bad value is refused and changes nothing', async () => {
+    const local = await startMock({ signingKey: await sharedSigningKey(), tokenTtlSeconds: 5 });
+    try {
+      const lifetime = async () =>
+        (await tokenRequest(local, credentials(local, local.clients[0]!))).body.expires_in;
+      // The deployed profile answers one second less than the JWT lifetime.
+      expect(await lifetime()).toBe(4);
+      local.setTokenTtl(3600);
+      expect(await lifetime()).toBe(3599);
+      expect(() => local.setTokenTtl(0)).toThrow(
+        'setTokenTtl must be an integer from 1 to 315360000, got 0.',
+      );
+      expect(await lifetime()).toBe(3599);
+    } finally {
+      await local.close();
+    }
+  });
+});
+
 describe('startMock', () => {
   it('listens on two loopback origins and describes them', () => {
     expect(mock.authUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
