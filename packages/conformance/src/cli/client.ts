@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { scopes as knownScopes } from '@partner-lending/spec';
 import { clientCheckIds, clientChecks } from '../client/checks/index.js';
 import { judgeSession } from '../client/judge.js';
 import { type ClientConformanceOptions, defaultTimeoutSeconds, runClientConformance } from '../client/run.js';
-import { type ClientSession, formatSession, parseSession, type ScenarioName } from '../client/session.js';
+import { type ClientSession, formatSession, type ScenarioName } from '../client/session.js';
 import { readSessionFile } from '../client/session-file.js';
 import {
   defaultLongTtlSeconds,
@@ -219,6 +219,7 @@ export function parseClientArgs(argv: readonly string[]): ClientCliConfig {
   ] as const) {
     const value = values[flag];
     if (value === undefined) continue;
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
     if (value.trim() === '' || value.length > 200 || /[\u0000-\u001f\u007f]/.test(value))
       throw usageError(
         `--${flag} takes up to 200 printable characters, got ${JSON.stringify(value.slice(0, 40))}`,
@@ -370,6 +371,7 @@ function gitDescribe(): string | undefined {
       stdio: ['ignore', 'pipe', 'ignore'],
       timeout: 2000,
     }).trim();
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
     return out.length > 0 && out.length <= 200 && !/[\u0000-\u001f]/.test(out) ? out : undefined;
   } catch {
     return undefined;

@@ -6,6 +6,7 @@
  */
 export function terminalSafe(text: string): string {
   return text.replace(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
     /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
     (char) => {
       const code = char.codePointAt(0)!;

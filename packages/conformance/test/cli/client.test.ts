@@ -206,13 +206,16 @@ describe('partner-conformance client', () => {
     expect(first.clientSecret.length).toBeGreaterThan(20);
     const plain = io();
     let secret = '';
-    plain.io.clientOverrides = {
-      ...plain.io.clientOverrides,
-      onStage: (stage: { client: { clientSecret: string } }) => {
-        secret = stage.client.clientSecret;
+    const plainIo = {
+      ...plain.io,
+      clientOverrides: {
+        ...plain.io.clientOverrides,
+        onStage: (stage: { client: { clientSecret: string } }) => {
+          secret = stage.client.clientSecret;
+        },
       },
     };
-    expect(await main(['client', '--duration', '1'], plain.io)).toBe(0);
+    expect(await main(['client', '--duration', '1'], plainIo)).toBe(0);
     expect(plain.out()).toContain('the secret is printed only with --json');
     expect(secret.length).toBeGreaterThan(20);
     expect(plain.out()).not.toContain(secret);

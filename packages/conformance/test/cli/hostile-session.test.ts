@@ -82,6 +82,7 @@ describe('a session file is hostile input to the reviewer', () => {
     const run = judge(file);
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout).toContain('journey\\x1b[2J');
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
     expect(run.stdout + run.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
   });
 });

@@ -9,7 +9,8 @@ import { type ClientConformanceRun, runClientConformance } from '../../src/index
 // Partner programs on mainstream OAuth libraries, in three languages, at their defaults (renewal
 // windows included): Go's golang.org/x/oauth2/clientcredentials (10 s ahead, renewals serialised,
 // HTTP Basic), Python's Authlib (60 s ahead by default, and 300 s: the top of the range; HTTP Basic),
-// Ruby's oauth2 gem (30 s ahead, HTTP Basic). Installed from Debian and the machine's package index
+// Ruby's oauth2 gem (30 s ahead, HTTP Basic), Java 17's java.net.http with renewal at expiry (a window
+// of 0 s, renewals behind a lock that re-checks the cache, form credentials). Installed from Debian and the machine's package index
 // (`.ci/run` does it); the Python interpreter with Authlib is PARTNER_TEST_PYTHON, default python3.
 const clients = fileURLToPath(new URL('../clients/', import.meta.url));
 const python = process.env.PARTNER_TEST_PYTHON ?? 'python3';
@@ -37,6 +38,7 @@ beforeAll(() => {
     'pip install authlib requests (then PARTNER_TEST_PYTHON=that python)',
   );
   need('the oauth2 gem for Ruby', 'ruby', ['-e', 'require "oauth2"'], 'apt-get install ruby ruby-oauth2');
+  need('Java 17', 'java', ['-version'], 'apt-get install openjdk-17-jdk-headless');
   const cache = join(tmpdir(), 'partner-lending-go-cache');
   mkdirSync(cache, { recursive: true });
   // GOPATH mode against Debian's packaged sources: nothing is downloaded.
@@ -67,15 +69,16 @@ const byStatus = (run: ClientConformanceRun, status: string) =>
 
 describe('client mode against mainstream OAuth libraries in Go, Python and Ruby', () => {
   it('each correct program passes every check it reaches under --certify; a token per call fails client-token-reuse', async () => {
-    const [go, authlib60, authlib300, ruby, goPerCall, authlibPerCall] = await Promise.all([
+    const [go, authlib60, authlib300, ruby, java, goPerCall, authlibPerCall] = await Promise.all([
       certify([goBinary]),
       certify([python, `${clients}authlib-journey.py`]),
       certify([python, `${clients}authlib-journey.py`], { LEEWAY: '300' }),
       certify(['ruby', `${clients}ruby-oauth2-journey.rb`]),
+      certify(['java', `${clients}JavaJourney.java`], { WINDOW: '0' }),
       certify([goBinary], { TOKEN_PER_CALL: '1' }),
       certify([python, `${clients}authlib-journey.py`], { TOKEN_PER_CALL: '1' }),
     ]);
-    for (const [name, run] of Object.entries({ go, authlib60, authlib300, ruby })) {
+    for (const [name, run] of Object.entries({ go, authlib60, authlib300, ruby, java })) {
       expect(run.report.journey.exitCode, `${name}: ${run.report.journey.note ?? ''}`).toBe(0);
       expect(byStatus(run, 'failed'), name).toEqual([]);
       // Certified: no must check failed or went unverified, and the reuse rule was judged, not skipped.
@@ -88,8 +91,9 @@ describe('client mode against mainstream OAuth libraries in Go, Python and Ruby'
       expect(run.session.tokens.filter((token) => token.phase === 'short').length, name).toBeGreaterThan(1);
       expect(run.session.tokens.filter((token) => token.phase === 'long').length, name).toBeGreaterThan(0);
     }
-    // Go calls concurrently: its serialised renewals pass single flight.
+    // Go and Java call concurrently: their serialised renewals pass single flight.
     expect(statusOf(go, 'client-single-flight')).toBe('passed');
+    expect(statusOf(java, 'client-single-flight')).toBe('passed');
     // How each authenticated: HTTP Basic, as the libraries do by default.
     for (const run of [go, authlib60, ruby])
       expect(new Set(run.session.exchanges.flatMap((e) => (e.form ? [e.form.clientAuth] : [])))).toEqual(
@@ -101,5 +105,5 @@ describe('client mode against mainstream OAuth libraries in Go, Python and Ruby'
         'no renewal window',
       );
     }
-  }, 150_000);
+  }, 180_000);
 });
