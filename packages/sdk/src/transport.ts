@@ -227,10 +227,12 @@ export function createTransport(options: TransportOptions): Transport {
           : await request.arrayBuffer();
     const signal = deadline.signal;
     let replayed = false;
+    /** Until when this call has already waited (a retry's delay serves the pause it was asked for). */
+    let waitedUntil = 0;
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) throw stopped(deadline, request, signal.reason);
       const paused = pausedUntil - options.now();
-      if (paused > 0) {
+      if (paused > 0 && pausedUntil > waitedUntil) {
         if (paused >= deadline.at - options.now())
           throw new RateLimitError(
             `${label(request).where} was not sent: the partner API asked this client to wait ${Math.ceil(paused)} ms more (Retry-After of an earlier 429/503), longer than what is left of timeoutMs. Retry after that.`,
@@ -297,6 +299,7 @@ export function createTransport(options: TransportOptions): Transport {
           `${label(request).where} → ${answer.status}; retry ${attempt} of ${maxRetries} in ${Math.round(delay)} ms`,
         );
         await discard(answer);
+        waitedUntil = options.now() + delay;
         await pause(delay, deadline, request);
         continue;
       } catch (error) {

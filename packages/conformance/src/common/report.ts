@@ -126,7 +126,7 @@ export interface Provenance {
   sessionSha256: string;
   /** The file judged (rejudged only). */
   sessionFile?: string;
-  /** What the source proves, in a sentence for the reviewer. */
+  /** What this kind of report proves, in a sentence for the reviewer. */
   note: string;
 }
 
