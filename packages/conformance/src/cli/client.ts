@@ -11,6 +11,7 @@ import {
   defaultLongTtlSeconds,
   defaultScopes,
   defaultTtlSeconds,
+  phasesPlan,
   type RunningStage,
   scenarioNames,
   scenarioPlans,
@@ -262,6 +263,7 @@ function stageLines(
     `stage    token endpoint ${stage.tokenUrl}`,
     `         partner API    ${stage.baseUrl}`,
     `         partner ${stage.client.partnerId}, authorised ${stage.client.authorizedScopes.join(' ')}`,
+    `phases   ${phasesPlan(stage.ttlSeconds, stage.longTtlSeconds, stage.shortPhaseMs)}`,
     ...enabled.map((name) => `scenario ${name}: ${scenarios[name as ScenarioName]}`),
   ];
 }

@@ -29,6 +29,7 @@ import { dispatch, forward, hostOf, listenOn, send } from './stage/transport.js'
 export {
   defaultScopes,
   maxRenewalWindowSeconds,
+  phasesPlan,
   revocationCall,
   scenarioNames,
   scenarioPlans,
@@ -98,6 +99,10 @@ export interface RunningStage {
   readonly tokenUrl: string;
   readonly audience: string;
   readonly client: StageClient;
+  /** Token lifetime of the short phase, of the long phase (s), and how long the short phase lasts (ms). */
+  readonly ttlSeconds: number;
+  readonly longTtlSeconds: number;
+  readonly shortPhaseMs: number;
   /** Environment variables for the journey (secret included). */
   env(): Record<string, string>;
   /** The session so far; `journey` completes it. */
@@ -342,6 +347,9 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
     tokenUrl,
     audience,
     client,
+    ttlSeconds,
+    longTtlSeconds,
+    shortPhaseMs,
     env: () => ({
       PARTNER_AUTH_URL: authUrl,
       PARTNER_BASE_URL: baseUrl,

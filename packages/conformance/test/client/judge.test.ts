@@ -132,6 +132,28 @@ describe('client checks, judged as pure functions of a session', () => {
       ],
     );
     expect(verdict(shortOnly, 'client-token-reuse').status).toBe('skipped');
+    // Both phases: renewing while the short token is valid is said (and allowed), reuse judged on T3.
+    const bothPhases = sessionOf(
+      [
+        tokenRequest(0, 'S1'),
+        loans(100, 'S1'),
+        tokenRequest(1000, 'S2'),
+        loans(1100, 'S2'),
+        tokenRequest(13_000, 'T3'),
+        loans(13_100, 'T3'),
+        loans(14_100, 'T3'),
+      ],
+      [
+        { ref: 'S1', issuedAt: 5, expAt: 4005 },
+        { ref: 'S2', issuedAt: 1005, expAt: 5005 },
+        long('T3', 13_005),
+      ],
+    );
+    const both = verdict(bothPhases, 'client-token-reuse');
+    expect(both.status).toBe('passed');
+    expect(both.details).toContain(
+      "in the short phase it renewed 1 time while its 4-s token was still valid: it renews ahead by a window longer than those tokens' life",
+    );
   });
 
   it('single-flight: callers queued behind a lock that each fetch their own token fail; sharing one passes', () => {

@@ -19,12 +19,20 @@ export const unavailableRetryAfterSeconds = 1;
 export const maxRenewalWindowSeconds = 300;
 /** The grant of the stage's client under `narrowed-grant` unless `--scopes` says otherwise. */
 export const defaultScopes = ['read:loans', 'create:loan_draft'];
-export function scenarioPlans(ttlSeconds: number, grant: readonly string[]): Record<ScenarioName, string> {
+/**
+ * The two phases of a session, and why, in one sentence for every report: expiry is judged on short
+ * tokens, reuse on long ones, so that a client renewing up to 300 s ahead of expiry is judged fairly.
+ */
+export function phasesPlan(ttlSeconds: number, longTtlSeconds: number, shortPhaseMs: number): string {
+  return `for the first ${Math.round(shortPhaseMs / 1000)} s tokens live ${ttlSeconds} s: renewal and expiry are judged there (never an expired token, one token request at a time; a renewal window longer than such a token's life renews before every call, which is allowed); after that they live ${longTtlSeconds} s: reuse is judged on these, since no renewal window up to ${maxRenewalWindowSeconds} s explains a new token while one of them is held`;
+}
+
+export function scenarioPlans(_ttlSeconds: number, grant: readonly string[]): Record<ScenarioName, string> {
   return {
     revocation: `the token of the ${ordinal(revocationCall)} API call that would have succeeded is revoked at that call: it and every later call carrying that token get 401 invalid_token`,
     throttle: `the ${ordinal(throttleCall)} API call that would have succeeded gets 429 with Retry-After: ${throttleRetryAfterSeconds}`,
     unavailable: `the first create (POST) that would have succeeded gets 503 with Retry-After: ${unavailableRetryAfterSeconds}; nothing is created`,
-    'narrowed-grant': `the client is authorised for ${grant.join(' ')} only (not all four scopes); a token's scope is requested ∩ authorised, and an operation outside it gets 403 insufficient_scope (tokens live ${ttlSeconds} s throughout)`,
+    'narrowed-grant': `the client is authorised for ${grant.join(' ')} only (not all four scopes); a token's scope is requested ∩ authorised, and an operation outside it gets 403 insufficient_scope`,
   };
 }
 

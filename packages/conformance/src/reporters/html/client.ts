@@ -1,4 +1,5 @@
 import type { ClientSession } from '../../client/session.js';
+import { phasesPlan } from '../../client/stage/scenarios.js';
 import { type ClientReport, decisionLines } from '../../common/report.js';
 import { headHtml, htmlEscape, num, provenanceHtml, sectionsHtml, verdictHtml } from './page.js';
 import { timelineSvg } from './timeline.js';
@@ -64,6 +65,7 @@ ${provenanceHtml(report)}
 <dt>Summary</dt><dd>${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} not verified, ${errored} errored</dd>
 </dl>
 <h2>Scenario plan</h2>
+<p><strong>Phases</strong>: ${htmlEscape(phasesPlan(report.stage.ttlSeconds, report.stage.longTtlSeconds, report.stage.shortPhaseMs))}.</p>
 <div class="scroll"><table><thead><tr><th>step</th><th>in this session</th><th>what the stage does</th></tr></thead><tbody>
 ${scenarios}
 </tbody></table></div>

@@ -7,7 +7,12 @@ import {
 } from '../../check.js';
 import { maxRenewalWindowSeconds } from '../../stage/scenarios.js';
 import { line, requestedScopes, seconds } from '../../view.js';
-import { askedAgainWhileHeld, clockSlackSeconds, lifeOf } from '../helpers/held-token.js';
+import {
+  askedAgainWhileHeld,
+  clockSlackSeconds,
+  lifeOf,
+  renewedAheadInShortPhase,
+} from '../helpers/held-token.js';
 
 export { lifeOf } from '../helpers/held-token.js';
 
@@ -34,12 +39,16 @@ export default defineClientCheck({
     const needless = askedAgainWhileHeld(view).filter((item) => item.proven);
     const longRequests = tokenRequests.filter((request) => request.at >= session.stage.shortPhaseMs);
     const authorised = session.stage.authorizedScopes;
-    // In the short phase a renewal window longer than the token's life renews on every call: allowed.
+    // In the short phase a renewal window longer than the token's life renews on every call: allowed,
+    // and said, so that the partner knows why its token requests there do not count.
     const shortRequests = tokenRequests.length - longRequests.length;
+    const ahead = renewedAheadInShortPhase(view);
     const shortNote =
-      shortRequests > 0
-        ? `; in the short phase (${session.stage.ttlSeconds}-s tokens) it asked ${shortRequests} time${shortRequests === 1 ? '' : 's'}, which any renewal window explains`
-        : '';
+      shortRequests === 0
+        ? ''
+        : ahead > 0
+          ? `; in the short phase it renewed ${ahead} time${ahead === 1 ? '' : 's'} while its ${session.stage.ttlSeconds}-s token was still valid: it renews ahead by a window longer than those tokens' life, so it asks before every call there — allowed, and not judged for reuse`
+          : `; in the short phase it asked ${shortRequests} time${shortRequests === 1 ? '' : 's'}, each after the token it held had expired`;
     const figure = `${longRequests.length} token request${longRequests.length === 1 ? '' : 's'} for ${long.length} API calls with long-lived tokens (${session.stage.longTtlSeconds} s)${shortNote}`;
     const evidence = [
       ...offendersFirst(

@@ -95,3 +95,31 @@ export function askedAgainWhileHeld(view: SessionView): AskedAgain[] {
   }
   return found;
 }
+
+/**
+ * Short-phase token requests made while a live short token covering the same scopes was held: the
+ * mark of a renewal window longer than the short tokens' life (allowed there). O(n log n).
+ */
+export function renewedAheadInShortPhase(view: SessionView): number {
+  const { tokenRequests, tokens, session } = view;
+  const short = [...tokens.values()]
+    .filter((token) => token.phase === 'short')
+    .sort((a, b) => a.issuedAt - b.issuedAt);
+  const authorised = session.stage.authorizedScopes;
+  let count = 0;
+  for (const request of tokenRequests) {
+    if (request.at >= session.stage.shortPhaseMs) continue;
+    let low = 0;
+    let high = short.length;
+    while (low < high) {
+      const mid = (low + high) >> 1;
+      if (short[mid]!.issuedAt < request.at) low = mid + 1;
+      else high = mid;
+    }
+    const held = short[low - 1];
+    if (!held || endOf(held) <= request.at || (held.revokedAt !== undefined && held.revokedAt <= request.at))
+      continue;
+    if (requestedScopes(request, authorised).every((scope) => held.scope.includes(scope))) count += 1;
+  }
+  return count;
+}
