@@ -1,4 +1,18 @@
 export {
+  type DsseEnvelope,
+  inTotoPayloadType,
+  preAuthEncoding,
+  signEnvelope,
+} from './attestation/dsse.js';
+export { type AttestationPublicKey, keysOf, parsePrivateKey, publicJwk } from './attestation/keys.js';
+export {
+  attestedResult,
+  type TestResultPredicate,
+  type TestResultStatement,
+  testResultStatement,
+} from './attestation/statement.js';
+export { parseEnvelope, type Verification, verifyAttestation } from './attestation/verify.js';
+export {
   type ClientCategory,
   type ClientCheck,
   type ClientOutcome,

@@ -15,8 +15,9 @@ const layerOf = (file: string): { name: string; rank: number } => {
   if (top === 'common') return { name: 'common', rank: 1 };
   if (top === 'server' || top === 'client') return { name: top, rank: 2 };
   if (top === 'reporters') return { name: 'reporters', rank: 3 };
-  if (top === 'cli') return { name: 'cli', rank: 4 };
-  if (top === 'index.ts' || top === 'cli.ts') return { name: top, rank: 5 };
+  if (top === 'attestation') return { name: 'attestation', rank: 4 };
+  if (top === 'cli') return { name: 'cli', rank: 5 };
+  if (top === 'index.ts' || top === 'cli.ts') return { name: top, rank: 6 };
   throw new Error(`${top} is in no layer: add it to test/layers.test.ts and src/README.md`);
 };
 

@@ -3,6 +3,7 @@ import { ConformanceError, exitCodeForError } from '../errors.js';
 import { clientMain } from './client.js';
 import { type CliIo, defaultIo } from './io.js';
 import { serverMain } from './server.js';
+import { verifyMain } from './verify.js';
 
 export type { CliIo } from './io.js';
 export { writeReports } from './io.js';
@@ -10,6 +11,7 @@ export { writeReports } from './io.js';
 /** The `partner-conformance` command: dispatches to a mode and returns the exit code of the contract (0/1/2/3). */
 export async function main(argv: readonly string[], io: CliIo = defaultIo()): Promise<number> {
   if (argv[0] === 'client') return clientMain(argv.slice(1), io);
+  if (argv[0] === 'verify') return verifyMain(argv.slice(1), io);
   try {
     return await serverMain(argv, io);
   } catch (error) {

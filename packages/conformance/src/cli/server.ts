@@ -19,6 +19,7 @@ export const usageText = `Usage: partner-conformance [--target mock]
            [--report-json FILE] [--report-junit FILE] [--report-html FILE]
 
        partner-conformance client [options] -- COMMAND [ARGS…]   (certify your integration: client --help)
+       partner-conformance verify ATTESTATION --keys URL|FILE [--session FILE]   (check a signed result: verify --help)
 
 With no target flags the embedded mock is started and tested.
 Credentials: PARTNER_CLIENT_ID and PARTNER_CLIENT_SECRET (never flags); a second partner's client for

@@ -1,0 +1,126 @@
+import { createHash } from 'node:crypto';
+import * as z from 'zod';
+import { judgeSession } from '../client/judge.js';
+import { parseSession } from '../client/session.js';
+import { type DsseEnvelope, inTotoPayloadType, verifySignature } from './dsse.js';
+import type { AttestationPublicKey } from './keys.js';
+import {
+  attestedResult,
+  statementType,
+  type TestResultStatement,
+  testResultPredicateType,
+} from './statement.js';
+
+const base64 = z
+  .string()
+  .max(8 * 1024 * 1024)
+  .regex(/^[A-Za-z0-9+/]*={0,2}$/);
+const envelopeSchema = z.strictObject({
+  payloadType: z.string().max(200),
+  payload: base64,
+  signatures: z
+    .array(z.strictObject({ keyid: z.string().max(200), sig: base64 }))
+    .min(1)
+    .max(16),
+});
+
+/** What `verify` found: the problems (none: it holds), and what was signed. */
+export interface Verification {
+  ok: boolean;
+  problems: string[];
+  keyid?: string;
+  statement?: TestResultStatement;
+  /** Set when a session was given: the verdicts it gives again, and whether they match the statement. */
+  rederived?: ReturnType<typeof attestedResult>;
+}
+
+/** Reads an envelope: JSON of the DSSE shape, or a refusal that says what it is not. */
+export function parseEnvelope(text: string): DsseEnvelope {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new TypeError(
+      'the attestation is not JSON: expected a DSSE envelope { payloadType, payload, signatures }',
+    );
+  }
+  const checked = envelopeSchema.safeParse(value);
+  if (!checked.success)
+    throw new TypeError(
+      `the attestation is not a DSSE envelope (${checked.error.issues[0]!.path.join('.') || 'top level'}: ${checked.error.issues[0]!.message})`,
+    );
+  return checked.data;
+}
+
+const sameList = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && [...a].sort().every((item, index) => item === [...b].sort()[index]);
+
+/**
+ * Verifies an attestation: a signature by one of `keys` over the DSSE pre-authentication encoding,
+ * an in-toto Statement v1 with the test-result predicate, and — given the session's bytes — that they
+ * are the subject and that judging them again gives the same result and the same check lists.
+ */
+export function verifyAttestation(
+  envelope: DsseEnvelope,
+  keys: readonly AttestationPublicKey[],
+  sessionBytes?: Buffer,
+): Verification {
+  const problems: string[] = [];
+  if (envelope.payloadType !== inTotoPayloadType)
+    problems.push(
+      `the payload type is ${JSON.stringify(envelope.payloadType.slice(0, 60))}, not ${inTotoPayloadType}`,
+    );
+  const signed = envelope.signatures.find((signature) => {
+    const key = keys.find((candidate) => candidate.kid === signature.keyid);
+    return key !== undefined && verifySignature(envelope, signature.sig, key.key);
+  });
+  if (!signed) {
+    const known = envelope.signatures.some((signature) => keys.some((key) => key.kid === signature.keyid));
+    problems.push(
+      known
+        ? 'the signature does not verify: the attestation was changed after it was signed, or signed by another key'
+        : `no signature is by a key given (${envelope.signatures.map((s) => s.keyid.slice(0, 20)).join(', ')} not among ${keys.map((k) => k.kid.slice(0, 20)).join(', ') || 'no keys'})`,
+    );
+    return { ok: false, problems };
+  }
+  let statement: TestResultStatement;
+  try {
+    statement = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as TestResultStatement;
+  } catch {
+    return { ok: false, problems: [...problems, 'the signed payload is not JSON'], keyid: signed.keyid };
+  }
+  if (statement?._type !== statementType)
+    problems.push(`the payload is not an in-toto Statement v1 (${statementType})`);
+  if (statement?.predicateType !== testResultPredicateType)
+    problems.push(`the predicate is not a test result (${testResultPredicateType})`);
+  const result: Verification = { ok: false, problems, keyid: signed.keyid, statement };
+  if (sessionBytes !== undefined && problems.length === 0) {
+    const digest = createHash('sha256').update(sessionBytes).digest('hex');
+    const subject = statement.subject?.[0]?.digest?.sha256;
+    if (digest !== subject)
+      problems.push(
+        `the session's SHA-256 is ${digest}, the attested subject's ${String(subject)}: not the session attested`,
+      );
+    else {
+      const session = parseSession(sessionBytes.toString('utf8'), 'the session');
+      const options = statement.predicate.configuration.find((item) => item.name === 'judge-options')
+        ?.annotations as { certify?: boolean; checks?: string[] } | undefined;
+      const report = judgeSession(session, {
+        certify: options?.certify === true,
+        ...(options?.checks && { only: options.checks }),
+      });
+      const again = attestedResult(report);
+      result.rederived = again;
+      const claimed = statement.predicate;
+      if (again.result !== claimed.result)
+        problems.push(`the session judges ${again.result}, the attestation says ${claimed.result}`);
+      for (const list of ['passedTests', 'warnedTests', 'failedTests'] as const)
+        if (!sameList(again[list], claimed[list] ?? []))
+          problems.push(
+            `${list}: the session gives ${again[list].join(', ') || 'none'}, the attestation says ${(claimed[list] ?? []).join(', ') || 'none'}`,
+          );
+    }
+  }
+  result.ok = problems.length === 0;
+  return result;
+}

@@ -1,0 +1,135 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.js';
+import {
+  formatSession,
+  judgeSession,
+  keysOf,
+  parseEnvelope,
+  publicJwk,
+  signEnvelope,
+  testResultStatement,
+  verifyAttestation,
+} from '../../src/index.js';
+import { loans, sessionOf, tokenRequest } from '../client/support/session.js';
+
+/** A judged session signed as the certification service signs it, with an Ed25519 or ES256 key. */
+async function attested(
+  algorithm: 'ed25519' | 'ec',
+  session = sessionOf([tokenRequest(0, 'T1'), loans(10, 'T1')], [{ ref: 'T1', issuedAt: 5, expAt: 4000 }]),
+) {
+  const { privateKey } =
+    algorithm === 'ec' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('ed25519');
+  const jwk = await publicJwk(privateKey);
+  const sessionBytes = Buffer.from(formatSession(session));
+  const report = judgeSession(session, { certify: false });
+  const statement = testResultStatement({ sessionBytes, report });
+  const envelope = signEnvelope(Buffer.from(JSON.stringify(statement)), privateKey, jwk.kid);
+  return { envelope, jwks: { keys: [jwk] }, sessionBytes, statement };
+}
+
+const run = () => {
+  let out = '';
+  let err = '';
+  return {
+    io: {
+      stdout: { write: (t: string) => (out += t) },
+      stderr: { write: (t: string) => (err += t) },
+      env: {},
+    },
+    out: () => out,
+    err: () => err,
+  };
+};
+
+describe('attestations: DSSE envelopes of in-toto test results, verified offline', () => {
+  for (const algorithm of ['ed25519', 'ec'] as const)
+    it(`${algorithm === 'ec' ? 'ES256' : 'Ed25519'}: a signed attestation verifies, and its session is judged again to the same verdicts`, async () => {
+      const { envelope, jwks, sessionBytes, statement } = await attested(algorithm);
+      expect(statement.predicate.result).toBe('PASSED');
+      const result = verifyAttestation(envelope, keysOf(jwks), sessionBytes);
+      expect(result.problems).toEqual([]);
+      expect(result.ok).toBe(true);
+      expect(result.rederived?.passedTests).toEqual(statement.predicate.passedTests);
+    });
+
+  it('a one-byte change anywhere fails: the payload, the signature, the session', async () => {
+    const { envelope, jwks, sessionBytes } = await attested('ed25519');
+    const keys = keysOf(jwks);
+    const payload = Buffer.from(envelope.payload, 'base64');
+    payload[payload.length - 3]! ^= 1;
+    expect(
+      verifyAttestation({ ...envelope, payload: payload.toString('base64') }, keys).problems[0],
+    ).toContain('the signature does not verify');
+    const sig = Buffer.from(envelope.signatures[0]!.sig, 'base64');
+    sig[0]! ^= 1;
+    expect(
+      verifyAttestation(
+        { ...envelope, signatures: [{ ...envelope.signatures[0]!, sig: sig.toString('base64') }] },
+        keys,
+      ).ok,
+    ).toBe(false);
+    const session = Buffer.from(sessionBytes);
+    session[session.indexOf('"status": 200')] = ' '.charCodeAt(0);
+    const result = verifyAttestation(envelope, keys, session);
+    expect(result.ok).toBe(false);
+    expect(result.problems[0]).toContain('not the session attested');
+  });
+
+  it('a key it was not signed with, and a statement that lies about its session, do not verify', async () => {
+    const { envelope, sessionBytes } = await attested('ed25519');
+    const other = await attested('ed25519');
+    expect(verifyAttestation(envelope, keysOf(other.jwks)).problems[0]).toContain(
+      'no signature is by a key given',
+    );
+    // A signer that states PASSED for a session whose must check fails: judging again catches it.
+    const failing = sessionOf(
+      [tokenRequest(0, 'T1'), loans(10, 'T1', 200, { target: '/v3/partner/someone-else/loans' })],
+      [{ ref: 'T1', issuedAt: 5, expAt: 4000 }],
+    );
+    const lie = await attested('ed25519', failing);
+    const statement = {
+      ...lie.statement,
+      predicate: { ...lie.statement.predicate, result: 'PASSED' as const, failedTests: [] },
+    };
+    const { privateKey } = generateKeyPairSync('ed25519');
+    const jwk = await publicJwk(privateKey);
+    const signed = signEnvelope(Buffer.from(JSON.stringify(statement)), privateKey, jwk.kid);
+    const result = verifyAttestation(signed, keysOf({ keys: [jwk] }), lie.sessionBytes);
+    expect(result.ok).toBe(false);
+    expect(result.problems.join('\n')).toContain('the session judges FAILED, the attestation says PASSED');
+    expect(sessionBytes.length).toBeGreaterThan(0);
+  });
+
+  it('partner-conformance verify: exit 0 when it holds, 1 after a one-byte change, 2 without keys', async () => {
+    const { envelope, jwks, sessionBytes } = await attested('ec');
+    const dir = await mkdtemp(join(tmpdir(), 'verify-'));
+    const files = {
+      envelope: join(dir, 'attestation.json'),
+      keys: join(dir, 'jwks.json'),
+      session: join(dir, 'session.json'),
+    };
+    await writeFile(files.envelope, JSON.stringify(envelope));
+    await writeFile(files.keys, JSON.stringify(jwks));
+    await writeFile(files.session, sessionBytes);
+    const ok = run();
+    expect(
+      await main(['verify', files.envelope, '--keys', files.keys, '--session', files.session], ok.io),
+    ).toBe(0);
+    expect(ok.out()).toContain('attestation holds: signed by');
+    expect(ok.out()).toContain('judged again to the same verdicts');
+    const text = JSON.stringify(envelope);
+    const changed = text.replace(/"payload":"(.)/, (_, c: string) => `"payload":"${c === 'A' ? 'B' : 'A'}`);
+    await writeFile(files.envelope, changed);
+    expect(parseEnvelope(changed).payload).not.toBe(envelope.payload);
+    const bad = run();
+    expect(await main(['verify', files.envelope, '--keys', files.keys], bad.io)).toBe(1);
+    expect(bad.out()).toContain('attestation does NOT hold');
+    const usage = run();
+    expect(await main(['verify', files.envelope], usage.io)).toBe(2);
+    expect(usage.err()).toContain('--keys is needed');
+  });
+});
