@@ -6,6 +6,7 @@ import { Redactor } from '../common/redact.js';
 import type { IntegrationRecord } from '../common/report.js';
 import { tool } from '../version.js';
 import type { ClientSession, JourneyRecord, RecordedExchange, ScenarioName } from './session.js';
+import { maxSessionExchanges } from './session-schema.js';
 import {
   ByteBudget,
   bodyKindOf,
@@ -122,7 +123,8 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
   const grant = enabled.has('narrowed-grant') ? [...(options.scopes ?? defaultScopes)] : [...allScopes];
   const tokenDelayMs = options.tokenDelayMs ?? defaultTokenDelayMs;
   const apiDelayMs = options.apiDelayMs ?? defaultApiDelayMs;
-  const maxExchanges = options.maxExchanges ?? defaultMaxExchanges;
+  // Never more than a session file may hold: the stage's own sessions always pass --judge.
+  const maxExchanges = Math.min(options.maxExchanges ?? defaultMaxExchanges, maxSessionExchanges);
   const budget = new ByteBudget(options.maxHeldBytes ?? defaultMaxHeldBytes);
   const listen = options.listen ?? '127.0.0.1';
   const client: StageClient = {
@@ -275,7 +277,8 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
       if (path === '/oauth/token') mock.setTokenTtl(ttlNow());
       answer = await forward(req, mock.authUrl, body, agent);
       if (path === '/oauth/token' && answer.status === 200) {
-        const issued = tokens.register(answer.body, exchange.seq);
+        // A token issued past the recording cap is known (its calls are recognised) but not listed.
+        const issued = tokens.register(answer.body, exchange.seq, exchanges.length < maxExchanges);
         if (issued) exchange.issued = issued.ref;
       }
       if (tokenDelayMs > 0 && path === '/oauth/token') await new Promise((r) => setTimeout(r, tokenDelayMs));
@@ -382,7 +385,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
       scenarios: scenarios.records.map((item) => ({ ...item })),
       journey: {
         ...journey,
-        command: journey.command.map(redact),
+        command: journey.command.slice(0, 256).map((arg) => redact(arg).slice(0, 4000)),
         ...(journey.survivors && { survivors: journey.survivors.map(redact) }),
       },
       exchanges: [...exchanges].sort((a, b) => a.seq - b.seq),

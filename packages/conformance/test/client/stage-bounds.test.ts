@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { startStage } from '../../src/index.js';
+import { formatSession, parseSession, startStage } from '../../src/index.js';
 
 /** Opens a connection that sends `bytes` of a body announced as bigger, and never finishes it. */
 function holdBody(port: number, bytes: number): Promise<{ socket: Socket; answer: () => string }> {
@@ -51,4 +51,34 @@ describe('the stage holds a bounded amount of request bodies at once', () => {
       session.exchanges.filter((exchange) => exchange.error === 'temporarily_unavailable').length,
     ).toBeGreaterThan(150);
   }, 60_000);
+
+  it('past the recording cap, exchanges and the tokens they issued are counted, not kept; the session stays one --judge reads', async () => {
+    const stage = await startStage({ maxExchanges: 5, tokenDelayMs: 0 });
+    try {
+      for (let index = 0; index < 12; index++)
+        await fetch(stage.tokenUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({
+            grant_type: 'client_credentials',
+            client_id: stage.client.clientId,
+            client_secret: stage.client.clientSecret,
+          }),
+        }).then((response) => response.arrayBuffer());
+    } finally {
+      await stage.close();
+    }
+    const session = stage.session({
+      command: ['x'.repeat(5000), ...Array(300).fill('arg')],
+      exitCode: 0,
+      signal: null,
+      durationMs: 1,
+      ending: 'exited',
+    });
+    expect(session.exchanges).toHaveLength(5);
+    expect(session.dropped).toBe(7);
+    expect(session.tokens.map((token) => token.ref)).toEqual(['T1', 'T2', 'T3', 'T4', 'T5']);
+    expect(session.journey.command).toHaveLength(256);
+    expect(() => parseSession(formatSession(session))).not.toThrow();
+  });
 });

@@ -11,7 +11,7 @@ export interface TokenBook {
   byValue(token: string): IssuedToken | undefined;
   byRef(ref: string): IssuedToken | undefined;
   /** Registers the token of a 200 answer of the token endpoint; undefined when the body holds none. */
-  register(body: string, issuedBy: number): IssuedToken | undefined;
+  register(body: string, issuedBy: number, listed?: boolean): IssuedToken | undefined;
 }
 
 export function createTokenBook(options: {
@@ -24,11 +24,12 @@ export function createTokenBook(options: {
   const tokens: IssuedToken[] = [];
   const tokenRefs = new Map<string, IssuedToken>();
   const tokensByRef = new Map<string, IssuedToken>();
+  let count = 0;
   return {
     issued: tokens,
     byValue: (token) => tokenRefs.get(token),
     byRef: (ref) => tokensByRef.get(ref),
-    register(body, issuedBy) {
+    register(body, issuedBy, listed = true) {
       let value: Record<string, unknown>;
       try {
         value = JSON.parse(body) as Record<string, unknown>;
@@ -41,7 +42,7 @@ export function createTokenBook(options: {
       // Not registered with the redactor: issued tokens are JWTs, which it shortens by their shape, and a
       // list of every token ever issued would make each redaction slower as the session grows.
       const issued: IssuedToken = {
-        ref: `T${tokens.length + 1}`,
+        ref: `T${++count}`,
         seq: issuedBy,
         issuedAt: since(),
         expAt:
@@ -58,7 +59,7 @@ export function createTokenBook(options: {
       };
       // The phase is the token's own: a lifetime longer than the short one's (and its second of rounding).
       if (issued.expAt - issued.issuedAt > (ttlSeconds + 1) * 1000) issued.phase = 'long';
-      tokens.push(issued);
+      if (listed) tokens.push(issued);
       tokenRefs.set(token, issued);
       tokensByRef.set(issued.ref, issued);
       return issued;
