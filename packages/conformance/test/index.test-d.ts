@@ -11,8 +11,20 @@ import {
   runConformance,
   runConformanceDetailed,
   type TargetInfo,
+  type Verification,
   verdictOf,
+  verifyAttestation,
 } from '../src/index.js';
+
+describe('public types of client verdicts and attestations', () => {
+  it('a client report says where it comes from and what the journey exercised', () => {
+    expectTypeOf<ClientReport['provenance']['source']>().toEqualTypeOf<'live' | 'rejudged' | 'service'>();
+    expectTypeOf<ClientReport['operations'][number]['exercised']>().toEqualTypeOf<boolean>();
+    expectTypeOf(verifyAttestation).returns.toEqualTypeOf<Verification>();
+    // @ts-expect-error the session's bytes are a Buffer, not a parsed session
+    verifyAttestation({ payloadType: '', payload: '', signatures: [] }, [], { kind: 'session' });
+  });
+});
 
 describe('public types', () => {
   it('runConformance returns the JSON report of the contract', () => {
