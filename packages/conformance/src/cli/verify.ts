@@ -1,7 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { keysOf } from '../attestation/keys.js';
 import { parseEnvelope, verifyAttestation } from '../attestation/verify.js';
 import { isLoopbackHost } from '../common/loopback.js';
+import { readRegularFile } from '../common/regular-file.js';
 import { terminalSafe } from '../common/terminal.js';
 import { ConformanceError, exitCodeForError, usageError } from '../errors.js';
 import { type CliIo, parseFlags } from './io.js';
@@ -24,17 +24,6 @@ const flags = {
 
 /** Largest attestation, key set or session read: 100 MiB for a session, 1 MiB for the others. */
 const maxSmallBytes = 1024 * 1024;
-
-async function readBounded(path: string, max: number, what: string): Promise<Buffer> {
-  let bytes: Buffer;
-  try {
-    bytes = await readFile(path);
-  } catch (cause) {
-    throw usageError(`cannot read the ${what} ${path}: ${(cause as Error).message}`);
-  }
-  if (bytes.length > max) throw usageError(`the ${what} ${path} is over ${max} bytes`);
-  return bytes;
-}
 
 async function loadKeys(where: string): Promise<unknown> {
   let url: URL | undefined;
@@ -61,7 +50,7 @@ async function loadKeys(where: string): Promise<unknown> {
       );
     return JSON.parse(text);
   }
-  const bytes = await readBounded(where, maxSmallBytes, 'key set');
+  const bytes = await readRegularFile(where, maxSmallBytes, 'key set');
   try {
     return JSON.parse(bytes.toString('utf8'));
   } catch {
@@ -85,7 +74,7 @@ export async function verifyMain(argv: readonly string[], io: CliIo): Promise<nu
       throw usageError(
         "--keys is needed: the certification service's key set (its /.well-known/jwks.json, or a saved copy)",
       );
-    const envelopeText = (await readBounded(positionals[0]!, 16 * maxSmallBytes, 'attestation')).toString(
+    const envelopeText = (await readRegularFile(positionals[0]!, 16 * maxSmallBytes, 'attestation')).toString(
       'utf8',
     );
     let envelope: ReturnType<typeof parseEnvelope>;
@@ -100,7 +89,7 @@ export async function verifyMain(argv: readonly string[], io: CliIo): Promise<nu
     const session =
       values.session === undefined
         ? undefined
-        : await readBounded(values.session, 100 * maxSmallBytes, 'session');
+        : await readRegularFile(values.session, 100 * maxSmallBytes, 'session');
     const result = verifyAttestation(envelope, keys, session);
     const predicate = result.statement?.predicate;
     const lines = result.ok

@@ -70,14 +70,27 @@ export function line(exchange: RecordedExchange): string {
   return `#${exchange.seq} ${exchange.method} ${exchange.target} → ${exchange.status || 'no answer'} at ${seconds(exchange.at)}${exchange.bearer?.token ? ` with ${exchange.bearer.token}` : ''}`;
 }
 
-/** Index of the first exchange (in arrival order) that arrived at or after `at`; `list.length` if none. */
-export function firstAtOrAfter(list: readonly RecordedExchange[], at: number): number {
+/**
+ * In a list sorted by `key`, the index of the first item whose key is at least `value` (or, with
+ * `after`, greater than it); `list.length` when there is none. Binary search: O(log n).
+ */
+export function sortedIndex<T>(
+  list: readonly T[],
+  value: number,
+  key: (item: T) => number,
+  after = false,
+): number {
   let low = 0;
   let high = list.length;
   while (low < high) {
     const mid = (low + high) >> 1;
-    if (list[mid]!.at < at) low = mid + 1;
+    const current = key(list[mid]!);
+    if (current < value || (after && current === value)) low = mid + 1;
     else high = mid;
   }
   return low;
 }
+
+/** Index of the first exchange (in arrival order) that arrived at or after `at`; `list.length` if none. */
+export const firstAtOrAfter = (list: readonly RecordedExchange[], at: number): number =>
+  sortedIndex(list, at, (exchange) => exchange.at);

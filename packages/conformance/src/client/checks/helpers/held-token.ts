@@ -1,6 +1,6 @@
 import type { IssuedToken, RecordedExchange } from '../../session.js';
 import { maxRenewalWindowSeconds } from '../../stage/scenarios.js';
-import { requestedScopes, type SessionView } from '../../view.js';
+import { requestedScopes, type SessionView, sortedIndex } from '../../view.js';
 
 /** Usable life of a token as the client learns it: until the earlier of exp and expires_in. */
 export const lifeOf = (token: IssuedToken) =>
@@ -66,13 +66,7 @@ export function askedAgainWhileHeld(view: SessionView): AskedAgain[] {
     for (const list of bySet.values()) {
       if (!wanted.every((scope) => list[0]!.scope.includes(scope))) continue;
       // The latest token of the set whose answer had reached the client before this request.
-      let low = 0;
-      let high = list.length;
-      while (low < high) {
-        const mid = (low + high) >> 1;
-        if (list[mid]!.issuedAt <= request.at) low = mid + 1;
-        else high = mid;
-      }
+      const low = sortedIndex(list, request.at, (token) => token.issuedAt, true);
       for (let index = low - 1; index >= 0 && index >= low - 4; index -= 1) {
         const token = list[index]!;
         const issuer = issuedBy.get(token.ref);
@@ -109,14 +103,7 @@ export function renewedAheadInShortPhase(view: SessionView): number {
   let count = 0;
   for (const request of tokenRequests) {
     if (request.at >= session.stage.shortPhaseMs) continue;
-    let low = 0;
-    let high = short.length;
-    while (low < high) {
-      const mid = (low + high) >> 1;
-      if (short[mid]!.issuedAt < request.at) low = mid + 1;
-      else high = mid;
-    }
-    const held = short[low - 1];
+    const held = short[sortedIndex(short, request.at, (token) => token.issuedAt) - 1];
     if (!held || endOf(held) <= request.at || (held.revokedAt !== undefined && held.revokedAt <= request.at))
       continue;
     if (requestedScopes(request, authorised).every((scope) => held.scope.includes(scope))) count += 1;
