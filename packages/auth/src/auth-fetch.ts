@@ -1,7 +1,7 @@
 import type { AccessToken } from './access-token.js';
 import { findBearerChallenge } from './bearer-challenge.js';
 import { BearerInsufficientScopeError } from './errors.js';
-import type { TokenProvider } from './token-provider.js';
+import type { TokenProvider } from './provider/options.js';
 
 export interface AuthFetchOptions {
   /** The fetch that sends the API requests. Default: globalThis.fetch. */
