@@ -54,10 +54,26 @@ export function formatJunitReport(report: AnyReport): string {
   const order = [...catalogue, ...new Set(report.checks.map((c) => c.category).filter((c) => !known.has(c)))];
   let out = `<?xml version="1.0" encoding="UTF-8"?>\n`;
   out += `<testsuites name="${xmlEscape(report.tool.name)}" ${totals(report.checks).replace(/time="[^"]*"/, `time="${seconds(report.durationMs)}"`)} timestamp="${xmlEscape(report.startedAt)}">\n`;
+  let suiteProperties = '';
+  if (report.mode === 'client') {
+    // Where the verdicts come from, for a CI that reads only JUnit: the session's digest and provenance.
+    const properties: Array<[string, string]> = [
+      ['session-sha256', report.provenance.sessionSha256],
+      ['provenance', report.provenance.source],
+      ...(report.integration?.name
+        ? ([['integration', report.integration.name]] as Array<[string, string]>)
+        : []),
+      ...(report.integration?.version
+        ? ([['integration-version', report.integration.version]] as Array<[string, string]>)
+        : []),
+    ];
+    suiteProperties = `    <properties>\n${properties.map(([name, value]) => `      <property name="${name}" value="${xmlEscape(value)}"/>\n`).join('')}    </properties>\n`;
+  }
   for (const category of order) {
     const checks = report.checks.filter((check) => check.category === category);
     if (checks.length === 0) continue;
     out += `  <testsuite name="${xmlEscape(category)}" ${totals(checks)} timestamp="${xmlEscape(report.startedAt)}">\n`;
+    out += suiteProperties;
     out += checks.map(testcase).join('');
     out += `  </testsuite>\n`;
   }

@@ -32,4 +32,31 @@ describe('formatJunitReport', () => {
     expect(cases[3].skipped).toMatchObject({ message: 'not verified: the token lives 43200 s more' });
     expect(xml).not.toContain('\u0001');
   });
+
+  it('a client report names its session digest and provenance in every suite, for a CI that reads only JUnit', async () => {
+    const { judgeSession } = await import('../../src/index.js');
+    const { loans, sessionOf, tokenRequest } = await import('../client/support/session.js');
+    const session = sessionOf(
+      [tokenRequest(0, 'T1'), loans(10, 'T1')],
+      [{ ref: 'T1', issuedAt: 5, expAt: 4000 }],
+    );
+    session.integration = { name: 'Acme <Lending>', version: 'v1.2.3' };
+    const client = judgeSession(session, {
+      provenance: { source: 'rejudged', sessionSha256: 'ab'.repeat(32) },
+    });
+    const xml = formatJunitReport(client);
+    expect(XMLValidator.validate(xml)).toBe(true);
+    const suites = [
+      new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '' }).parse(xml).testsuites.testsuite,
+    ].flat();
+    for (const suite of suites)
+      expect(suite.properties.property).toEqual([
+        { name: 'session-sha256', value: 'ab'.repeat(32) },
+        { name: 'provenance', value: 'rejudged' },
+        { name: 'integration', value: 'Acme <Lending>' },
+        { name: 'integration-version', value: 'v1.2.3' },
+      ]);
+    // A server report has none (negative control).
+    expect(formatJunitReport(report)).not.toContain('session-sha256');
+  });
 });
