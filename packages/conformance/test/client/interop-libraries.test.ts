@@ -111,4 +111,26 @@ describe('client mode against mainstream OAuth libraries in Go, Python and Ruby'
       );
     }
   }, 180_000);
+
+  it('at the default settings (5-s tokens for 15 s, then 3600 s): Authlib 300 s ahead and Go 10 s ahead pass', async () => {
+    const atDefaults = (command: string[], env: Record<string, string>) =>
+      runClientConformance({
+        command,
+        env: { ...process.env, JOURNEY_SECONDS: '25', ...env },
+        certify: true,
+        stdio: 'pipe',
+        timeoutSeconds: 90,
+      });
+    const [authlib300, go] = await Promise.all([
+      atDefaults([python, `${clients}authlib-journey.py`], { LEEWAY: '300' }),
+      atDefaults([goBinary], {}),
+    ]);
+    for (const [name, run] of Object.entries({ authlib300, go })) {
+      expect(run.report.stage.ttlSeconds, name).toBe(5);
+      expect(run.report.journey.exitCode, name).toBe(0);
+      expect(byStatus(run, 'failed'), name).toEqual([]);
+      expect(run.report.notVerified, name).toEqual([]);
+      expect(statusOf(run, 'client-token-reuse'), name).toBe('passed');
+    }
+  }, 120_000);
 });
