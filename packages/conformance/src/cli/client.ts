@@ -319,11 +319,7 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
           reporter.begin(
             tool,
             [
-              ...stageLines(
-                stage,
-                scenarioPlans(options.ttlSeconds ?? defaultTtlSeconds, stage.client.authorizedScopes),
-                enabled,
-              ),
+              ...stageLines(stage, scenarioPlans(stage.client.authorizedScopes), enabled),
               options.command
                 ? `journey  ${options.command.join(' ')}`
                 : `recording ${options.durationSeconds ? `for ${options.durationSeconds} s` : 'until Ctrl-C'}; point your program at the addresses above (client id ${stage.client.clientId}; the secret is printed only with --json)`,

@@ -146,7 +146,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
   const tokens = createTokenBook({ startedAtEpoch, since, ttlSeconds, partnerId: client.partnerId });
   /** The lifetime of a token asked for now: short in the short phase, long after. */
   const ttlNow = () => (since() < shortPhaseMs ? ttlSeconds : longTtlSeconds);
-  const scenarios = playScenarios(enabled, grant, ttlSeconds);
+  const scenarios = playScenarios(enabled, grant);
   const { redact, leaksOf, tokenFormOf, bearerOf, keptHeaders, keptValue } = requestReader(
     client,
     redactor,

@@ -27,7 +27,7 @@ export function phasesPlan(ttlSeconds: number, longTtlSeconds: number, shortPhas
   return `for the first ${Math.round(shortPhaseMs / 1000)} s tokens live ${ttlSeconds} s: renewal and expiry are judged there (never an expired token, one token request at a time; a renewal window longer than such a token's life renews before every call, which is allowed); after that they live ${longTtlSeconds} s: reuse is judged on these, since no renewal window up to ${maxRenewalWindowSeconds} s explains a new token while one of them is held`;
 }
 
-export function scenarioPlans(_ttlSeconds: number, grant: readonly string[]): Record<ScenarioName, string> {
+export function scenarioPlans(grant: readonly string[]): Record<ScenarioName, string> {
   return {
     revocation: `the token of the ${ordinal(revocationCall)} API call that would have succeeded is revoked at that call: it and every later call carrying that token get 401 invalid_token`,
     throttle: `the ${ordinal(throttleCall)} API call that would have succeeded gets 429 with Retry-After: ${throttleRetryAfterSeconds}`,
@@ -107,12 +107,8 @@ export interface ScenarioPlayer {
   apiAnswered(status: number, challenge: string | undefined, at: number, seq: number): void;
 }
 
-export function playScenarios(
-  enabled: ReadonlySet<ScenarioName>,
-  grant: readonly string[],
-  ttlSeconds: number,
-): ScenarioPlayer {
-  const plans = scenarioPlans(ttlSeconds, grant);
+export function playScenarios(enabled: ReadonlySet<ScenarioName>, grant: readonly string[]): ScenarioPlayer {
+  const plans = scenarioPlans(grant);
   const records: ScenarioRecord[] = scenarioNames.map((name) => ({
     name,
     enabled: enabled.has(name),

@@ -36,6 +36,17 @@ export interface AskedAgain {
  * ahead of the stage's) of life left: no renewal policy explains them. O(n log n): the tokens are indexed by scope set and issue time.
  */
 export function askedAgainWhileHeld(view: SessionView): AskedAgain[] {
+  // Two checks ask (reuse: the proven ones; single flight: the others): found once per session view.
+  const known = askedAgain.get(view);
+  if (known) return known;
+  const found = findAskedAgain(view);
+  askedAgain.set(view, found);
+  return found;
+}
+
+const askedAgain = new WeakMap<SessionView, AskedAgain[]>();
+
+function findAskedAgain(view: SessionView): AskedAgain[] {
   const { apiCalls, tokenRequests, tokens, issuedBy, session } = view;
   const use = new Map<string, Use>();
   for (const call of apiCalls) {
