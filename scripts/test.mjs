@@ -30,13 +30,24 @@ function run(title, command, args, runEnv = env) {
   return result.status === 0;
 }
 
+/** Every failed test of every run, named at the very end (a CI log's tail is often all one sees). */
+const failures = [];
+
 /** Counts from a vitest JSON report; a run that failed without a report counts as one failure. */
-function count(file, succeeded) {
+function count(file, succeeded, title) {
   let passed = 0;
   let failed = 0;
   let skipped = 0;
   if (existsSync(file)) {
     const json = JSON.parse(readFileSync(file, 'utf8'));
+    for (const suite of json.testResults ?? []) {
+      const where = suite.name.replace(`${process.cwd()}/`, '');
+      if (suite.status === 'failed' && (suite.assertionResults ?? []).length === 0)
+        failures.push(`${title}: ${where}: ${firstLine(suite.message)}`);
+      for (const test of suite.assertionResults ?? [])
+        if (test.status === 'failed')
+          failures.push(`${title}: ${where} > ${test.fullName}: ${firstLine(test.failureMessages?.[0])}`);
+    }
     passed = json.numPassedTests ?? 0;
     failed = json.numFailedTests ?? 0;
     skipped = (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
@@ -51,6 +62,16 @@ function count(file, succeeded) {
     failed = 1;
   }
   return { passed, failed, skipped, ok: succeeded && failed === 0 };
+}
+
+function firstLine(text) {
+  return (
+    String(text ?? '')
+      .split('\n')
+      .find((item) => item.trim() !== '')
+      ?.trim()
+      .slice(0, 300) ?? ''
+  );
 }
 
 const line = ({ passed, failed, skipped }) =>
@@ -93,7 +114,7 @@ if (ok) {
     `--outputFile.json=${report}`,
     ...extra,
   ]);
-  const main = count(report, tests);
+  const main = count(report, tests, `Node ${process.version}`);
   add(main);
   ok = main.ok;
   const summaries = [`Node ${process.version} (every project): ${line(main)}`];
@@ -128,7 +149,7 @@ if (ok) {
       ],
       { ...env, PATH: `${dirname(node)}${delimiter}${env.PATH ?? ''}` },
     );
-    const result = count(file, succeeded);
+    const result = count(file, succeeded, `Node ${version}`);
     add(result);
     ok = ok && result.ok;
     summaries.push(`Node ${version} (${matrixProjects.join(', ')}): ${line(result)}`);
@@ -138,5 +159,6 @@ if (ok) {
 } else {
   totals.failed = 1;
 }
+if (failures.length > 0) console.log(`\nFailed:\n${failures.map((item) => `  ✖ ${item}`).join('\n')}`);
 console.log(`\n${line(totals)}`);
 process.exit(ok ? 0 : 1);
