@@ -1,5 +1,5 @@
-import { KeyObject, randomUUID } from 'node:crypto';
-import { exportJWK, exportSPKI, generateKeyPair, type JWK } from 'jose';
+import { KeyObject } from 'node:crypto';
+import { calculateJwkThumbprint, exportJWK, exportSPKI, generateKeyPair, type JWK } from 'jose';
 
 export interface SigningKey {
   readonly kid: string;
@@ -20,8 +20,11 @@ export interface RsaKeyPair {
 
 async function createKey(pair?: RsaKeyPair): Promise<SigningKey> {
   const { privateKey, publicKey } = pair ?? (await generateKeyPair('RS256', { modulusLength: 2048 }));
-  const kid = randomUUID();
-  const jwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
+  const publicJwk = await exportJWK(publicKey);
+  // The kid is the key's RFC 7638 thumbprint: every mock given the same pair (instances of one hosted
+  // stage) names it alike, so a token one of them issued verifies on the others.
+  const kid = await calculateJwkThumbprint(publicJwk, 'sha256');
+  const jwk = { ...publicJwk, kid, alg: 'RS256', use: 'sig' };
   const verifyKey = KeyObject.from(publicKey);
   return { kid, privateKey, publicKey, verifyKey, jwk, spki: await exportSPKI(publicKey) };
 }

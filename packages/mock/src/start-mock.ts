@@ -64,9 +64,9 @@ export interface MockOptions {
    */
   signingKey?: RsaKeyPair;
   /**
-   * The origins clients use when the mock is reached through a proxy or a port mapping: the issuer
-   * and the audience are derived from them instead of the listening addresses. Default: the
-   * listening addresses.
+   * The URLs clients use when the mock is reached through a proxy or a port mapping: origins, or
+   * origins with a base path when the proxy routes by path. The issuer and the audience are derived
+   * from them instead of the listening addresses. Default: the listening addresses.
    */
   publicUrls?: { authUrl: string; baseUrl: string };
   /**
@@ -141,7 +141,10 @@ function reportInternalError(error: unknown): void {
   process.stderr.write(`partner-mock: internal error (the request was answered 500): ${text}\n`);
 }
 
-/** An http(s) origin with no path, query, fragment or credentials, for `publicUrls`. */
+/**
+ * An http(s) origin, or an origin and a base path (a proxy that routes by path, as a hosted stage
+ * does), with no query, fragment or credentials, for `publicUrls`. A trailing slash is dropped.
+ */
 function publicOrigin(name: string, value: unknown): string {
   let url: URL | undefined;
   try {
@@ -154,14 +157,14 @@ function publicOrigin(name: string, value: unknown): string {
     !/^https?:$/.test(url.protocol) ||
     url.username !== '' ||
     url.password !== '' ||
-    url.pathname !== '/' ||
     url.search !== '' ||
-    url.hash !== ''
+    url.hash !== '' ||
+    (typeof value === 'string' && /[?#]/.test(value))
   )
     return fail(
-      `startMock: publicUrls.${name} must be an http(s) origin such as http://127.0.0.1:8080 (no path, query or credentials).`,
+      `startMock: publicUrls.${name} must be an http(s) URL such as http://127.0.0.1:8080 or https://proxy.example/run-1/api (no query, fragment or credentials).`,
     );
-  return url.origin;
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 const origin = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;

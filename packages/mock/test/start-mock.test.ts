@@ -269,12 +269,44 @@ describe('startMock publicUrls', () => {
     }
   });
 
-  it('refuses a public URL that is not an origin', async () => {
-    await expect(
-      startMock({ publicUrls: { authUrl: 'http://auth.example/path', baseUrl: 'http://api.example' } }),
-    ).rejects.toThrow(
-      'startMock: publicUrls.authUrl must be an http(s) origin such as http://127.0.0.1:8080 (no path, query or credentials).',
-    );
+  it('refuses a public URL with a query, a fragment or credentials', async () => {
+    for (const authUrl of [
+      'http://auth.example/?a=1',
+      'http://auth.example/#x',
+      'http://u:p@auth.example',
+      'ftp://auth.example',
+    ])
+      await expect(startMock({ publicUrls: { authUrl, baseUrl: 'http://api.example' } })).rejects.toThrow(
+        'startMock: publicUrls.authUrl must be an http(s) URL such as http://127.0.0.1:8080 or https://proxy.example/run-1/api (no query, fragment or credentials).',
+      );
+  });
+
+  it('takes a base path (a proxy routing by path): the issuer and audience keep it, the listening addresses do not', async () => {
+    const mock = await startMock({
+      signingKey: await sharedSigningKey(),
+      publicUrls: {
+        authUrl: 'https://svc.example/runs/r1/auth/',
+        baseUrl: 'https://svc.example/runs/r1/api',
+      },
+    });
+    try {
+      expect(mock.issuer).toBe('https://svc.example/runs/r1/auth/');
+      expect(mock.audience).toBe('https://svc.example/runs/r1/api');
+      expect(mock.authUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const response = await fetch(`${mock.authUrl}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: mock.clients[0]!.clientId,
+          client_secret: mock.clients[0]!.clientSecret,
+          audience: 'https://svc.example/runs/r1/api',
+        }),
+      });
+      expect(response.status).toBe(200);
+    } finally {
+      await mock.close();
+    }
   });
 });
 
