@@ -34,9 +34,34 @@ export {
   type RecordedExchange,
   type ScenarioName,
   type ScenarioRecord,
+  type StageInfo,
 } from './client/session.js';
 export { readSessionFile, type SessionFile } from './client/session-file.js';
-export { type RunningStage, type StageOptions, scenarioNames, startStage } from './client/stage.js';
+export { assembleSession } from './client/stage/assemble.js';
+export type { StageServer } from './client/stage/handler.js';
+export {
+  generateStageSigningKey,
+  type HostedStage,
+  type HostedStageOptions,
+  openHostedStage,
+  type StageSigningKey,
+} from './client/stage/hosted.js';
+export type { Injection, LedgerContents, StageLedger } from './client/stage/ledger.js';
+export { playScenarios, type ScenarioPlayer, type ScenarioState } from './client/stage/scenarios.js';
+export {
+  defaultApiDelayMs,
+  defaultLongTtlSeconds,
+  defaultMaxExchanges,
+  defaultScopes,
+  defaultTokenDelayMs,
+  defaultTtlSeconds,
+  phasesPlan,
+  type RunningStage,
+  type StageOptions,
+  scenarioNames,
+  scenarioPlans,
+  startStage,
+} from './client/stage.js';
 export {
   type BearerChallengeResult,
   bearerChallengeOf,
@@ -60,6 +85,7 @@ export {
 export { ConformanceError, type ConformanceErrorCode, exitCodeForError } from './errors.js';
 export { ConsoleReporter, type ConsoleReporterOptions, type ConsoleStream } from './reporters/console.js';
 export { formatClientHtmlReport } from './reporters/html/client.js';
+export { contentSecurityPolicy as reportContentSecurityPolicy } from './reporters/html/page.js';
 export { formatHtmlReport, type HtmlReportMeta } from './reporters/html/server.js';
 export { timelineSvg } from './reporters/html/timeline.js';
 export { formatJsonReport } from './reporters/json.js';

@@ -1,8 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { mediaTypeOfValue as mediaType } from '../../common/media-type.js';
 import type { Redactor } from '../../common/redact.js';
-import type { BodyKind, Leak, RecordedExchange, TokenForm } from '../session.js';
-import type { TokenBook } from './tokens.js';
+import type { BodyKind, IssuedToken, Leak, RecordedExchange, TokenForm } from '../session.js';
 
 /** Largest request body the stage reads (the mock's own limit); past it the request is refused. */
 export const maxBodyBytes = 1024 * 1024;
@@ -111,7 +110,7 @@ export const bearerPattern = /^(\S+)(?: +([A-Za-z0-9\-._~+/]+=*))?$/;
 export function requestReader(
   client: { clientId: string; clientSecret: string },
   redactor: Redactor,
-  tokens: TokenBook,
+  tokens: { byValue(token: string): IssuedToken | undefined },
 ) {
   const redact = (text: string) => redactor.redact(text);
   function leaksOf(

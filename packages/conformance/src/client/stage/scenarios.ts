@@ -15,6 +15,8 @@ export const throttleCall = 6;
 /** `Retry-After` of the 429 and of the 503, in seconds. */
 export const throttleRetryAfterSeconds = 2;
 export const unavailableRetryAfterSeconds = 1;
+/** Short lifetimes last this many token lifetimes from the start; long tokens are issued after. */
+export const shortPhaseLifetimes = 3;
 /** The longest renewal window (seconds ahead of expiry) of mainstream client-credentials libraries. */
 export const maxRenewalWindowSeconds = 300;
 /** The grant of the stage's client under `narrowed-grant` unless `--scopes` says otherwise. */
@@ -92,6 +94,8 @@ export function injectedAnswer(injected: NonNullable<RecordedExchange['injected'
 /** The scenario plan as it plays: which steps are on, which fired when, and what to inject next. */
 export interface ScenarioPlayer {
   readonly records: ScenarioRecord[];
+  /** The player's whole state (a JSON value): a stage whose state lives elsewhere restores the player from it. */
+  state(): ScenarioState;
   /** A token request asked for `scopes`: the narrowed grant fires the first time it asks beyond the grant. */
   tokenRequested(scopes: readonly string[], at: number, seq: number): void;
   /** The step to play on an API call carrying `issued` (a well-formed bearer), if any. */
@@ -107,21 +111,38 @@ export interface ScenarioPlayer {
   apiAnswered(status: number, challenge: string | undefined, at: number, seq: number): void;
 }
 
-export function playScenarios(enabled: ReadonlySet<ScenarioName>, grant: readonly string[]): ScenarioPlayer {
+/** What a scenario player remembers between calls: which steps fired when, and the eligible calls so far. */
+export interface ScenarioState {
+  records: ScenarioRecord[];
+  eligibleCalls: number;
+}
+
+/**
+ * Plays the scenario plan. `restored` resumes a player from its `state()` (a hosted stage keeps it in
+ * a database, so that every instance serving a run plays the same plan).
+ */
+export function playScenarios(
+  enabled: ReadonlySet<ScenarioName>,
+  grant: readonly string[],
+  restored?: ScenarioState,
+): ScenarioPlayer {
   const plans = scenarioPlans(grant);
-  const records: ScenarioRecord[] = scenarioNames.map((name) => ({
-    name,
-    enabled: enabled.has(name),
-    plan: plans[name],
-  }));
+  const records: ScenarioRecord[] =
+    restored?.records.map((item) => ({ ...item })) ??
+    scenarioNames.map((name) => ({
+      name,
+      enabled: enabled.has(name),
+      plan: plans[name],
+    }));
   const scenario = (name: ScenarioName) => records.find((item) => item.name === name)!;
   const fire = (name: ScenarioName, at: number, seq: number) => {
     const record = scenario(name);
     if (record.firedAt === undefined) Object.assign(record, { firedAt: at, seq });
   };
-  let eligibleCalls = 0;
+  let eligibleCalls = restored?.eligibleCalls ?? 0;
   return {
     records,
+    state: () => ({ records: records.map((item) => ({ ...item })), eligibleCalls }),
     tokenRequested(scopes, at, seq) {
       const narrowed = scenario('narrowed-grant');
       if (narrowed.enabled && scopes.some((item) => !grant.includes(item))) fire('narrowed-grant', at, seq);

@@ -48,11 +48,12 @@ export function send(
 
 export function forward(
   req: IncomingMessage,
+  target: string,
   origin: string,
   body: Buffer,
   agent: Agent,
 ): Promise<StageAnswer> {
-  const url = new URL(req.url ?? '/', origin);
+  const url = new URL(origin);
   const headers: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(req.headers))
     if (
@@ -63,7 +64,7 @@ export function forward(
   headers['content-length'] = String(body.length);
   return new Promise((resolve, reject) => {
     const outgoing = httpRequest(
-      { host: url.hostname, port: url.port, path: req.url ?? '/', method: req.method, headers, agent },
+      { host: url.hostname, port: url.port, path: target, method: req.method, headers, agent },
       (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -96,12 +97,13 @@ export function forward(
 export function dispatch(
   req: IncomingMessage,
   res: ServerResponse,
+  target: string,
   body: Buffer,
   mock: RunningMock,
 ): Promise<StageAnswer> {
   const replay = Object.assign(Readable.from(body.length > 0 ? [body] : []), {
     method: req.method,
-    url: req.url,
+    url: target,
     headers: req.headers,
     rawHeaders: req.rawHeaders,
     httpVersion: req.httpVersion,

@@ -1,0 +1,40 @@
+import type { IntegrationRecord } from '../../common/report.js';
+import { tool } from '../../version.js';
+import type { ClientSession, JourneyRecord, StageInfo } from '../session.js';
+import type { LedgerContents } from './ledger.js';
+
+/**
+ * The session file of a stage: what it was, what it recorded, and the journey — the journey's command
+ * and any survivor redacted as every recorded value is (a secret passed on the command line included).
+ */
+export function assembleSession(parts: {
+  stage: StageInfo;
+  startedAtEpoch: number;
+  durationMs: number;
+  journey: JourneyRecord;
+  contents: LedgerContents;
+  maxExchanges: number;
+  integration?: IntegrationRecord | undefined;
+  redact: (text: string) => string;
+}): ClientSession {
+  const { journey, contents, redact } = parts;
+  return {
+    kind: 'partner-conformance-client-session',
+    sessionVersion: 2,
+    tool,
+    startedAt: new Date(parts.startedAtEpoch).toISOString(),
+    durationMs: parts.durationMs,
+    stage: { ...parts.stage, authorizedScopes: [...parts.stage.authorizedScopes] },
+    scenarios: contents.scenarios,
+    journey: {
+      ...journey,
+      command: journey.command.slice(0, 256).map((arg) => redact(arg).slice(0, 4000)),
+      ...(journey.survivors && { survivors: journey.survivors.map(redact) }),
+    },
+    exchanges: contents.exchanges,
+    tokens: contents.tokens,
+    maxExchanges: parts.maxExchanges,
+    dropped: contents.dropped,
+    ...(parts.integration && { integration: { ...parts.integration } }),
+  };
+}

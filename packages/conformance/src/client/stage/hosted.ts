@@ -1,0 +1,127 @@
+import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
+import { type RunningMock, startMock } from '@partner-lending/mock';
+import { exportPKCS8, exportSPKI, generateKeyPair, importPKCS8, importSPKI } from 'jose';
+import { Redactor } from '../../common/redact.js';
+import type { StageInfo } from '../session.js';
+import { createStageHandler, type StageServer } from './handler.js';
+import type { StageLedger } from './ledger.js';
+import { ByteBudget, defaultMaxHeldBytes } from './request-reader.js';
+import { shortPhaseLifetimes } from './scenarios.js';
+import { tokenDraftOf } from './tokens.js';
+
+/** The RS256 key a hosted run's tokens are signed with, as PEM text (every instance serving the run loads it). */
+export interface StageSigningKey {
+  /** PKCS #8 PEM of the private key. */
+  privateKeyPem: string;
+  /** SPKI PEM of the public key. */
+  publicKeyPem: string;
+}
+
+/** A fresh RS256 signing key for a hosted run. */
+export async function generateStageSigningKey(): Promise<StageSigningKey> {
+  const pair = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
+  return {
+    privateKeyPem: await exportPKCS8(pair.privateKey),
+    publicKeyPem: await exportSPKI(pair.publicKey),
+  };
+}
+
+export interface HostedStageOptions {
+  /** Where the stage keeps everything (a database for a hosted run; see `StageLedger`). */
+  ledger: StageLedger;
+  /** The run's client (its secret is redacted from everything recorded) and its grant. */
+  client: { clientId: string; clientSecret: string; partnerId: string; authorizedScopes: readonly string[] };
+  /** The URLs the journey uses: the token endpoint's base and the partner API's, under the service's origin. */
+  authUrl: string;
+  baseUrl: string;
+  /** When the run started (epoch ms): every time recorded is ms since then. */
+  startedAtEpoch: number;
+  ttlSeconds: number;
+  longTtlSeconds: number;
+  signingKey: StageSigningKey;
+  tokenDelayMs: number;
+  apiDelayMs: number;
+  /** Request-body bytes all requests being read may hold at once. Default 64 MiB. */
+  maxHeldBytes?: number;
+  /** Epoch ms clock. Default Date.now. */
+  clock?: () => number;
+}
+
+/** One instance's handle on a hosted run's stage: any number of instances may hold one for the same run. */
+export interface HostedStage {
+  /** What the session file says of the stage. */
+  readonly info: StageInfo;
+  /**
+   * Answers a request of the run and records it in the ledger before the answer leaves. `target` is the
+   * path and query below the run's `authUrl` or `baseUrl`.
+   */
+  handle(server: StageServer, req: IncomingMessage, res: ServerResponse, target: string): Promise<void>;
+  /** Redacts the run's client credentials (in every encoding) from a text. */
+  redact(text: string): string;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the stage of a hosted run on this instance: the same request handler, scenario plan and
+ * recording as `startStage`, with its state in `ledger` instead of in memory, and every exchange kept
+ * before it is answered. The mock behind it listens on 127.0.0.1 only.
+ */
+export async function openHostedStage(options: HostedStageOptions): Promise<HostedStage> {
+  const clock = options.clock ?? Date.now;
+  const { client, ttlSeconds, longTtlSeconds, startedAtEpoch } = options;
+  const shortPhaseMs = shortPhaseLifetimes * ttlSeconds * 1000;
+  const since = () => clock() - startedAtEpoch;
+  const redactor = new Redactor();
+  redactor.addSecret(client.clientSecret, '[client_secret]');
+  redactor.addSecret(client.clientId, '[client_id]');
+  redactor.addBasicCredentials(client.clientId, client.clientSecret, '[client_credentials]');
+  const signingKey = {
+    privateKey: await importPKCS8(options.signingKey.privateKeyPem, 'RS256'),
+    publicKey: await importSPKI(options.signingKey.publicKeyPem, 'RS256', { extractable: true }),
+  };
+  const mock: RunningMock = await startMock({
+    tokenTtlSeconds: ttlSeconds,
+    clients: [{ ...client, authorizedScopes: [...client.authorizedScopes] }],
+    publicUrls: { authUrl: options.authUrl, baseUrl: options.baseUrl },
+    signingKey,
+    clock,
+  });
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  const handler = createStageHandler({
+    client,
+    redactor,
+    ledger: options.ledger,
+    mock,
+    agent,
+    budget: new ByteBudget(options.maxHeldBytes ?? defaultMaxHeldBytes),
+    since,
+    ttlNow: () => (since() < shortPhaseMs ? ttlSeconds : longTtlSeconds),
+    tokenDelayMs: options.tokenDelayMs,
+    apiDelayMs: options.apiDelayMs,
+    draftOf: (body, issuedBy) =>
+      tokenDraftOf(body, issuedBy, { startedAtEpoch, since, ttlSeconds, partnerId: client.partnerId }),
+    recordBeforeAnswer: true,
+  });
+  let closing: Promise<void> | undefined;
+  return {
+    info: {
+      authUrl: options.authUrl,
+      baseUrl: options.baseUrl,
+      tokenUrl: `${options.authUrl}/oauth/token`,
+      audience: mock.audience,
+      partnerId: client.partnerId,
+      authorizedScopes: [...client.authorizedScopes],
+      ttlSeconds,
+      longTtlSeconds,
+      shortPhaseMs,
+      tokenDelayMs: options.tokenDelayMs,
+      apiDelayMs: options.apiDelayMs,
+    },
+    handle: handler,
+    redact: (text) => redactor.redact(text),
+    close: () => {
+      closing ??= mock.close().then(() => agent.destroy());
+      return closing;
+    },
+  };
+}
