@@ -113,6 +113,8 @@ export interface ClientReport extends ReportBase {
   provenance: Provenance;
   /** Each operation of the API: how the journey exercised it (a pass says nothing of one never called). */
   operations: OperationRecord[];
+  /** A run of the certification service: its id and its address in the service's API. */
+  run?: { id: string; url: string };
 }
 
 /** How a client report came to be. */

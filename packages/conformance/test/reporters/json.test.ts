@@ -35,4 +35,47 @@ describe('formatJsonReport', () => {
     ]);
     expect(parsed).toEqual(report);
   });
+
+  it('a client report keeps the integration, the provenance, the operations and a service run, in the documented order', async () => {
+    const { judgeSession } = await import('../../src/index.js');
+    const { loans, sessionOf, tokenRequest } = await import('../client/support/session.js');
+    const session = sessionOf(
+      [tokenRequest(0, 'T1'), loans(10, 'T1')],
+      [{ ref: 'T1', issuedAt: 5, expAt: 4000 }],
+    );
+    session.integration = { name: 'Acme', version: 'v1' };
+    const client = {
+      ...judgeSession(session, { provenance: { source: 'service', sessionSha256: 'cd'.repeat(32) } }),
+      run: { id: 'run_1', url: 'https://certify.example/api/runs/run_1' },
+    };
+    const parsed = JSON.parse(formatJsonReport(client));
+    expect(Object.keys(parsed)).toEqual([
+      'schemaVersion',
+      'tool',
+      'mode',
+      'certify',
+      'stage',
+      'journey',
+      'scenarios',
+      'recording',
+      'integration',
+      'provenance',
+      'operations',
+      'run',
+      'spec',
+      'startedAt',
+      'durationMs',
+      'environment',
+      'summary',
+      'notVerified',
+      'checks',
+    ]);
+    expect(parsed.provenance.source).toBe('service');
+    expect(parsed.integration).toEqual({ name: 'Acme', version: 'v1' });
+    expect(parsed.run.id).toBe('run_1');
+    expect(parsed.operations.find((item: { calls: number }) => item.calls > 0)).toBeDefined();
+    // Without a run (the CLI's own reports), no run key at all.
+    const { run: _run, ...local } = client;
+    expect(Object.keys(JSON.parse(formatJsonReport(local)))).not.toContain('run');
+  });
 });
