@@ -1,0 +1,214 @@
+import { parseArgs } from 'node:util';
+import { addPartner, addReviewer } from './admin.js';
+import { type Database, openDatabase } from './db/database.js';
+import { ServiceError } from './errors.js';
+import { loadSigningKey } from './keys.js';
+import type { RunLimits } from './runs/runs.js';
+import { startService } from './server.js';
+import { tool } from './version.js';
+
+const usage = `Usage:
+  partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR]
+  partner-certification-service admin add-partner --name NAME [--json] [--data-dir DIR]
+  partner-certification-service admin add-reviewer --name NAME [--json] [--data-dir DIR]
+
+serve
+  --host H           interface to listen on (default 127.0.0.1; 0.0.0.0 behind a proxy or in a container)
+  --port N           port (default 8080; 0 for a random one)
+  --public-url URL   the URL partners and reviewers use, e.g. https://certify.example.com behind a TLS proxy
+                     (default http://HOST:PORT); run addresses and report links are made from it
+  --data-dir DIR     the embedded database and a generated signing key (default ./certification-data)
+  --idle-timeout S   a run that receives nothing for S seconds is judged (default 600)
+  --max-run-duration S  a run is judged at the latest S seconds after it was created (default 3600)
+  --max-open-runs N  open runs per partner at once (default 5)
+  --max-runs-per-hour N  runs a partner may create per hour (default 60)
+
+admin (the same storage options as serve)
+  add-partner        prints the partner id and its API key, once (only a hash is stored)
+  add-reviewer       prints a reviewer id and a one-time credential to sign in to the reviewer UI
+  --name NAME        the partner's or reviewer's name
+  --json             print one line of JSON: {"partnerId","apiKey"} or {"reviewerId","credential"}
+
+Environment
+  DATABASE_URL       postgres://USER:PASSWORD@HOST:PORT/DB: PostgreSQL instead of the embedded database
+  SIGNING_KEY_FILE   the attestation key (private JWK or PEM, Ed25519 or ES256); generated into --data-dir when unset
+
+  --help             this text      --version   the version`;
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`partner-certification-service: ${message}\n`);
+  process.exit(code);
+}
+
+async function main(argv: string[]): Promise<void> {
+  let parsed: ReturnType<typeof parse>;
+  const parse = () =>
+    parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        host: { type: 'string' },
+        port: { type: 'string' },
+        'public-url': { type: 'string' },
+        'data-dir': { type: 'string' },
+        'idle-timeout': { type: 'string' },
+        'max-run-duration': { type: 'string' },
+        'max-open-runs': { type: 'string' },
+        'max-runs-per-hour': { type: 'string' },
+        name: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean' },
+      },
+    });
+  try {
+    parsed = parse();
+  } catch (error) {
+    fail(`${(error as Error).message.split('\n')[0]}\n${usage}`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return void process.stdout.write(`${usage}\n`);
+  if (values.version) return void process.stdout.write(`${tool.version}\n`);
+  const [command, sub, ...rest] = positionals;
+  const dataDir = values['data-dir'] ?? 'certification-data';
+  const databaseUrl = process.env.DATABASE_URL || undefined;
+  if (command === 'admin') {
+    if ((sub !== 'add-partner' && sub !== 'add-reviewer') || rest.length > 0)
+      fail(
+        `admin takes add-partner or add-reviewer${sub ? `, not ${JSON.stringify(sub.slice(0, 40))}` : ''}\n${usage}`,
+      );
+    for (const flag of [
+      'host',
+      'port',
+      'public-url',
+      'idle-timeout',
+      'max-run-duration',
+      'max-open-runs',
+      'max-runs-per-hour',
+    ] as const)
+      if (values[flag] !== undefined) fail(`--${flag} is an option of serve, not of admin`);
+    if (values.name === undefined) fail(`admin ${sub} needs --name NAME`);
+    const db = await openStorage(databaseUrl, dataDir);
+    try {
+      if (sub === 'add-partner') {
+        const { partnerId, apiKey } = await addPartner(db, values.name);
+        process.stdout.write(
+          values.json
+            ? `${JSON.stringify({ partnerId, apiKey })}\n`
+            : `partner ${partnerId} added.\nAPI key (shown once; only its hash is stored): ${apiKey}\n`,
+        );
+      } else {
+        const { reviewerId, credential } = await addReviewer(db, values.name);
+        process.stdout.write(
+          values.json
+            ? `${JSON.stringify({ reviewerId, credential })}\n`
+            : `reviewer ${reviewerId} added.\nSign-in credential (shown once; only its hash is stored): ${credential}\n`,
+        );
+      }
+    } catch (error) {
+      if (error instanceof TypeError) fail(error.message);
+      throw error;
+    } finally {
+      await db.close();
+    }
+    return;
+  }
+  if (command !== 'serve' || sub !== undefined)
+    fail(
+      `${command ? `unknown command ${JSON.stringify(command.slice(0, 40))}` : 'a command is needed'}\n${usage}`,
+    );
+  if (values.name !== undefined || values.json !== undefined)
+    fail('--name and --json are options of admin, not of serve');
+  const port = values.port === undefined ? 8080 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    fail(`--port takes 0 to 65535, got ${JSON.stringify(values.port)}`);
+  const publicUrl = values['public-url'];
+  if (publicUrl !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(publicUrl);
+    } catch {}
+    if (
+      !url ||
+      !/^https?:$/.test(url.protocol) ||
+      url.pathname !== '/' ||
+      url.search ||
+      url.hash ||
+      url.username
+    )
+      fail(
+        `--public-url takes an http(s) origin such as https://certify.example.com (no path), got ${JSON.stringify(publicUrl.slice(0, 100))}`,
+      );
+  }
+  const limits: Partial<RunLimits> = {};
+  const whole = (flag: string, value: string | undefined, min: number, max: number) => {
+    if (value === undefined) return undefined;
+    const number = Number(value);
+    if (!/^\d+$/.test(value) || number < min || number > max)
+      fail(`--${flag} takes a whole number from ${min} to ${max}, got ${JSON.stringify(value.slice(0, 40))}`);
+    return number;
+  };
+  const idle = whole('idle-timeout', values['idle-timeout'], 1, 86_400);
+  if (idle !== undefined) limits.idleSeconds = idle;
+  const duration = whole('max-run-duration', values['max-run-duration'], 1, 7 * 86_400);
+  if (duration !== undefined) limits.maxDurationSeconds = duration;
+  const open = whole('max-open-runs', values['max-open-runs'], 1, 10_000);
+  if (open !== undefined) limits.maxOpenRunsPerPartner = open;
+  const hourly = whole('max-runs-per-hour', values['max-runs-per-hour'], 1, 1_000_000);
+  if (hourly !== undefined) limits.maxRunsPerHour = hourly;
+  const db = await openStorage(databaseUrl, dataDir);
+  const key = await loadSigningKey({
+    file: process.env.SIGNING_KEY_FILE || undefined,
+    dataDir: databaseUrl && !values['data-dir'] ? await ensureDir(dataDir) : await ensureDir(dataDir),
+    warn: (line) => process.stderr.write(`partner-certification-service: warning: ${line}\n`),
+  }).catch(async (error: unknown) => {
+    await db.close();
+    throw error;
+  });
+  const service = await startService({
+    db,
+    signingKey: key,
+    host: values.host ?? '127.0.0.1',
+    port,
+    limits,
+    ...(publicUrl && { publicUrl }),
+  }).catch(async (error: unknown) => {
+    await db.close();
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE')
+      fail(`port ${port} is in use: choose another with --port`);
+    throw error;
+  });
+  process.stderr.write(
+    `partner-certification-service ${tool.version} listening on ${service.url} (public URL ${service.publicUrl})\n` +
+      `storage: ${db.kind === 'embedded' ? `embedded PGlite in ${db.where}` : `PostgreSQL at ${db.where}`}; attestation key ${key.kid} from ${key.source}\n`,
+  );
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(
+      `partner-certification-service: ${signal}: stopping (open runs continue on the next start)\n`,
+    );
+    void service
+      .close()
+      .then(() => db.close())
+      .then(() => process.exit(0));
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => stop(signal));
+}
+
+async function ensureDir(dir: string): Promise<string> {
+  const { mkdirSync } = await import('node:fs');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+}
+
+async function openStorage(databaseUrl: string | undefined, dataDir: string): Promise<Database> {
+  return openDatabase({ databaseUrl, dataDir });
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof ServiceError) fail(error.message, error.code === 'ERR_STORAGE_IN_USE' ? 3 : 2);
+  fail(`unexpected error: ${(error as Error).stack ?? String(error)}`, 1);
+});

@@ -1,0 +1,155 @@
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import { ServiceError } from '../errors.js';
+
+/** A row as the drivers give it. */
+// biome-ignore lint/suspicious/noExplicitAny: rows are typed by the caller of each query
+export type Row = Record<string, any>;
+
+/** What the service asks of its database: SQL with `$1` parameters, and transactions. */
+export interface Queryable {
+  query<T extends object = Row>(text: string, params?: readonly unknown[]): Promise<T[]>;
+}
+
+export interface Database extends Queryable {
+  /** `embedded` (PGlite in a directory) or `postgres` (a server, by DATABASE_URL). */
+  readonly kind: 'embedded' | 'postgres';
+  /** Where it is, with no password: the directory, or the URL's host, port and database. */
+  readonly where: string;
+  /** Runs `work` in one transaction (committed when it resolves, rolled back when it throws). */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** Opens PGlite in `dataDir` (created when missing). The directory belongs to one process at a time. */
+export async function openEmbedded(dataDir: string): Promise<Database> {
+  const { mkdirSync, openSync, closeSync, writeSync, readFileSync, rmSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // PGlite does not lock its directory itself: two processes on one directory would corrupt it. A lock
+  // file with the owner's pid keeps a second one out, and a stale lock (its process gone) is taken over.
+  const lock = join(dataDir, 'service.lock');
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      const fd = openSync(lock, 'wx', 0o600);
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw inUse(dataDir, lock);
+      const owner = Number.parseInt(readFileSync(lock, 'utf8'), 10);
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && alive(owner))
+        throw inUse(dataDir, lock, owner);
+      rmSync(lock, { force: true });
+    }
+  }
+  let db: PGlite;
+  try {
+    db = await PGlite.create(join(dataDir, 'pgdata'));
+  } catch (error) {
+    rmSync(lock, { force: true });
+    throw new ServiceError(
+      'ERR_STORAGE',
+      `cannot open the embedded database in ${dataDir}: ${(error as Error).message}. Is it a directory this user can write, made by this service?`,
+    );
+  }
+  const run = async <T extends Row>(text: string, params?: readonly unknown[]) =>
+    (await db.query<T>(text, params ? [...params] : undefined)).rows;
+  return {
+    kind: 'embedded',
+    where: dataDir,
+    query: run,
+    transaction: (work) =>
+      db.transaction((tx) =>
+        work({
+          query: async (text, params) =>
+            (await tx.query(text, params ? [...params] : undefined)).rows as never,
+        }),
+      ),
+    close: async () => {
+      await db.close();
+      rmSync(lock, { force: true });
+    },
+  };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function inUse(dataDir: string, lock: string, owner?: number): ServiceError {
+  return new ServiceError(
+    'ERR_STORAGE_IN_USE',
+    `the embedded database in ${dataDir} is in use${owner ? ` by process ${owner}` : ''} (${lock}): it belongs to one process at a time. Stop the service before running admin commands, or use PostgreSQL (DATABASE_URL) to run both at once.`,
+  );
+}
+
+/** Connects to PostgreSQL by URL (`postgres://user:password@host:port/database`). */
+export async function openPostgres(url: string, options: { max?: number } = {}): Promise<Database> {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ServiceError(
+      'ERR_CONFIG',
+      'DATABASE_URL is not a URL: expected postgres://USER:PASSWORD@HOST:PORT/DATABASE (or postgresql://).',
+    );
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:')
+    throw new ServiceError(
+      'ERR_CONFIG',
+      `DATABASE_URL has the scheme ${parsed.protocol.slice(0, 20)}, expected postgres:// or postgresql://.`,
+    );
+  const where = `${parsed.hostname || 'localhost'}:${parsed.port || '5432'}${parsed.pathname}`;
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: 10_000,
+  });
+  // An idle connection the server dropped is replaced; its error must not crash the process.
+  pool.on('error', () => {});
+  try {
+    await pool.query('SELECT 1');
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw new ServiceError(
+      'ERR_STORAGE',
+      `cannot reach PostgreSQL at ${where}: ${(error as Error).message}. Check DATABASE_URL and that the server accepts connections.`,
+    );
+  }
+  return {
+    kind: 'postgres',
+    where,
+    query: async (text, params) => (await pool.query(text, params ? [...params] : undefined)).rows,
+    async transaction(work) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await work({
+          query: async (text, params) => (await client.query(text, params ? [...params] : undefined)).rows,
+        });
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+/** The database the options name: PostgreSQL when `databaseUrl` is set, else PGlite in `dataDir`. */
+export function openDatabase(options: {
+  databaseUrl?: string | undefined;
+  dataDir: string;
+}): Promise<Database> {
+  return options.databaseUrl ? openPostgres(options.databaseUrl) : openEmbedded(options.dataDir);
+}

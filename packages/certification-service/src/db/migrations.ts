@@ -1,0 +1,143 @@
+import type { Database } from './database.js';
+
+/**
+ * The schema, as an ordered list of migrations: each runs once, in its own transaction, recorded in
+ * `schema_migrations`. Never edit a migration that shipped; add the next one. The same SQL runs on
+ * PGlite and PostgreSQL.
+ */
+export const migrations: ReadonlyArray<{ id: number; name: string; sql: string }> = [
+  {
+    id: 1,
+    name: 'partners, reviewers, runs, exchanges, decisions, audit log',
+    sql: `
+CREATE TABLE partners (
+  id text PRIMARY KEY,
+  name text NOT NULL,
+  api_key_hash text NOT NULL UNIQUE,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE reviewers (
+  id text PRIMARY KEY,
+  name text NOT NULL,
+  credential_hash text NOT NULL UNIQUE,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE reviewer_sessions (
+  token_hash text PRIMARY KEY,
+  reviewer_id text NOT NULL REFERENCES reviewers(id),
+  csrf_token text NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE TABLE runs (
+  id text PRIMARY KEY,
+  partner_id text NOT NULL REFERENCES partners(id),
+  status text NOT NULL CHECK (status IN ('open', 'closing', 'judged', 'interrupted')),
+  created_at timestamptz NOT NULL DEFAULT now(),
+  started_epoch_ms bigint NOT NULL,
+  expires_at timestamptz NOT NULL,
+  idle_seconds integer NOT NULL,
+  last_activity_at timestamptz NOT NULL DEFAULT now(),
+  closing_since timestamptz,
+  finished_at timestamptz,
+  certify boolean NOT NULL,
+  integration jsonb,
+  stage jsonb NOT NULL,
+  client_id text NOT NULL UNIQUE,
+  client_secret text,
+  signing_key jsonb,
+  seq integer NOT NULL DEFAULT 0,
+  token_count integer NOT NULL DEFAULT 0,
+  recorded integer NOT NULL DEFAULT 0,
+  dropped integer NOT NULL DEFAULT 0,
+  max_exchanges integer NOT NULL,
+  scenario_state jsonb NOT NULL,
+  journey jsonb,
+  session_text text,
+  session_sha256 text,
+  report_json text,
+  report_html text,
+  verdict text,
+  attestation text
+);
+CREATE INDEX runs_partner ON runs (partner_id, created_at DESC);
+CREATE INDEX runs_open ON runs (status) WHERE status IN ('open', 'closing');
+CREATE TABLE exchanges (
+  run_id text NOT NULL REFERENCES runs(id),
+  seq integer NOT NULL,
+  exchange jsonb NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE run_tokens (
+  run_id text NOT NULL REFERENCES runs(id),
+  value_sha256 text NOT NULL,
+  number integer NOT NULL,
+  listed boolean NOT NULL,
+  token jsonb NOT NULL,
+  PRIMARY KEY (run_id, value_sha256)
+);
+CREATE TABLE decisions (
+  id bigserial PRIMARY KEY,
+  partner_id text NOT NULL REFERENCES partners(id),
+  run_id text NOT NULL REFERENCES runs(id),
+  reviewer_id text NOT NULL REFERENCES reviewers(id),
+  decision text NOT NULL CHECK (decision IN ('approved', 'rejected')),
+  note text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE audit_log (
+  id bigserial PRIMARY KEY,
+  at timestamptz NOT NULL DEFAULT now(),
+  actor text NOT NULL,
+  action text NOT NULL,
+  subject text,
+  detail jsonb
+);
+CREATE TABLE signing_keys (
+  kid text PRIMARY KEY,
+  jwk jsonb NOT NULL,
+  first_used_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE rate_events (
+  partner_id text NOT NULL,
+  at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX rate_events_partner ON rate_events (partner_id, at);
+`,
+  },
+];
+
+/**
+ * Brings the schema up to date. Instances starting together take turns: an advisory lock held for the
+ * transaction makes the second wait, then find nothing left to do.
+ */
+export async function migrate(db: Database): Promise<number[]> {
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock(724301)');
+    await tx.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
+    const done = new Set(
+      (await tx.query<{ id: number }>('SELECT id FROM schema_migrations')).map((row) => row.id),
+    );
+    const applied: number[] = [];
+    for (const migration of migrations) {
+      if (done.has(migration.id)) continue;
+      for (const statement of migration.sql
+        .split(/;\s*\n/)
+        .map((item) => item.trim())
+        .filter(Boolean))
+        await tx.query(statement);
+      await tx.query('INSERT INTO schema_migrations (id, name) VALUES ($1, $2)', [
+        migration.id,
+        migration.name,
+      ]);
+      applied.push(migration.id);
+    }
+    const newest = Math.max(0, ...done);
+    if (newest > migrations.length)
+      throw new Error(
+        `the database's schema is at migration ${newest}, newer than this service knows (${migrations.length}): run the newer version of the service`,
+      );
+    return applied;
+  });
+}

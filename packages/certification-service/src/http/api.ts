@@ -1,0 +1,268 @@
+import { reportContentSecurityPolicy } from '@partner-lending/conformance';
+import type { Context, Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { Database } from '../db/database.js';
+import { jwksOf } from '../keys.js';
+import { iso, RunRefusal, type RunRow, type Runs } from '../runs/runs.js';
+import { hashSecret } from '../secrets.js';
+import { openApiDocument } from './openapi.js';
+import { problem } from './problem.js';
+import { finishSchema, issuesText, runRequestSchema } from './schemas.js';
+
+/** Largest JSON body the API reads. */
+export const maxApiBodyBytes = 16 * 1024;
+
+type Env = { Variables: { partnerId: string } };
+
+const challenge = { 'www-authenticate': 'Bearer realm="partner-certification"' };
+
+/** The partner API: runs, their reports, sessions and attestations; the JWKS; the OpenAPI document. */
+export function mountApi(
+  app: Hono<Env>,
+  deps: { db: Database; runs: Runs; publicUrl: string; audit: Audit },
+) {
+  const { db, runs } = deps;
+
+  app.get('/openapi.json', (c) => c.json(openApiDocument(deps.publicUrl)));
+  app.get('/.well-known/jwks.json', async (c) =>
+    c.json(await jwksOf(db), 200, { 'cache-control': 'public, max-age=300' }),
+  );
+  app.get('/healthz', async (c) => {
+    await db.query('SELECT 1');
+    return c.json({ status: 'ok' });
+  });
+
+  app.use('/api/*', async (c, next) => {
+    const header = c.req.header('authorization') ?? '';
+    const match = /^bearer +(\S+)$/i.exec(header);
+    if (!match)
+      return problem(
+        c,
+        401,
+        'API key required',
+        'send the API key the vendor gave you as "Authorization: Bearer <key>"',
+        {},
+        challenge,
+      );
+    const [partner] = await db.query<{ id: string }>('SELECT id FROM partners WHERE api_key_hash = $1', [
+      hashSecret(match[1]!),
+    ]);
+    if (!partner)
+      return problem(
+        c,
+        401,
+        'Unknown API key',
+        'this API key is not one the vendor issued (or it was replaced)',
+        {},
+        {
+          'www-authenticate': 'Bearer realm="partner-certification", error="invalid_token"',
+        },
+      );
+    c.set('partnerId', partner.id);
+    await next();
+  });
+  app.use(
+    '/api/*',
+    bodyLimit({
+      maxSize: maxApiBodyBytes,
+      onError: (c) =>
+        problem(c, 413, 'Body too large', `a request body of the API is at most ${maxApiBodyBytes} bytes`),
+    }),
+  );
+
+  const jsonBody = async (c: Context): Promise<unknown | Response> => {
+    const text = await c.req.text();
+    if (text.trim() === '') return {};
+    const type = c.req.header('content-type') ?? '';
+    if (!/^application\/json\b/i.test(type))
+      return problem(
+        c,
+        415,
+        'JSON expected',
+        `send the body as application/json (got ${type.slice(0, 60) || 'no content type'})`,
+      );
+    try {
+      return JSON.parse(text);
+    } catch {
+      return problem(c, 400, 'Invalid JSON', 'the body is not valid JSON');
+    }
+  };
+
+  app.post('/api/runs', async (c) => {
+    const body = await jsonBody(c);
+    if (body instanceof Response) return body;
+    const parsed = runRequestSchema.safeParse(body);
+    if (!parsed.success)
+      return problem(c, 400, 'Invalid run request', issuesText(parsed.error), {
+        errors: parsed.error.issues
+          .slice(0, 20)
+          .map((issue) => ({ path: issue.path.join('.'), message: issue.message })),
+      });
+    try {
+      const run = await runs.create(c.get('partnerId'), parsed.data as Parameters<Runs['create']>[1]);
+      await deps.audit(`partner:${c.get('partnerId')}`, 'run.created', run.id, {
+        integration: parsed.data.integration ?? null,
+      });
+      return c.json(run, 201, { location: `/api/runs/${run.id}`, 'cache-control': 'no-store' });
+    } catch (error) {
+      if (error instanceof RunRefusal)
+        return problem(
+          c,
+          error.status,
+          error.title,
+          error.message,
+          {},
+          error.retryAfterSeconds ? { 'retry-after': String(error.retryAfterSeconds) } : {},
+        );
+      throw error;
+    }
+  });
+
+  app.get('/api/runs', async (c) => {
+    const rows = await db.query<RunRow>(
+      'SELECT id, status, created_at, finished_at, integration, verdict FROM runs WHERE partner_id = $1 ORDER BY created_at DESC LIMIT 100',
+      [c.get('partnerId')],
+    );
+    return c.json({
+      runs: rows.map((run) => ({
+        id: run.id,
+        status: publicStatus(run.status),
+        createdAt: iso(run.created_at),
+        finishedAt: iso(run.finished_at),
+        integration: run.integration,
+        verdict: run.verdict,
+      })),
+    });
+  });
+
+  /** The partner's own run, or a 404 that says nothing of anyone else's. */
+  const ownRun = async (c: Context<Env>): Promise<RunRow | Response> => {
+    const run = await runs.row(c.req.param('id') ?? '');
+    if (!run || run.partner_id !== c.get('partnerId'))
+      return problem(c, 404, 'No such run', 'no run of yours has this id');
+    return run;
+  };
+  const judgedRun = async (c: Context<Env>): Promise<RunRow | Response> => {
+    const run = await ownRun(c);
+    if (run instanceof Response) return run;
+    if (run.status === 'open' || run.status === 'closing')
+      return problem(
+        c,
+        409,
+        'Run not judged yet',
+        'the run is still open: finish it (POST /api/runs/{id}/finish) or wait until it ends',
+      );
+    return run;
+  };
+
+  app.get('/api/runs/:id', async (c) => {
+    const run = await ownRun(c);
+    if (run instanceof Response) return run;
+    return c.json(
+      {
+        id: run.id,
+        status: publicStatus(run.status),
+        createdAt: iso(run.created_at),
+        expiresAt: iso(run.expires_at),
+        finishedAt: iso(run.finished_at),
+        integration: run.integration,
+        verdict: run.verdict,
+        report: run.report_json ? JSON.parse(run.report_json) : null,
+      },
+      200,
+      { 'cache-control': 'no-store' },
+    );
+  });
+
+  app.post('/api/runs/:id/finish', async (c) => {
+    const run = await ownRun(c);
+    if (run instanceof Response) return run;
+    const body = await jsonBody(c);
+    if (body instanceof Response) return body;
+    const parsed = finishSchema.safeParse(body);
+    if (!parsed.success) return problem(c, 400, 'Invalid finish request', issuesText(parsed.error));
+    if (run.status !== 'open')
+      return problem(
+        c,
+        409,
+        'Run already ended',
+        `the run is ${publicStatus(run.status)}; its report is at /api/runs/${run.id}`,
+      );
+    const judged = await runs.judge(run.id, {
+      how: 'finished',
+      ...(parsed.data.journeyExitCode !== undefined && { journeyExitCode: parsed.data.journeyExitCode }),
+    });
+    if (!judged) return problem(c, 409, 'Run already ended', 'the run was finished or ended meanwhile');
+    await deps.audit(`partner:${c.get('partnerId')}`, 'run.finished', run.id, {});
+    const done = (await runs.row(run.id))!;
+    return c.json(
+      {
+        id: done.id,
+        status: publicStatus(done.status),
+        createdAt: iso(done.created_at),
+        finishedAt: iso(done.finished_at),
+        integration: done.integration,
+        verdict: done.verdict,
+        report: JSON.parse(done.report_json!),
+      },
+      200,
+    );
+  });
+
+  app.get('/api/runs/:id/report.html', async (c) => {
+    const run = await judgedRun(c);
+    if (run instanceof Response) return run;
+    const [row] = await db.query<{ report_html: string }>('SELECT report_html FROM runs WHERE id = $1', [
+      run.id,
+    ]);
+    return reportResponse(row!.report_html);
+  });
+  app.get('/api/runs/:id/session', async (c) => {
+    const run = await judgedRun(c);
+    if (run instanceof Response) return run;
+    const [row] = await db.query<{ session_text: string }>('SELECT session_text FROM runs WHERE id = $1', [
+      run.id,
+    ]);
+    return new Response(row!.session_text, {
+      headers: {
+        'content-type': 'application/json',
+        'content-disposition': `attachment; filename="${run.id}.session.json"`,
+        'x-content-type-options': 'nosniff',
+      },
+    });
+  });
+  app.get('/api/runs/:id/attestation', async (c) => {
+    const run = await judgedRun(c);
+    if (run instanceof Response) return run;
+    const [row] = await db.query<{ attestation: string }>('SELECT attestation FROM runs WHERE id = $1', [
+      run.id,
+    ]);
+    return new Response(row!.attestation, {
+      headers: { 'content-type': 'application/json', 'x-content-type-options': 'nosniff' },
+    });
+  });
+}
+
+/** `closing` is an instant of judging: outside, the run is still open until it is judged. */
+export const publicStatus = (status: RunRow['status']) => (status === 'closing' ? 'open' : status);
+
+/** A stored HTML report, under the report's own CSP (the one its meta tag holds) and no framing. */
+export function reportResponse(html: string): Response {
+  return new Response(html, {
+    headers: {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': `${reportContentSecurityPolicy}; frame-ancestors 'none'`,
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
+      'cache-control': 'no-store',
+    },
+  });
+}
+
+/** Appends a line to the audit log. */
+export type Audit = (
+  actor: string,
+  action: string,
+  subject: string | null,
+  detail: Record<string, unknown>,
+) => Promise<void>;

@@ -1,0 +1,158 @@
+import { createHash } from 'node:crypto';
+import {
+  type IssuedToken,
+  type LedgerContents,
+  playScenarios,
+  type RecordedExchange,
+  type ScenarioName,
+  type ScenarioState,
+  type StageLedger,
+} from '@partner-lending/conformance';
+import type { Database, Queryable } from '../db/database.js';
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** Thrown when a run's request arrives after the run ended: the stage answers it 404. */
+export class RunClosedError extends Error {
+  constructor() {
+    super('the run has ended');
+    this.name = 'RunClosedError';
+  }
+}
+
+/**
+ * A run's stage ledger in the database: every instance serving the run numbers, plays and records
+ * through it, so that the scenario plan plays once whichever instance a call reaches, and every
+ * exchange is committed before its answer leaves. Tokens are known by their SHA-256 only.
+ */
+export function databaseLedger(
+  db: Database,
+  run: { id: string; enabled: ReadonlySet<ScenarioName>; grant: readonly string[] },
+): StageLedger {
+  const { id } = run;
+  /** Restores the scenario player under the run's row lock, applies `change`, and writes it back. */
+  async function withScenarios<T>(
+    change: (player: ReturnType<typeof playScenarios>, tx: Queryable) => Promise<T> | T,
+  ): Promise<T> {
+    return db.transaction(async (tx) => {
+      const [row] = await tx.query<{ scenario_state: ScenarioState; status: string }>(
+        'SELECT scenario_state, status FROM runs WHERE id = $1 FOR UPDATE',
+        [id],
+      );
+      if (row?.status !== 'open') throw new RunClosedError();
+      const player = playScenarios(run.enabled, run.grant, row.scenario_state);
+      const before = JSON.stringify(player.state());
+      const result = await change(player, tx);
+      const after = JSON.stringify(player.state());
+      if (after !== before) await tx.query('UPDATE runs SET scenario_state = $2 WHERE id = $1', [id, after]);
+      return result;
+    });
+  }
+  return {
+    async nextSeq() {
+      const [row] = await db.query<{ seq: number }>(
+        "UPDATE runs SET seq = seq + 1, last_activity_at = now() WHERE id = $1 AND status = 'open' RETURNING seq",
+        [id],
+      );
+      if (!row) throw new RunClosedError();
+      return row.seq;
+    },
+    async tokensByValue(values) {
+      const hashes = new Map(values.map((value) => [sha256(value), value]));
+      const rows = await db.query<{ value_sha256: string; token: IssuedToken }>(
+        'SELECT value_sha256, token FROM run_tokens WHERE run_id = $1 AND value_sha256 = ANY($2)',
+        [id, [...hashes.keys()]],
+      );
+      return new Map(rows.map((row) => [hashes.get(row.value_sha256)!, row.token]));
+    },
+    async issue(draft) {
+      return db.transaction(async (tx) => {
+        const [row] = await tx.query<{ token_count: number; listed: boolean }>(
+          'UPDATE runs SET token_count = token_count + 1 WHERE id = $1 RETURNING token_count, recorded < max_exchanges AS listed',
+          [id],
+        );
+        if (!row) throw new RunClosedError();
+        const issued: IssuedToken = { ref: `T${row.token_count}`, ...draft.token };
+        await tx.query(
+          'INSERT INTO run_tokens (run_id, value_sha256, number, listed, token) VALUES ($1, $2, $3, $4, $5)',
+          [id, sha256(draft.value), row.token_count, row.listed, JSON.stringify(issued)],
+        );
+        return issued;
+      });
+    },
+    async tokenRequested(scopes, at, seq) {
+      if (!run.enabled.has('narrowed-grant') || scopes.every((scope) => run.grant.includes(scope))) return;
+      await withScenarios((player) => player.tokenRequested(scopes, at, seq));
+    },
+    async play(method, path, issued, now, at, seq) {
+      if (!issued) return undefined;
+      return withScenarios(async (player, tx) => {
+        // The token as the database knows it now: another instance may have revoked it meanwhile.
+        const [current] = await tx.query<{ token: IssuedToken }>(
+          'SELECT token FROM run_tokens WHERE run_id = $1 AND number = $2',
+          [id, Number(issued.ref.slice(1))],
+        );
+        const token: IssuedToken = current?.token ?? issued;
+        const injected = player.injectionFor(method, path, token, now);
+        if (injected) player.injected(injected, at, seq);
+        if (injected === 'revoked' && token.revokedAt !== undefined && current?.token.revokedAt === undefined)
+          await tx.query('UPDATE run_tokens SET token = $3 WHERE run_id = $1 AND number = $2', [
+            id,
+            Number(token.ref.slice(1)),
+            JSON.stringify(token),
+          ]);
+        return injected;
+      });
+    },
+    async apiAnswered(status, challenge, at, seq) {
+      if (status !== 403 || !run.enabled.has('narrowed-grant')) return;
+      await withScenarios((player) => player.apiAnswered(status, challenge, at, seq));
+    },
+    async record(exchange) {
+      // Committed before the answer leaves: a service killed right after loses nothing it answered.
+      await db.transaction(async (tx) => {
+        const kept = await tx.query(
+          'UPDATE runs SET recorded = recorded + 1 WHERE id = $1 AND recorded < max_exchanges RETURNING 1',
+          [id],
+        );
+        if (kept.length > 0) await insertExchange(tx, id, exchange);
+        else await tx.query('UPDATE runs SET dropped = dropped + 1 WHERE id = $1', [id]);
+      });
+    },
+  };
+}
+
+async function insertExchange(tx: Queryable, runId: string, exchange: RecordedExchange): Promise<void> {
+  await tx.query('INSERT INTO exchanges (run_id, seq, exchange) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
+    runId,
+    exchange.seq,
+    JSON.stringify(exchange),
+  ]);
+}
+
+/** Everything a run recorded, as the session file lists it. */
+export async function ledgerContents(
+  db: Queryable,
+  runId: string,
+): Promise<LedgerContents & { state: ScenarioState }> {
+  const [run] = await db.query<{ scenario_state: ScenarioState; dropped: number }>(
+    'SELECT scenario_state, dropped FROM runs WHERE id = $1',
+    [runId],
+  );
+  const exchanges = await db.query<{ exchange: RecordedExchange }>(
+    'SELECT exchange FROM exchanges WHERE run_id = $1 ORDER BY seq',
+    [runId],
+  );
+  const tokens = await db.query<{ token: IssuedToken }>(
+    'SELECT token FROM run_tokens WHERE run_id = $1 AND listed ORDER BY number',
+    [runId],
+  );
+  const state = run!.scenario_state;
+  return {
+    exchanges: exchanges.map((row) => row.exchange),
+    tokens: tokens.map((row) => row.token),
+    scenarios: state.records.map((item) => ({ ...item })),
+    dropped: run!.dropped,
+    state,
+  };
+}

@@ -1,0 +1,424 @@
+import type { Context, Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import type { Database } from '../db/database.js';
+import { type Audit, reportResponse } from '../http/api.js';
+import { iso } from '../runs/runs.js';
+import { hashSecret, newSecret, sameText } from '../secrets.js';
+import { h, page, stylesheet, uiContentSecurityPolicy } from './html.js';
+
+const cookieName = 'pcs_session';
+/** A reviewer's sign-in lasts this long. */
+const sessionHours = 8;
+
+interface Reviewer {
+  id: string;
+  name: string;
+  csrf: string;
+}
+
+type Env = { Variables: { reviewer: Reviewer } };
+
+const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 409 = 200) =>
+  c.html(body, status, {
+    'content-security-policy': uiContentSecurityPolicy,
+    'x-content-type-options': 'nosniff',
+    // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with the UI's own
+    // forms, and the origin check below would refuse them.
+    'referrer-policy': 'same-origin',
+    'cache-control': 'no-store',
+  });
+
+/**
+ * The reviewer UI: sign in with a credential from `admin add-reviewer`; partners and the state of their
+ * latest attested run; a partner's runs; a run's report and attestation; approve or reject with a note
+ * on an attested run; the audit log. Every form carries the session's CSRF token, and every POST must
+ * come from this origin.
+ */
+export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string; audit: Audit }) {
+  const { db } = deps;
+  const secure = deps.publicUrl.startsWith('https:');
+  const origin = new URL(deps.publicUrl).origin;
+
+  app.get('/ui.css', (c) =>
+    c.body(stylesheet, 200, {
+      'content-type': 'text/css; charset=utf-8',
+      'cache-control': 'public, max-age=3600',
+    }),
+  );
+
+  // Forms of the UI: small, urlencoded, from this origin (SameSite cookies and the CSRF token do the rest).
+  app.use('/signin', bodyLimit({ maxSize: 8 * 1024, onError: (c) => c.text('form too large', 413) }));
+  app.use('/ui/*', bodyLimit({ maxSize: 8 * 1024, onError: (c) => c.text('form too large', 413) }));
+  const fromHere = (c: Context) => {
+    const from = c.req.header('origin') ?? c.req.header('referer');
+    return from !== undefined && safeOrigin(from) === origin;
+  };
+
+  app.get('/signin', (c) => html(c, signinPage()));
+  app.post('/signin', async (c) => {
+    if (!fromHere(c)) return html(c, signinPage('This form must be sent from this site.'), 403);
+    const form = await c.req.parseBody();
+    const credential = typeof form.credential === 'string' ? form.credential.trim() : '';
+    const [reviewer] = credential
+      ? await db.query<{ id: string; name: string }>(
+          'SELECT id, name FROM reviewers WHERE credential_hash = $1',
+          [hashSecret(credential)],
+        )
+      : [];
+    if (!reviewer) {
+      await deps.audit('anonymous', 'signin.refused', null, {});
+      return html(c, signinPage('That credential is not valid.'), 401);
+    }
+    const token = newSecret('pcs_session');
+    await db.query(
+      `INSERT INTO reviewer_sessions (token_hash, reviewer_id, csrf_token, expires_at) VALUES ($1, $2, $3, now() + interval '${sessionHours} hours')`,
+      [hashSecret(token), reviewer.id, newSecret('pcs_session')],
+    );
+    await db.query('DELETE FROM reviewer_sessions WHERE expires_at < now()');
+    await deps.audit(`reviewer:${reviewer.id}`, 'signin', null, {});
+    setCookie(c, cookieName, token, {
+      httpOnly: true,
+      sameSite: 'Strict',
+      secure,
+      path: '/',
+      maxAge: sessionHours * 3600,
+    });
+    return c.redirect('/', 303);
+  });
+
+  // Everything else of the UI needs a signed-in reviewer; a POST also needs this origin and the CSRF token.
+  const signedIn = async (c: Context<Env>, next: () => Promise<void>) => {
+    const token = getCookie(c, cookieName);
+    const [session] = token
+      ? await db.query<{ id: string; name: string; csrf_token: string }>(
+          `SELECT r.id, r.name, s.csrf_token FROM reviewer_sessions s JOIN reviewers r ON r.id = s.reviewer_id
+           WHERE s.token_hash = $1 AND s.expires_at > now()`,
+          [hashSecret(token)],
+        )
+      : [];
+    if (!session) {
+      if (c.req.method === 'GET') return c.redirect('/signin', 303);
+      return html(c, page('Signed out', '<p>Sign in again: <a href="/signin">sign in</a>.</p>'), 401);
+    }
+    c.set('reviewer', { id: session.id, name: session.name, csrf: session.csrf_token });
+    if (c.req.method === 'POST') {
+      const form = await c.req.parseBody();
+      if (!fromHere(c) || typeof form.csrf !== 'string' || !sameText(form.csrf, session.csrf_token))
+        return html(
+          c,
+          page(
+            'Refused',
+            '<p class="error">This form was not sent from this site’s page (CSRF check failed). Reload the page and try again.</p>',
+            c.get('reviewer'),
+          ),
+          403,
+        );
+    }
+    await next();
+  };
+  for (const path of ['/', '/partners/*', '/ui/*', '/audit', '/signout']) app.use(path, signedIn);
+
+  app.post('/signout', async (c) => {
+    const token = getCookie(c, cookieName);
+    if (token) await db.query('DELETE FROM reviewer_sessions WHERE token_hash = $1', [hashSecret(token)]);
+    deleteCookie(c, cookieName, { path: '/', secure });
+    await deps.audit(`reviewer:${c.get('reviewer').id}`, 'signout', null, {});
+    return c.redirect('/signin', 303);
+  });
+
+  app.get('/', async (c) => {
+    const partners = await db.query<{
+      id: string;
+      name: string;
+      run_id: string | null;
+      verdict: string | null;
+      finished_at: string | null;
+      decision: string | null;
+      decided_at: string | null;
+    }>(
+      `SELECT p.id, p.name, r.id AS run_id, r.verdict, r.finished_at, d.decision, d.created_at AS decided_at
+       FROM partners p
+       LEFT JOIN LATERAL (SELECT id, verdict, finished_at FROM runs WHERE partner_id = p.id AND attestation IS NOT NULL
+                          ORDER BY finished_at DESC LIMIT 1) r ON true
+       LEFT JOIN LATERAL (SELECT decision, created_at FROM decisions WHERE partner_id = p.id ORDER BY id DESC LIMIT 1) d ON true
+       ORDER BY p.name, p.id`,
+    );
+    const rows = partners
+      .map(
+        (p) => `<tr><td><a href="/partners/${h(p.id)}">${h(p.name)}</a></td>
+<td>${p.run_id ? `<a href="/ui/runs/${h(p.run_id)}">${h(p.run_id)}</a> <span class="${h(p.verdict)}">${h(p.verdict)}</span> <span class="muted">${h(iso(p.finished_at))}</span>` : '<span class="muted">no attested run yet</span>'}</td>
+<td>${p.decision ? `<span class="${h(p.decision)}">${h(p.decision)}</span> <span class="muted">${h(iso(p.decided_at))}</span>` : '<span class="muted">undecided</span>'}</td></tr>`,
+      )
+      .join('\n');
+    return html(
+      c,
+      page(
+        'Partners',
+        `<table><thead><tr><th>Partner</th><th>Latest attested run</th><th>Production</th></tr></thead><tbody>${rows || '<tr><td colspan="3" class="muted">No partner yet: add one with <code>partner-certification-service admin add-partner</code>.</td></tr>'}</tbody></table>`,
+        c.get('reviewer'),
+      ),
+    );
+  });
+
+  app.get('/partners/:id', async (c) => {
+    const [partner] = await db.query<{ id: string; name: string }>(
+      'SELECT id, name FROM partners WHERE id = $1',
+      [c.req.param('id')],
+    );
+    if (!partner)
+      return html(c, page('No such partner', '<p>No partner has this id.</p>', c.get('reviewer')), 404);
+    const runs = await db.query<{
+      id: string;
+      status: string;
+      verdict: string | null;
+      certify: boolean;
+      created_at: string;
+      finished_at: string | null;
+      integration: { name?: string; version?: string } | null;
+    }>(
+      'SELECT id, status, verdict, certify, created_at, finished_at, integration FROM runs WHERE partner_id = $1 ORDER BY created_at DESC LIMIT 200',
+      [partner.id],
+    );
+    const decisions = await decisionsHtml(db, partner.id);
+    const rows = runs
+      .map(
+        (
+          run,
+        ) => `<tr><td><a href="/ui/runs/${h(run.id)}">${h(run.id)}</a></td><td>${h(run.status === 'closing' ? 'open' : run.status)}</td>
+<td class="${h(run.verdict)}">${h(run.verdict ?? '—')}</td><td>${run.certify ? 'yes' : 'no'}</td>
+<td>${h([run.integration?.name, run.integration?.version].filter(Boolean).join(' ') || '—')}</td><td>${h(iso(run.created_at))}</td></tr>`,
+      )
+      .join('\n');
+    return html(
+      c,
+      page(
+        partner.name,
+        `<p class="muted">${h(partner.id)}</p><h2>Decisions</h2>${decisions}<h2>Runs</h2>
+<table><thead><tr><th>Run</th><th>Status</th><th>Verdict</th><th>--certify</th><th>Integration</th><th>Created</th></tr></thead><tbody>${rows || '<tr><td colspan="6" class="muted">No run yet.</td></tr>'}</tbody></table>`,
+        c.get('reviewer'),
+      ),
+    );
+  });
+
+  app.get('/ui/runs/:id', async (c) => {
+    const run = await runForUi(db, c.req.param('id'));
+    if (!run) return html(c, page('No such run', '<p>No run has this id.</p>', c.get('reviewer')), 404);
+    const approvable = approvalRefusal(run);
+    const reviewer = c.get('reviewer');
+    const form =
+      run.status === 'open' || run.status === 'closing'
+        ? '<p class="muted">The run is still open: it can be decided on once it is judged.</p>'
+        : `<form method="post" action="/ui/runs/${h(run.id)}/decision">
+<input type="hidden" name="csrf" value="${h(reviewer.csrf)}">
+<p><label for="note">Note (required, recorded with your name and the time)</label><textarea id="note" name="note" maxlength="2000" required></textarea></p>
+${approvable ? `<p class="muted">Approval is not possible on this run: ${h(approvable)}.</p>` : '<button name="decision" value="approved">Approve for production</button>'}
+<button name="decision" value="rejected">Reject</button></form>`;
+    return html(
+      c,
+      page(
+        `Run ${run.id}`,
+        `<table><tbody>
+<tr><th>Partner</th><td><a href="/partners/${h(run.partner_id)}">${h(run.partner_name)}</a></td></tr>
+<tr><th>Status</th><td>${h(run.status === 'closing' ? 'open' : run.status)}</td></tr>
+<tr><th>Verdict</th><td class="${h(run.verdict)}">${h(run.verdict ?? '—')}</td></tr>
+<tr><th>Judged under --certify</th><td>${run.certify ? 'yes' : 'no'}</td></tr>
+<tr><th>Integration</th><td>${h([run.integration?.name, run.integration?.version].filter(Boolean).join(' ') || '—')}</td></tr>
+<tr><th>Created / finished</th><td>${h(iso(run.created_at))} / ${h(iso(run.finished_at) ?? '—')}</td></tr>
+<tr><th>Session SHA-256</th><td><code>${h(run.session_sha256 ?? '—')}</code></td></tr>
+</tbody></table>
+${
+  run.attestation
+    ? `<p><a href="/ui/runs/${h(run.id)}/report.html">Open the report</a> · <a href="/ui/runs/${h(run.id)}/attestation">Download the attestation</a> · <a href="/ui/runs/${h(run.id)}/session">Download the session</a></p>
+<p class="muted">Verify offline: <code>partner-conformance verify ${h(run.id)}.attestation.json --keys ${h(deps.publicUrl)}/.well-known/jwks.json --session ${h(run.id)}.session.json</code></p>`
+    : ''
+}
+<h2>Decide</h2>${form}`,
+        reviewer,
+      ),
+    );
+  });
+
+  for (const [suffix, column, type] of [
+    ['report.html', 'report_html', 'html'],
+    ['attestation', 'attestation', 'application/json'],
+    ['session', 'session_text', 'application/json'],
+  ] as const)
+    app.get(`/ui/runs/:id/${suffix}`, async (c) => {
+      const [row] = await db.query<Record<string, string | null>>(
+        `SELECT ${column} AS content FROM runs WHERE id = $1`,
+        [c.req.param('id')],
+      );
+      if (!row?.content)
+        return html(
+          c,
+          page('Not available', '<p>No such run, or it is not judged yet.</p>', c.get('reviewer')),
+          404,
+        );
+      if (type === 'html') return reportResponse(row.content);
+      return new Response(row.content, {
+        headers: {
+          'content-type': type,
+          'content-disposition': `attachment; filename="${c.req.param('id')}.${suffix === 'session' ? 'session' : 'attestation'}.json"`,
+          'x-content-type-options': 'nosniff',
+          'content-security-policy': "default-src 'none'",
+        },
+      });
+    });
+
+  app.post('/ui/runs/:id/decision', async (c) => {
+    const reviewer = c.get('reviewer');
+    const form = await c.req.parseBody();
+    const decision = form.decision === 'approved' || form.decision === 'rejected' ? form.decision : undefined;
+    const note = typeof form.note === 'string' ? form.note.trim() : '';
+    const run = await runForUi(db, c.req.param('id'));
+    if (!run) return html(c, page('No such run', '<p>No run has this id.</p>', reviewer), 404);
+    const back = `<p><a href="/ui/runs/${h(run.id)}">Back to the run</a></p>`;
+    if (!decision || note === '' || note.length > 2000)
+      return html(
+        c,
+        page(
+          'Not recorded',
+          `<p class="error">A decision needs approve or reject and a note of 1 to 2000 characters.</p>${back}`,
+          reviewer,
+        ),
+        400,
+      );
+    if (run.status === 'open' || run.status === 'closing' || !run.attestation)
+      return html(
+        c,
+        page('Not recorded', `<p class="error">The run is not judged and attested yet.</p>${back}`, reviewer),
+        409,
+      );
+    const refusal = decision === 'approved' ? approvalRefusal(run) : undefined;
+    if (refusal) {
+      await deps.audit(`reviewer:${reviewer.id}`, 'decision.refused', run.id, { decision, reason: refusal });
+      return html(
+        c,
+        page(
+          'Not approved',
+          `<p class="error">This run cannot be approved: ${h(refusal)}.</p>${back}`,
+          reviewer,
+        ),
+        409,
+      );
+    }
+    await db.transaction(async (tx) => {
+      await tx.query(
+        'INSERT INTO decisions (partner_id, run_id, reviewer_id, decision, note) VALUES ($1, $2, $3, $4, $5)',
+        [run.partner_id, run.id, reviewer.id, decision, note],
+      );
+      await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
+        `reviewer:${reviewer.id}`,
+        `partner.${decision}`,
+        run.partner_id,
+        JSON.stringify({ run: run.id, note, sessionSha256: run.session_sha256 }),
+      ]);
+    });
+    return c.redirect(`/partners/${encodeURIComponent(run.partner_id)}`, 303);
+  });
+
+  app.get('/audit', async (c) => {
+    const entries = await db.query<{
+      id: string;
+      at: string;
+      actor: string;
+      action: string;
+      subject: string | null;
+      detail: unknown;
+    }>('SELECT id, at, actor, action, subject, detail FROM audit_log ORDER BY id DESC LIMIT 500');
+    const rows = entries
+      .map(
+        (e) =>
+          `<tr><td>${h(iso(e.at))}</td><td>${h(e.actor)}</td><td>${h(e.action)}</td><td>${h(e.subject ?? '')}</td><td><code>${h(JSON.stringify(e.detail ?? {}))}</code></td></tr>`,
+      )
+      .join('\n');
+    return html(
+      c,
+      page(
+        'Audit log',
+        `<p class="muted">The newest 500 entries.</p><table><thead><tr><th>When</th><th>Who</th><th>What</th><th>On</th><th>Detail</th></tr></thead><tbody>${rows}</tbody></table>`,
+        c.get('reviewer'),
+      ),
+    );
+  });
+}
+
+function safeOrigin(value: string): string | undefined {
+  try {
+    return new URL(value).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+function signinPage(error?: string): string {
+  return page(
+    'Sign in',
+    `${error ? `<p class="error">${h(error)}</p>` : ''}<form method="post" action="/signin">
+<p><label for="credential">Reviewer credential (from <code>partner-certification-service admin add-reviewer</code>)</label><br>
+<input id="credential" name="credential" type="password" autocomplete="current-password" size="60" required></p>
+<button>Sign in</button></form>`,
+  );
+}
+
+interface UiRun {
+  id: string;
+  partner_id: string;
+  partner_name: string;
+  status: string;
+  verdict: string | null;
+  certify: boolean;
+  attestation: string | null;
+  session_sha256: string | null;
+  created_at: string;
+  finished_at: string | null;
+  integration: { name?: string; version?: string } | null;
+}
+
+async function runForUi(db: Database, id: string | undefined): Promise<UiRun | undefined> {
+  const [run] = await db.query<UiRun>(
+    `SELECT r.id, r.partner_id, p.name AS partner_name, r.status, r.verdict, r.certify, r.attestation, r.session_sha256,
+       r.created_at, r.finished_at, r.integration
+     FROM runs r JOIN partners p ON p.id = r.partner_id WHERE r.id = $1`,
+    [id ?? ''],
+  );
+  return run;
+}
+
+/** Why a run cannot be approved, or undefined when it can: attested, judged under --certify, passed. */
+export function approvalRefusal(
+  run: Pick<UiRun, 'status' | 'verdict' | 'certify' | 'attestation'>,
+): string | undefined {
+  if (run.status !== 'judged')
+    return run.status === 'interrupted'
+      ? 'it was interrupted (the service stopped during it)'
+      : 'it is not judged yet';
+  if (!run.attestation) return 'it has no attestation';
+  if (!run.certify) return 'it was not judged under --certify rules (create the run with "certify": true)';
+  if (run.verdict !== 'PASS') return 'it failed';
+  return undefined;
+}
+
+async function decisionsHtml(db: Database, partnerId: string): Promise<string> {
+  const rows = await db.query<{
+    decision: string;
+    note: string;
+    created_at: string;
+    run_id: string;
+    reviewer: string;
+  }>(
+    `SELECT d.decision, d.note, d.created_at, d.run_id, r.name AS reviewer FROM decisions d JOIN reviewers r ON r.id = d.reviewer_id
+     WHERE d.partner_id = $1 ORDER BY d.id DESC`,
+    [partnerId],
+  );
+  if (rows.length === 0) return '<p class="muted">No decision yet.</p>';
+  return `<table><thead><tr><th>Decision</th><th>By</th><th>When</th><th>On run</th><th>Note</th></tr></thead><tbody>${rows
+    .map(
+      (
+        d,
+      ) => `<tr><td class="${h(d.decision)}">${h(d.decision)}</td><td>${h(d.reviewer)}</td><td>${h(iso(d.created_at))}</td>
+<td><a href="/ui/runs/${h(d.run_id)}">${h(d.run_id)}</a></td><td>${h(d.note)}</td></tr>`,
+    )
+    .join('\n')}</tbody></table>`;
+}

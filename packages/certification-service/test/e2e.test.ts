@@ -1,0 +1,346 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, startPostgres, type ThrowawayPostgres } from './support/postgres.js';
+import {
+  admin,
+  api,
+  type CreatedRun,
+  conformanceBin,
+  curlJourney,
+  journeyEnv,
+  runCommand,
+  startServe,
+} from './support/service.js';
+
+const referenceClient = fileURLToPath(
+  new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
+);
+
+let postgres: ThrowawayPostgres;
+beforeAll(async () => {
+  postgres = await startPostgres();
+});
+afterAll(async () => {
+  await postgres?.stop();
+});
+
+const storages = ['embedded', 'postgres'] as const;
+
+describe.each(storages)('on %s storage', (storage) => {
+  let dir: string;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), `pcs-e2e-${storage}-`));
+    env = storage === 'postgres' ? { DATABASE_URL: await postgres.database(`e2e_${Date.now()}`) } : {};
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('serve starts with no configuration; a curl-only journey certifies; its attestation verifies offline, and a one-byte change to it does not', async () => {
+    const { apiKey, partnerId } = await admin('add-partner', 'Acme Lending', { cwd: dir, env });
+    expect(apiKey).toMatch(/^pcs_key_/);
+    const service = await startServe({ cwd: dir, env });
+    try {
+      expect(service.output()).toContain('generated an Ed25519 attestation key');
+      const created = await api(service.url, apiKey, 'POST', '/api/runs', {
+        certify: true,
+        ttlSeconds: 3,
+        integration: { name: 'acme-shell', version: '1.2.3' },
+      });
+      expect(created.status).toBe(201);
+      const run = created.json() as CreatedRun;
+      expect(run.tokenUrl).toBe(`${run.authUrl}/oauth/token`);
+      expect(run.audience).toBe(run.baseUrl);
+      expect(run.baseUrl.startsWith(service.url)).toBe(true);
+
+      const journey = await runCommand('sh', [curlJourney], {
+        env: { ...journeyEnv(run), JOURNEY_SECONDS: '13' },
+        timeoutMs: 60_000,
+      });
+      expect(journey.stderr).toBe('');
+      expect(journey.code).toBe(0);
+
+      const finished = await api(service.url, apiKey, 'POST', `/api/runs/${run.id}/finish`, {
+        journeyExitCode: 0,
+      });
+      expect(finished.status).toBe(200);
+      const body = finished.json();
+      expect(body.status).toBe('judged');
+      const failed = body.report.checks.filter((check: { status: string }) => check.status !== 'passed');
+      expect(failed.filter((check: { severity: string }) => check.severity === 'must')).toEqual([]);
+      expect(body.verdict).toBe('PASS');
+      expect(body.report.run).toEqual({ id: run.id, url: `${service.url}/api/runs/${run.id}` });
+      expect(body.report.provenance.source).toBe('service');
+      expect(body.report.integration).toEqual({ name: 'acme-shell', version: '1.2.3' });
+      // Not vacuous: the journey exercised the API, a create included, and the scenario plan fired.
+      const draft = body.report.operations.find((item: { operationId: string }) =>
+        item.operationId.toLowerCase().includes('draft'),
+      );
+      expect(draft.successes).toBeGreaterThan(0);
+      expect(draft.exercised).toBe(true);
+      expect(
+        body.report.scenarios.filter((item: { firedAt?: number }) => item.firedAt !== undefined).length,
+      ).toBeGreaterThanOrEqual(3);
+      expect(body.report.summary.passed).toBeGreaterThanOrEqual(12);
+
+      const again = await api(service.url, apiKey, 'POST', `/api/runs/${run.id}/finish`, {});
+      expect(again.status).toBe(409);
+      expect(again.headers.get('content-type')).toBe('application/problem+json');
+
+      const session = await api(service.url, apiKey, 'GET', `/api/runs/${run.id}/session`);
+      const attestation = await api(service.url, apiKey, 'GET', `/api/runs/${run.id}/attestation`);
+      expect(session.text).not.toContain(run.clientSecret);
+      expect(session.text).not.toContain(apiKey);
+      writeFileSync(join(dir, 'session.json'), session.text);
+      writeFileSync(join(dir, 'attestation.json'), attestation.text);
+      const keys = `${service.url}/.well-known/jwks.json`;
+      const verified = await runCommand(process.execPath, [
+        conformanceBin,
+        'verify',
+        join(dir, 'attestation.json'),
+        '--keys',
+        keys,
+        '--session',
+        join(dir, 'session.json'),
+      ]);
+      expect(verified.stdout).toContain('attestation holds');
+      expect(verified.code).toBe(0);
+
+      // One byte of the signed payload changed: the signature no longer holds.
+      const envelope = JSON.parse(attestation.text);
+      const payload = Buffer.from(envelope.payload, 'base64');
+      payload[payload.indexOf('PASSED')] = 'Q'.charCodeAt(0);
+      writeFileSync(
+        join(dir, 'tampered.json'),
+        JSON.stringify({ ...envelope, payload: payload.toString('base64') }),
+      );
+      const tampered = await runCommand(process.execPath, [
+        conformanceBin,
+        'verify',
+        join(dir, 'tampered.json'),
+        '--keys',
+        keys,
+      ]);
+      expect(tampered.code).toBe(1);
+      expect(tampered.stdout + tampered.stderr).toContain('does NOT hold');
+      // One byte of the session changed: not the session attested.
+      const bytes = Buffer.from(session.text);
+      bytes[bytes.length - 3] = bytes[bytes.length - 3]! ^ 1;
+      writeFileSync(join(dir, 'session-edited.json'), bytes);
+      const edited = await runCommand(process.execPath, [
+        conformanceBin,
+        'verify',
+        join(dir, 'attestation.json'),
+        '--keys',
+        keys,
+        '--session',
+        join(dir, 'session-edited.json'),
+      ]);
+      expect(edited.code).toBe(1);
+
+      const html = await fetch(`${service.url}/api/runs/${run.id}/report.html`, {
+        headers: { authorization: `Bearer ${apiKey}` },
+      });
+      expect(html.headers.get('content-security-policy')).toContain("default-src 'none'");
+      expect(await html.text()).toContain('acme-shell');
+      // Nothing secret in the service's own output.
+      expect(service.output()).not.toContain(apiKey);
+      expect(service.output()).not.toContain(run.clientSecret);
+      expect(partnerId).toMatch(/^ptn_/);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('a journey that never calls and a journey with a bug are not certified: the pass above is not vacuous', async () => {
+    const { apiKey } = await admin('add-partner', 'Vacuous Ltd', { cwd: dir, env });
+    const service = await startServe({ cwd: dir, env });
+    try {
+      const idle = (
+        await api(service.url, apiKey, 'POST', '/api/runs', { certify: true })
+      ).json() as CreatedRun;
+      const nothing = (
+        await api(service.url, apiKey, 'POST', `/api/runs/${idle.id}/finish`, { journeyExitCode: 0 })
+      ).json();
+      expect(nothing.verdict).toBe('FAIL');
+      expect(nothing.report.notVerified.length).toBeGreaterThan(0);
+
+      const buggy = (
+        await api(service.url, apiKey, 'POST', '/api/runs', { certify: true, ttlSeconds: 3 })
+      ).json() as CreatedRun;
+      const journey = await runCommand(process.execPath, [referenceClient], {
+        env: { ...journeyEnv(buggy), BUG: 'token-in-query', JOURNEY_SECONDS: '4' },
+        timeoutMs: 60_000,
+      });
+      const judged = (
+        await api(service.url, apiKey, 'POST', `/api/runs/${buggy.id}/finish`, {
+          journeyExitCode: journey.code,
+        })
+      ).json();
+      expect(judged.verdict).toBe('FAIL');
+      const red = judged.report.checks
+        .filter((check: { status: string }) => check.status === 'failed')
+        .map((check: { id: string }) => check.id);
+      expect(red).toContain('client-token-not-in-url');
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('SIGKILL mid-run loses no answered exchange; after a restart the run continues, and a run past its deadline is judged interrupted', async () => {
+    const { apiKey } = await admin('add-partner', 'Killed Inc', { cwd: dir, env });
+    // A fixed port: the run's addresses are the service's, and they stay the same across the restart.
+    const port = String(await freePort());
+    let service = await startServe({ cwd: dir, env, args: ['--max-run-duration', '600', '--port', port] });
+    const run = (await api(service.url, apiKey, 'POST', '/api/runs', { scenarios: [] })).json() as CreatedRun;
+    const token = await (
+      await fetch(run.tokenUrl, {
+        method: 'POST',
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: run.clientId,
+          client_secret: run.clientSecret,
+          scope: 'read:loans',
+        }),
+      })
+    ).json();
+    let answered = 1; // the token request
+    // Calls in flight all the time; SIGKILL lands while some are being answered.
+    const call = () =>
+      fetch(`${run.baseUrl}/v3/partner/${token.partnerId}/loans?limit=5`, {
+        headers: { authorization: `Bearer ${token.access_token}` },
+      }).then(async (response) => {
+        await response.arrayBuffer();
+        answered += 1;
+      });
+    const load = (async () => {
+      for (let i = 0; i < 400; i += 1) {
+        const results = await Promise.allSettled([call(), call(), call()]);
+        if (results.some((result) => result.status === 'rejected')) return;
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await service.stop('SIGKILL');
+    await load;
+    expect(answered).toBeGreaterThan(10);
+
+    service = await startServe({ cwd: dir, env, args: ['--max-run-duration', '600', '--port', port] });
+    try {
+      const status = (await api(service.url, apiKey, 'GET', `/api/runs/${run.id}`)).json();
+      expect(status.status).toBe('open');
+      // The run continues on the new process: the token issued before the kill still works.
+      const more = await fetch(`${run.baseUrl}/v3/partner/${token.partnerId}/loans?limit=5`, {
+        headers: { authorization: `Bearer ${token.access_token}` },
+      });
+      expect(more.status).toBe(200);
+      const judged = (await api(service.url, apiKey, 'POST', `/api/runs/${run.id}/finish`, {})).json();
+      const session = (await api(service.url, apiKey, 'GET', `/api/runs/${run.id}/session`)).json();
+      const okCalls = session.exchanges.filter(
+        (exchange: { server: string; status: number }) =>
+          exchange.server === 'api' && exchange.status === 200,
+      );
+      // Every call answered before the kill was recorded (the one after it too); a call cut off by the
+      // kill may be recorded without its answer having arrived, never the other way round.
+      expect(okCalls.length).toBeGreaterThanOrEqual(answered - 1 + 1);
+      expect(judged.status).toBe('judged');
+    } finally {
+      await service.stop();
+    }
+
+    // A run open when the service died, past its deadline when it comes back: interrupted.
+    service = await startServe({ cwd: dir, env, args: ['--max-run-duration', '2'] });
+    const doomed = (await api(service.url, apiKey, 'POST', '/api/runs', {})).json() as CreatedRun;
+    await service.stop('SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    service = await startServe({ cwd: dir, env, args: ['--max-run-duration', '2'] });
+    try {
+      let state = '';
+      for (let i = 0; i < 40 && state !== 'interrupted'; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        state = (await api(service.url, apiKey, 'GET', `/api/runs/${doomed.id}`)).json().status;
+      }
+      expect(state).toBe('interrupted');
+      const attestation = await api(service.url, apiKey, 'GET', `/api/runs/${doomed.id}/attestation`);
+      expect(attestation.status).toBe(200);
+    } finally {
+      await service.stop();
+    }
+  });
+});
+
+describe('serve and admin on the embedded store', () => {
+  it('admin refuses clearly while serve holds the embedded store, and works once it stopped', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pcs-lock-'));
+    try {
+      const service = await startServe({ cwd: dir });
+      const refused = await runCommand(
+        process.execPath,
+        [
+          fileURLToPath(new URL('../bin/partner-certification-service.js', import.meta.url)),
+          'admin',
+          'add-partner',
+          '--name',
+          'X',
+        ],
+        {
+          cwd: dir,
+          env: { DATABASE_URL: '' },
+        },
+      );
+      expect(refused.code).toBe(3);
+      expect(refused.stderr).toMatch(/in use by process \d+.*Stop the service before running admin commands/);
+      await service.stop();
+      const added = await admin('add-partner', 'X', { cwd: dir });
+      expect(added.partnerId).toMatch(/^ptn_/);
+      // A store whose owner was SIGKILLed is taken over (its lock is stale).
+      const killed = await startServe({ cwd: dir });
+      await killed.stop('SIGKILL');
+      expect((await admin('add-partner', 'Y', { cwd: dir })).partnerId).toMatch(/^ptn_/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('says what is wrong with a bad flag, command or key file, with exit 2', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pcs-usage-'));
+    const bin = fileURLToPath(new URL('../bin/partner-certification-service.js', import.meta.url));
+    try {
+      const cases: Array<[string[], Record<string, string>, RegExp]> = [
+        [['serve', '--port', 'abc'], {}, /--port takes 0 to 65535/],
+        [['serve', '--public-url', 'https://x.example/path'], {}, /--public-url takes an http\(s\) origin/],
+        [['serve', '--idle-timeout', '0'], {}, /--idle-timeout takes a whole number/],
+        [['frobnicate'], {}, /unknown command "frobnicate"/],
+        [['admin', 'add-partner'], {}, /needs --name/],
+        [
+          ['serve', '--port', '0'],
+          { SIGNING_KEY_FILE: join(dir, 'missing.pem') },
+          /SIGNING_KEY_FILE .* cannot be read/,
+        ],
+        [['serve', '--port', '0'], { DATABASE_URL: 'mysql://x' }, /expected postgres:\/\//],
+      ];
+      for (const [args, extra, message] of cases) {
+        const result = await runCommand(process.execPath, [bin, ...args], {
+          cwd: dir,
+          env: { DATABASE_URL: '', SIGNING_KEY_FILE: '', ...extra },
+        });
+        expect(result.stderr, args.join(' ')).toMatch(message);
+        expect(result.code, args.join(' ')).toBe(2);
+      }
+      // An RSA key is not one attestations are signed with.
+      const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      writeFileSync(join(dir, 'rsa.pem'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
+      const rsa = await runCommand(process.execPath, [bin, 'serve', '--port', '0'], {
+        cwd: dir,
+        env: { DATABASE_URL: '', SIGNING_KEY_FILE: join(dir, 'rsa.pem') },
+      });
+      expect(rsa.code).toBe(2);
+      expect(rsa.stderr).toMatch(/Ed25519|ES256|P-256/);
+      expect(rsa.stderr).not.toContain('PRIVATE KEY');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

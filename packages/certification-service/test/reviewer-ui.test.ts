@@ -1,0 +1,195 @@
+import { fileURLToPath } from 'node:url';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type InProcessService, inProcessService } from './support/in-process.js';
+import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
+
+const referenceClient = fileURLToPath(
+  new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
+);
+const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+let browser: Browser;
+let svc: InProcessService;
+let partner: { partnerId: string; apiKey: string };
+let reviewer: { reviewerId: string; credential: string };
+let passing: CreatedRun;
+let uncertified: CreatedRun;
+const hostileName = 'Acme <img src=x onerror=alert(1)> "Lending"';
+
+beforeAll(async () => {
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+    ],
+  });
+  svc = await inProcessService();
+  partner = await svc.partner(hostileName);
+  reviewer = await svc.reviewer('Rita Reviewer');
+  const url = svc.service.url;
+  // A correct journey (the conformance suite's reference client), judged under --certify rules.
+  passing = (
+    await api(url, partner.apiKey, 'POST', '/api/runs', {
+      certify: true,
+      ttlSeconds: 1,
+      integration: { name: '<b>bold</b>' },
+    })
+  ).json();
+  const journey = await runCommand(process.execPath, [referenceClient], {
+    env: { ...journeyEnv(passing), JOURNEY_SECONDS: '6' },
+    timeoutMs: 60_000,
+  });
+  const judged = (
+    await api(url, partner.apiKey, 'POST', `/api/runs/${passing.id}/finish`, {
+      journeyExitCode: journey.code,
+    })
+  ).json();
+  expect(
+    judged.verdict,
+    JSON.stringify(judged.report.checks.filter((c: { status: string }) => c.status === 'failed')),
+  ).toBe('PASS');
+  // A run not judged under --certify (and empty): it cannot be approved.
+  uncertified = (await api(url, partner.apiKey, 'POST', '/api/runs', {})).json();
+  await api(url, partner.apiKey, 'POST', `/api/runs/${uncertified.id}/finish`, {});
+});
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+});
+
+async function signedInPage(): Promise<Page> {
+  const page = await browser.newPage();
+  page.on('dialog', () => {
+    throw new Error('a script ran in the reviewer UI');
+  });
+  await page.goto(`${svc.service.url}/`);
+  expect(new URL(page.url()).pathname).toBe('/signin');
+  await page.fill('#credential', reviewer.credential);
+  await page.click('button');
+  return page;
+}
+
+describe('the reviewer UI in Chromium', () => {
+  it('signs in, shows the partner (escaped) with its latest attested run, refuses a bad credential', async () => {
+    const wrong = await browser.newPage();
+    await wrong.goto(`${svc.service.url}/signin`);
+    await wrong.fill('#credential', 'pcs_reviewer_not-a-credential');
+    const refused = await Promise.all([
+      wrong.waitForResponse((r) => r.url().endsWith('/signin') && r.request().method() === 'POST'),
+      wrong.click('button'),
+    ]);
+    expect(refused[0].status()).toBe(401);
+    expect(await wrong.textContent('body')).toContain('That credential is not valid.');
+    await wrong.close();
+
+    const page = await signedInPage();
+    expect(new URL(page.url()).pathname).toBe('/');
+    const row = page.locator('tr', { hasText: 'Acme' });
+    expect(await row.textContent()).toContain(hostileName);
+    expect(await row.textContent()).toContain('PASS');
+    expect(await row.textContent()).toContain('undecided');
+    expect(await page.locator('img').count()).toBe(0);
+    const cookies = await page.context().cookies();
+    const session = cookies.find((cookie) => cookie.name === 'pcs_session')!;
+    expect(session.httpOnly).toBe(true);
+    expect(session.sameSite).toBe('Strict');
+    await page.close();
+  });
+
+  it('a run that is not approvable offers no approval, and a forged approval is refused', async () => {
+    const page = await signedInPage();
+    const response = await page.goto(`${svc.service.url}/ui/runs/${uncertified.id}`);
+    expect(response!.headers()['content-security-policy']).toContain("default-src 'none'");
+    expect(await page.locator('button[value=approved]').count()).toBe(0);
+    expect(await page.textContent('main')).toContain('not judged under --certify rules');
+    // The form posted by hand, CSRF token included: still refused, and audited.
+    const csrf = await page.locator('input[name=csrf]').first().getAttribute('value');
+    const forged = await page.request.post(`${svc.service.url}/ui/runs/${uncertified.id}/decision`, {
+      headers: { origin: svc.service.url },
+      form: { csrf: csrf!, decision: 'approved', note: 'ship it' },
+      maxRedirects: 0,
+    });
+    expect(forged.status()).toBe(409);
+    expect(await forged.text()).toContain('cannot be approved');
+    expect((await svc.db.query('SELECT id FROM decisions')).length).toBe(0);
+    expect((await svc.db.query("SELECT id FROM audit_log WHERE action = 'decision.refused'")).length).toBe(1);
+    await page.close();
+  });
+
+  it('approves on the attested passing run with a note: recorded with who, when and which run, and in the audit log', async () => {
+    const page = await signedInPage();
+    await page.goto(`${svc.service.url}/ui/runs/${passing.id}`);
+    // The report opens under its own CSP; hostile text in it is text.
+    const [report] = await Promise.all([page.waitForNavigation(), page.click('text=Open the report')]);
+    expect(report!.headers()['content-security-policy']).toContain("default-src 'none'");
+    expect(await page.textContent('body')).toContain('<b>bold</b>');
+    expect(await page.locator('b', { hasText: 'bold' }).count()).toBe(0);
+    await page.goBack();
+    await page.fill('#note', 'Reviewed the attested run; token reuse and Retry-After handled.');
+    await Promise.all([page.waitForURL(/\/partners\//), page.click('button[value=approved]')]);
+    const decisions = await page.locator('table').first().textContent();
+    expect(decisions).toContain('approved');
+    expect(decisions).toContain('Rita Reviewer');
+    expect(decisions).toContain(passing.id);
+    const [row] = await svc.db.query<{ decision: string; run_id: string; reviewer_id: string }>(
+      'SELECT decision, run_id, reviewer_id FROM decisions',
+    );
+    expect(row).toEqual({ decision: 'approved', run_id: passing.id, reviewer_id: reviewer.reviewerId });
+    await page.goto(`${svc.service.url}/audit`);
+    expect(await page.textContent('main')).toContain('partner.approved');
+    await page.goto(`${svc.service.url}/`);
+    expect(await page.locator('tr', { hasText: 'Acme' }).textContent()).toContain('approved');
+    // Signed out: the UI is closed again.
+    await Promise.all([page.waitForURL(/\/signin$/), page.click('header button')]);
+    await page.goto(`${svc.service.url}/`);
+    expect(new URL(page.url()).pathname).toBe('/signin');
+    await page.close();
+  });
+
+  it('refuses a decision without the CSRF token or from another origin, even with the session cookie', async () => {
+    const page = await signedInPage();
+    const cookie = (await page.context().cookies()).find((item) => item.name === 'pcs_session')!;
+    await page.close();
+    const url = `${svc.service.url}/ui/runs/${passing.id}/decision`;
+    const post = (headers: Record<string, string>, body: Record<string, string>) =>
+      fetch(url, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: {
+          cookie: `pcs_session=${cookie.value}`,
+          'content-type': 'application/x-www-form-urlencoded',
+          ...headers,
+        },
+        body: new URLSearchParams(body),
+      });
+    const before = (await svc.db.query('SELECT id FROM decisions')).length;
+    expect((await post({ origin: svc.service.url }, { decision: 'rejected', note: 'x' })).status).toBe(403);
+    const [session] = await svc.db.query<{ csrf_token: string }>(
+      'SELECT csrf_token FROM reviewer_sessions ORDER BY expires_at DESC LIMIT 1',
+    );
+    expect(
+      (
+        await post(
+          { origin: 'https://evil.example' },
+          { csrf: session!.csrf_token, decision: 'rejected', note: 'x' },
+        )
+      ).status,
+    ).toBe(403);
+    // The control: this origin and the token → recorded.
+    expect(
+      (
+        await post(
+          { origin: svc.service.url },
+          { csrf: session!.csrf_token, decision: 'rejected', note: 'regression found' },
+        )
+      ).status,
+    ).toBe(303);
+    expect((await svc.db.query('SELECT id FROM decisions')).length).toBe(before + 1);
+  });
+});

@@ -1,0 +1,61 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  addPartner,
+  addReviewer,
+  type Database,
+  loadSigningKey,
+  openDatabase,
+  type RunningService,
+  type ServiceOptions,
+  startService,
+} from '../../src/index.js';
+
+export interface InProcessService {
+  service: RunningService;
+  db: Database;
+  dir: string;
+  lines: string[];
+  partner(name: string): Promise<{ partnerId: string; apiKey: string }>;
+  reviewer(name: string): Promise<{ reviewerId: string; credential: string }>;
+  close(): Promise<void>;
+}
+
+/** One instance in this process on a fresh embedded store (or `databaseUrl`), its log lines kept. */
+export async function inProcessService(
+  options: Partial<ServiceOptions> & { databaseUrl?: string; keyFile?: string } = {},
+): Promise<InProcessService> {
+  const dir = mkdtempSync(join(tmpdir(), 'pcs-inproc-'));
+  const db =
+    options.db ?? (await openDatabase({ databaseUrl: options.databaseUrl, dataDir: join(dir, 'data') }));
+  const lines: string[] = [];
+  const signingKey =
+    options.signingKey ??
+    (await loadSigningKey({ file: options.keyFile, dataDir: dir, warn: (line) => lines.push(line) }));
+  const service = await startService({
+    port: 0,
+    ...options,
+    db,
+    signingKey,
+    log: (line) => lines.push(line),
+  });
+  return {
+    service,
+    db,
+    dir,
+    lines,
+    partner: (name) => addPartner(db, name),
+    reviewer: (name) => addReviewer(db, name),
+    async close() {
+      await service.close();
+      if (!options.db) await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function ed25519Pem(): string {
+  return generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+}

@@ -1,0 +1,122 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+/** Debian's PostgreSQL binaries (any major version), if installed. */
+export function postgresBin(): string | undefined {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return undefined;
+  const versions = readdirSync(root).sort((a, b) => Number(b) - Number(a));
+  for (const version of versions)
+    if (existsSync(join(root, version, 'bin', 'initdb'))) return join(root, version, 'bin');
+  return undefined;
+}
+
+function postgresUser(): { uid: number; gid: number } {
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((entry) => entry.startsWith('postgres:'));
+  if (!line)
+    throw new Error(
+      'no postgres user to run PostgreSQL as (root cannot): apt-get install postgresql creates it',
+    );
+  const [, , uid, gid] = line.split(':');
+  return { uid: Number(uid), gid: Number(gid) };
+}
+
+export interface ThrowawayPostgres {
+  readonly url: string;
+  /** A fresh, empty database on the cluster; its URL. */
+  database(name: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+/**
+ * A throwaway PostgreSQL cluster from Debian's binaries, on 127.0.0.1 and a random port, trust
+ * authentication, removed on stop. PostgreSQL refuses to run as root: as root, it runs as the
+ * `postgres` user Debian's package creates.
+ */
+export async function startPostgres(): Promise<ThrowawayPostgres> {
+  const bin = postgresBin();
+  if (!bin)
+    throw new Error('PostgreSQL is not installed: apt-get install postgresql (the test needs its binaries)');
+  const dir = mkdtempSync(join(tmpdir(), 'pcs-pg-'));
+  chmodSync(dir, 0o777);
+  // As root, the cluster runs as Debian's postgres user (PostgreSQL refuses root).
+  const user = process.getuid?.() === 0 ? postgresUser() : {};
+  const data = join(dir, 'data');
+  execFileSync(
+    join(bin, 'initdb'),
+    ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8'],
+    {
+      stdio: 'ignore',
+      ...user,
+    },
+  );
+  const port = await freePort();
+  const server: ChildProcess = spawn(
+    join(bin, 'postgres'),
+    [
+      '-D',
+      data,
+      '-p',
+      String(port),
+      '-h',
+      '127.0.0.1',
+      '-k',
+      dir,
+      '-c',
+      'fsync=off',
+      '-c',
+      'max_connections=200',
+    ],
+    { stdio: 'ignore', ...user },
+  );
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const client = new pg.Client({ connectionString: url });
+    try {
+      await client.connect();
+      await client.end();
+      break;
+    } catch (error) {
+      await client.end().catch(() => {});
+      if (Date.now() > deadline || server.exitCode !== null)
+        throw new Error(`PostgreSQL did not start: ${(error as Error).message}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  return {
+    url,
+    async database(name) {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      await client.query(`CREATE DATABASE ${name}`);
+      await client.end();
+      return `postgres://postgres@127.0.0.1:${port}/${name}`;
+    },
+    async stop() {
+      // Fast shutdown; a server that hangs is killed after 10 s.
+      server.kill('SIGINT');
+      const killer = setTimeout(() => server.kill('SIGKILL'), 10_000);
+      await new Promise((resolve) =>
+        server.exitCode !== null ? resolve(null) : server.once('exit', resolve),
+      );
+      clearTimeout(killer);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
