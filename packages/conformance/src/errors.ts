@@ -6,6 +6,7 @@ export type ConformanceErrorCode =
   | 'ERR_UNREACHABLE' // the token endpoint or the API could not be reached at all (exit 3)
   | 'ERR_NETWORK' // one request failed below HTTP (inside a check: the check errors)
   | 'ERR_REPORT' // a report file could not be written (exit 2)
+  | 'ERR_SERVICE' // the certification service refused a request of a hosted run (exit 2)
   | 'ERR_WRITE_GUARD'; // a check tried to send a body to a create endpoint without --allow-writes (a bug: the check errors)
 
 /** The one error base class of @partner-lending/conformance. `code` is stable; `cause` is kept. */

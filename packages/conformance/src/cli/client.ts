@@ -4,7 +4,7 @@ import { dirname, resolve } from 'node:path';
 import { scopes as knownScopes } from '@partner-lending/spec';
 import { clientCheckIds, clientChecks } from '../client/checks/index.js';
 import { judgeSession } from '../client/judge.js';
-import { type ClientConformanceOptions, defaultTimeoutSeconds, runClientConformance } from '../client/run.js';
+import { defaultTimeoutSeconds, runClientConformance } from '../client/run.js';
 import { type ClientSession, formatSession, type ScenarioName } from '../client/session.js';
 import { readSessionFile } from '../client/session-file.js';
 import {
@@ -24,7 +24,11 @@ import { formatClientHtmlReport } from '../reporters/html/client.js';
 import { formatJsonReport } from '../reporters/json.js';
 import { formatJunitReport } from '../reporters/junit.js';
 import { tool } from '../version.js';
+import type { ClientCliConfig } from './client-config.js';
+import { hostedClientMain } from './hosted.js';
 import { type CliIo, parseFlags, reportPath, writeReports } from './io.js';
+
+export type { ClientCliConfig };
 
 export const clientUsageText = `Usage: partner-conformance client [options] -- COMMAND [ARGS…]
        partner-conformance client [options]                  (no command: record until Ctrl-C or --duration)
@@ -53,6 +57,10 @@ plays the scenario plan, and judges the traffic it recorded.
   --save-session FILE    save the recorded session (redacted), to judge again with --judge
   --judge FILE           judge a saved session offline; runs nothing
   --report-json FILE, --report-junit FILE, --report-html FILE
+  --service URL          a hosted run: the certification service at URL records, judges and signs the run;
+                         the journey runs here against the run's addresses (its reports are written here)
+  --service-key-file FILE   the file holding your API key for --service (never the key itself on the command line)
+  --attestation FILE     with --service: write the run's signed attestation (partner-conformance verify checks it)
 
 Exit: 0 no must check failed, 1 a must check failed (or, with --certify, was not verified, or the
 journey failed), 2 usage error (a missing or non-executable COMMAND, a port in use, a bad flag).
@@ -80,17 +88,11 @@ const flags = {
   'report-json': { type: 'string' },
   'report-junit': { type: 'string' },
   'report-html': { type: 'string' },
+  service: { type: 'string' },
+  'service-key-file': { type: 'string' },
+  attestation: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
-
-export interface ClientCliConfig {
-  options: ClientConformanceOptions;
-  judge?: string;
-  json: boolean;
-  saveSession?: string;
-  reports: { json?: string; junit?: string; html?: string };
-  help: boolean;
-}
 
 function wholeNumber(flag: string, value: string | undefined, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
@@ -250,7 +252,56 @@ export function parseClientArgs(argv: readonly string[]): ClientCliConfig {
   if (json) config.reports.json = json;
   if (junit) config.reports.junit = junit;
   if (html) config.reports.html = html;
+  hostedFlags(config, values, command);
   return config;
+}
+
+/** `--service`, `--service-key-file`, `--attestation`: a run the certification service hosts. */
+function hostedFlags(
+  config: ClientCliConfig,
+  values: Record<string, string | boolean | string[] | undefined>,
+  command: readonly string[],
+): void {
+  const service = values.service as string | undefined;
+  if (service === undefined) {
+    for (const flag of ['service-key-file', 'attestation'] as const)
+      if (values[flag] !== undefined) throw usageError(`--${flag} goes with --service URL (a hosted run)`);
+    return;
+  }
+  let url: URL | undefined;
+  try {
+    url = new URL(service);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !/^https?:$/.test(url.protocol) || url.search || url.hash || url.username || url.password)
+    throw usageError(
+      `--service takes the certification service's URL, e.g. https://certify.partner-lending.example, got ${JSON.stringify(service.slice(0, 80))}`,
+    );
+  if (values['service-key-file'] === undefined)
+    throw usageError(
+      '--service needs --service-key-file FILE: the file holding the API key the vendor gave you',
+    );
+  if (command.length === 0)
+    throw usageError('--service runs a journey: give it after --, e.g. -- ./journey.sh');
+  for (const flag of [
+    'judge',
+    'port',
+    'auth-port',
+    'listen',
+    'public-url',
+    'json',
+    'duration',
+    'only',
+  ] as const)
+    if (values[flag] !== undefined)
+      throw usageError(
+        `--${flag} is for a run on this machine; with --service the service hosts the stage and judges every check`,
+      );
+  config.service = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  config.serviceKeyFile = resolve(values['service-key-file'] as string);
+  const attestation = reportPath('attestation', values.attestation as string | undefined);
+  if (attestation) config.attestation = attestation;
 }
 
 function stageLines(
@@ -276,6 +327,7 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
       io.stdout.write(`${clientUsageText}\nChecks: ${clientCheckIds.join(', ')}\n`);
       return 0;
     }
+    if (config.service) return await hostedClientMain(config, io);
     const reporter = new ConsoleReporter({ stream: io.stdout, env: io.env });
     let report: ClientReport;
     let session: ClientSession;
