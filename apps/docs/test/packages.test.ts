@@ -14,9 +14,10 @@ const manifests = execFileSync('git', ['ls-files', '*package.json'], { cwd: repo
   .filter(({ json }) => json.private !== true);
 
 describe('published packages', () => {
-  it('are the six @partner-lending packages', () => {
+  it('are the seven @partner-lending packages', () => {
     expect(manifests.map(({ json }) => json.name).sort()).toEqual([
       '@partner-lending/auth',
+      '@partner-lending/certification-service',
       '@partner-lending/conformance',
       '@partner-lending/mock',
       '@partner-lending/sdk',
