@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startPostgres, type ThrowawayPostgres } from './support/postgres.js';
+import { freePort, startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import {
   admin,
   api,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ed25519Pem, type InProcessService, inProcessService } from './support/in-process.js';
-import { freePort, startPostgres, type ThrowawayPostgres } from './support/postgres.js';
+import { freePort, startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
 
 const referenceClient = fileURLToPath(

@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 
 /** Debian's PostgreSQL binaries (any major version), if installed. */
-export function postgresBin(): string | undefined {
+/** @returns {string | undefined} */
+export function postgresBin() {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
   const versions = readdirSync(root).sort((a, b) => Number(b) - Number(a));
@@ -15,7 +16,8 @@ export function postgresBin(): string | undefined {
   return undefined;
 }
 
-function postgresUser(): { uid: number; gid: number } {
+/** @returns {{ uid: number, gid: number }} */
+function postgresUser() {
   const line = readFileSync('/etc/passwd', 'utf8')
     .split('\n')
     .find((entry) => entry.startsWith('postgres:'));
@@ -27,18 +29,12 @@ function postgresUser(): { uid: number; gid: number } {
   return { uid: Number(uid), gid: Number(gid) };
 }
 
-export interface ThrowawayPostgres {
-  readonly url: string;
-  /** A fresh, empty database on the cluster; its URL. */
-  database(name: string): Promise<string>;
-  stop(): Promise<void>;
-}
-
+/** A free loopback port. @returns {Promise<number>} */
 export const freePort = () =>
-  new Promise<number>((resolve) => {
+  new Promise((resolve) => {
     const server = createServer();
     server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
+      const { port } = /** @type {{ port: number }} */ (server.address());
       server.close(() => resolve(port));
     });
   });
@@ -48,7 +44,7 @@ export const freePort = () =>
  * authentication, removed on stop. PostgreSQL refuses to run as root: as root, it runs as the
  * `postgres` user Debian's package creates.
  */
-export async function startPostgres(): Promise<ThrowawayPostgres> {
+export async function startPostgres() {
   const bin = postgresBin();
   if (!bin)
     throw new Error('PostgreSQL is not installed: apt-get install postgresql (the test needs its binaries)');
@@ -66,7 +62,7 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
     },
   );
   const port = await freePort();
-  const server: ChildProcess = spawn(
+  const server = spawn(
     join(bin, 'postgres'),
     [
       '-D',
@@ -95,12 +91,13 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
     } catch (error) {
       await client.end().catch(() => {});
       if (Date.now() > deadline || server.exitCode !== null)
-        throw new Error(`PostgreSQL did not start: ${(error as Error).message}`);
+        throw new Error(`PostgreSQL did not start: ${/** @type {Error} */ (error).message}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
   return {
     url,
+    /** @param {string} name */
     async database(name) {
       const client = new pg.Client({ connectionString: url });
       await client.connect();

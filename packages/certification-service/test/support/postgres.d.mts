@@ -1,0 +1,15 @@
+/** Debian's PostgreSQL binaries (any major version), if installed. */
+export function postgresBin(): string | undefined;
+/** A free loopback port. */
+export function freePort(): Promise<number>;
+export interface ThrowawayPostgres {
+  readonly url: string;
+  /** A fresh, empty database on the cluster; its URL. */
+  database(name: string): Promise<string>;
+  stop(): Promise<void>;
+}
+/**
+ * A throwaway PostgreSQL cluster from Debian's binaries, on 127.0.0.1 and a random port, trust
+ * authentication, removed on stop; as root it runs as Debian's `postgres` user.
+ */
+export function startPostgres(): Promise<ThrowawayPostgres>;
