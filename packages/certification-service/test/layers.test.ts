@@ -1,0 +1,56 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+// Imports point one way, down this list: the entry points (cli.ts, index.ts) ← server.ts ← ui/ ← http/ ←
+// runs/ ← keys.ts, admin.ts ← db/; errors.ts, secrets.ts and version.ts serve every layer. Biome's
+// noImportCycles catches cycles; this catches an import that reaches up.
+const src = fileURLToPath(new URL('../src/', import.meta.url));
+
+const rank = (file: string): number => {
+  if (['errors.ts', 'secrets.ts', 'version.ts'].includes(file)) return 0;
+  if (file.startsWith('db/')) return 1;
+  if (file === 'keys.ts' || file === 'admin.ts') return 2;
+  if (file.startsWith('runs/')) return 3;
+  if (file.startsWith('http/')) return 4;
+  if (file.startsWith('ui/')) return 5;
+  if (file === 'server.ts') return 6;
+  if (file === 'cli.ts' || file === 'index.ts') return 7;
+  throw new Error(`src/${file} has no layer: add it to test/layers.test.ts and src's map in the README`);
+};
+
+const sources = (dir: string): string[] =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory()
+      ? sources(join(dir, entry.name))
+      : entry.name.endsWith('.ts')
+        ? [join(dir, entry.name)]
+        : [],
+  );
+
+/** The imports of `file` (its text given) that point to a higher layer than its own. */
+export function upward(file: string, text: string): string[] {
+  const own = relative(src, file);
+  return [...text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)]
+    .map((match) => relative(src, resolve(dirname(file), match[1]!)).replace(/\.js$/, '.ts'))
+    .filter((target) => rank(target) > rank(own) || (rank(target) === 7 && own !== target));
+}
+
+describe('imports point one way', () => {
+  it('no file of src/ imports a higher layer', () => {
+    const files = sources(src);
+    expect(files.length).toBeGreaterThan(10);
+    expect(
+      files.flatMap((file) =>
+        upward(file, readFileSync(file, 'utf8')).map((target) => `${relative(src, file)} → ${target}`),
+      ),
+    ).toEqual([]);
+  });
+
+  it('would catch an import that reaches up (negative control)', () => {
+    expect(upward(join(src, 'runs/runs.ts'), "import { x } from '../http/api.js';")).toEqual(['http/api.ts']);
+    expect(upward(join(src, 'db/database.ts'), "import { x } from '../keys.js';")).toEqual(['keys.ts']);
+    expect(upward(join(src, 'http/api.ts'), "import { x } from '../runs/runs.js';")).toEqual([]);
+  });
+});
