@@ -31,7 +31,7 @@ import { scopes as allScopes } from '@partner-lending/spec';
 import type { Database } from '../db/database.js';
 import type { SigningKey } from '../keys.js';
 import { newId } from '../secrets.js';
-import { databaseLedger, ledgerContents, RunClosedError } from './ledger.js';
+import { databaseLedger, ledgerContents } from './ledger.js';
 
 /** What a partner may ask of a run (the body of `POST /api/runs`); everything optional. */
 export interface RunRequest {
@@ -94,6 +94,7 @@ interface RunRow {
   client_secret: string | null;
   signing_key: StageSigningKey | null;
   max_exchanges: number;
+  idle_seconds: number;
   journey: JourneyRecord | null;
   report_json: string | null;
   verdict: string | null;
@@ -328,7 +329,7 @@ export function createRuns(options: RunsOptions) {
       ending:
         ending.how === 'finished' ? 'exited' : ending.how === 'interrupted' ? 'interrupted' : 'duration',
       ...(ending.how === 'idle' && {
-        note: `the run received nothing for ${run.stage ? limits.idleSeconds : 0} s and was judged`,
+        note: `the run received nothing for ${run.idle_seconds} s and was judged`,
       }),
       ...(ending.how === 'duration' && { note: 'the run reached its maximum duration and was judged' }),
       ...(ending.how === 'interrupted' && {
@@ -439,7 +440,6 @@ export function createRuns(options: RunsOptions) {
     judge,
     sweep,
     close,
-    isClosed: (error: unknown) => error instanceof RunClosedError,
   };
 }
 
