@@ -117,7 +117,9 @@ const local = await baseline();
 console.log(`local stage (baseline)   ${local.calls} calls, p50 ${ms(local.p50)}, p99 ${ms(local.p99)}`);
 const stores = [['embedded (PGlite)', undefined]];
 let postgres;
-if (postgresBin()) {
+// BENCH_STORES=embedded measures PGlite only (e.g. under --cpu-prof).
+if (process.env.BENCH_STORES === 'embedded') console.log('PostgreSQL: skipped (BENCH_STORES=embedded)');
+else if (postgresBin()) {
   postgres = await startPostgres();
   stores.push(['PostgreSQL', await postgres.database('bench')]);
 } else console.log('PostgreSQL: not installed (apt-get install postgresql); measured on PGlite only');

@@ -36,7 +36,7 @@ describe('partner-conformance client --service', () => {
         keyFile,
         '--certify',
         '--ttl',
-        '1',
+        '2',
         '--partner',
         'CLI Partner',
         '--integration-version',
@@ -55,7 +55,7 @@ describe('partner-conformance client --service', () => {
         process.execPath,
         referenceClient,
       ],
-      { env: { JOURNEY_SECONDS: '6' }, timeoutMs: 90_000 },
+      { env: { JOURNEY_SECONDS: '9' }, timeoutMs: 90_000 },
     );
     expect(result.stderr).toBe('');
     expect(result.stdout).toContain('hosted run run_');

@@ -59,10 +59,10 @@ afterAll(async () => {
 
 async function certify(url: string, apiKey: string): Promise<{ run: CreatedRun; judged: any; session: any }> {
   const run = (
-    await api(url, apiKey, 'POST', '/api/runs', { certify: true, ttlSeconds: 1 })
+    await api(url, apiKey, 'POST', '/api/runs', { certify: true, ttlSeconds: 2 })
   ).json() as CreatedRun;
   const journey = await runCommand(process.execPath, [referenceClient], {
-    env: { ...journeyEnv(run), JOURNEY_SECONDS: '6' },
+    env: { ...journeyEnv(run), JOURNEY_SECONDS: '9' },
     timeoutMs: 60_000,
   });
   const judged = (
@@ -89,6 +89,19 @@ describe('two instances on one PostgreSQL behind a round-robin proxy', () => {
       'throttled',
       'unavailable',
     ]);
+
+    // Ended: neither instance serves the run any more, though both had it open (each answers 404).
+    for (const instance of instances) {
+      const late = await fetch(`${instance.service.url}/runs/${together.run.id}/auth/oauth/token`, {
+        method: 'POST',
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: together.run.clientId,
+          client_secret: together.run.clientSecret,
+        }),
+      });
+      expect(late.status).toBe(404);
+    }
 
     const alone = await certify(instances[1]!.service.url, apiKey);
     const statuses = (judged: any) =>

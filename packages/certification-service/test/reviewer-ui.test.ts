@@ -37,12 +37,12 @@ beforeAll(async () => {
   passing = (
     await api(url, partner.apiKey, 'POST', '/api/runs', {
       certify: true,
-      ttlSeconds: 1,
+      ttlSeconds: 2,
       integration: { name: '<b>bold</b>' },
     })
   ).json();
   const journey = await runCommand(process.execPath, [referenceClient], {
-    env: { ...journeyEnv(passing), JOURNEY_SECONDS: '6' },
+    env: { ...journeyEnv(passing), JOURNEY_SECONDS: '9' },
     timeoutMs: 60_000,
   });
   const judged = (

@@ -30,6 +30,13 @@ export function databaseLedger(
   run: { id: string; enabled: ReadonlySet<ScenarioName>; grant: readonly string[] },
 ): StageLedger {
   const { id } = run;
+  /** The steps an API call can trigger that this run plays. */
+  const callSteps = (['revocation', 'throttle', 'unavailable'] as const).filter((name) =>
+    run.enabled.has(name),
+  );
+  /** A player on the last state seen, once none of `callSteps` can fire any more. */
+  let settled: ReturnType<typeof playScenarios> | undefined =
+    callSteps.length === 0 ? playScenarios(run.enabled, run.grant) : undefined;
   /** Restores the scenario player under the run's row lock, applies `change`, and writes it back. */
   async function withScenarios<T>(
     change: (player: ReturnType<typeof playScenarios>, tx: Queryable) => Promise<T> | T,
@@ -45,6 +52,8 @@ export function databaseLedger(
       const result = await change(player, tx);
       const after = JSON.stringify(player.state());
       if (after !== before) await tx.query('UPDATE runs SET scenario_state = $2 WHERE id = $1', [id, after]);
+      if (callSteps.every((name) => player.records.find((item) => item.name === name)?.firedAt !== undefined))
+        settled = playScenarios(run.enabled, run.grant, player.state());
       return result;
     });
   }
@@ -86,6 +95,10 @@ export function databaseLedger(
     },
     async play(method, path, issued, now, at, seq) {
       if (!issued) return undefined;
+      // Once every step a call can trigger has fired (or none is on), a call can only meet a revoked
+      // token, which the token itself says: the same player decides, on the state last seen, with no
+      // transaction (fired steps never un-fire).
+      if (settled) return settled.injectionFor(method, path, issued, now);
       return withScenarios(async (player, tx) => {
         // The token as the database knows it now: another instance may have revoked it meanwhile.
         const [current] = await tx.query<{ token: IssuedToken }>(
@@ -109,25 +122,31 @@ export function databaseLedger(
       await withScenarios((player) => player.apiAnswered(status, challenge, at, seq));
     },
     async record(exchange) {
-      // Committed before the answer leaves: a service killed right after loses nothing it answered.
-      await db.transaction(async (tx) => {
-        const kept = await tx.query(
-          'UPDATE runs SET recorded = recorded + 1 WHERE id = $1 AND recorded < max_exchanges RETURNING 1',
-          [id],
-        );
-        if (kept.length > 0) await insertExchange(tx, id, exchange);
-        else await tx.query('UPDATE runs SET dropped = dropped + 1 WHERE id = $1', [id]);
-      });
+      // One statement, committed before the answer leaves: a service killed right after loses nothing it
+      // answered. Only an open run records: once judging has claimed the run (its row lock taken and
+      // released), a call still in flight is refused rather than answered and left out of the session.
+      const [row] = await db.query<{ keep: boolean }>(
+        `WITH old AS (SELECT recorded < max_exchanges AS keep FROM runs WHERE id = $1 AND status = 'open' FOR UPDATE),
+           counted AS (UPDATE runs SET recorded = recorded + (SELECT keep::int FROM old),
+                         dropped = dropped + 1 - (SELECT keep::int FROM old)
+                       WHERE id = $1 AND EXISTS (SELECT 1 FROM old)),
+           kept AS (INSERT INTO exchanges (run_id, seq, exchange) SELECT $1, $2, $3 FROM old WHERE keep)
+         SELECT keep FROM old`,
+        [id, exchange.seq, JSON.stringify(exchange)],
+      );
+      if (!row) throw new RunClosedError();
     },
+    refusal: (error) =>
+      error instanceof RunClosedError
+        ? {
+            status: 404,
+            body: JSON.stringify({
+              error: 'invalid_request',
+              error_description: 'no open certification run at this address (it ended, or never existed)',
+            }),
+          }
+        : undefined,
   };
-}
-
-async function insertExchange(tx: Queryable, runId: string, exchange: RecordedExchange): Promise<void> {
-  await tx.query('INSERT INTO exchanges (run_id, seq, exchange) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
-    runId,
-    exchange.seq,
-    JSON.stringify(exchange),
-  ]);
 }
 
 /** Everything a run recorded, as the session file lists it. */

@@ -314,9 +314,9 @@ export function createRuns(options: RunsOptions) {
       [id],
     );
     if (claimed.length === 0) return false;
+    // From here no instance records for the run (the ledger records only while it is open): the
+    // session read below is every exchange that was answered.
     await closeStage(id);
-    // Answers still being written on other instances land before the session is read.
-    await new Promise((resolve) => setTimeout(resolve, 50));
     const run = (await row(id))!;
     const contents = await ledgerContents(db, id);
     const finishedAt = Date.now();
@@ -409,6 +409,14 @@ export function createRuns(options: RunsOptions) {
 
   /** Judges the runs that idled or passed their deadline; run by every instance now and then. */
   async function sweep(startedAt: number): Promise<void> {
+    // The stages this instance holds for runs another instance ended.
+    if (stages.size > 0) {
+      const ended = await db.query<{ id: string }>(
+        "SELECT id FROM runs WHERE id = ANY($1) AND status <> 'open'",
+        [[...stages.keys()]],
+      );
+      for (const { id } of ended) await closeStage(id);
+    }
     const due = await db.query<{ id: string; expired: boolean; idle: boolean; last: Date | string }>(
       `SELECT id, expires_at < now() AS expired, last_activity_at < now() - make_interval(secs => idle_seconds) AS idle,
          last_activity_at AS last

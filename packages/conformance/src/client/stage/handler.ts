@@ -17,7 +17,7 @@ import {
 } from './request-reader.js';
 import { injectedAnswer, type StageAnswer } from './scenarios.js';
 import type { TokenDraft } from './tokens.js';
-import { dispatch, forward, send } from './transport.js';
+import { dispatch, dispatchBuffered, forward, send } from './transport.js';
 
 /** Which of the stage's two servers a request reached. */
 export type StageServer = 'auth' | 'api';
@@ -40,7 +40,7 @@ export interface StageHandlerContext {
   draftOf: (body: string, issuedBy: number) => TokenDraft | undefined;
   /**
    * Keep each exchange before its answer leaves (a hosted stage: an answered exchange is never lost,
-   * even if the process is killed right after). API calls then reach the mock over HTTP. Default false.
+   * even if the process is killed right after). API answers are then buffered in full. Default false.
    */
   recordBeforeAnswer?: boolean;
 }
@@ -181,7 +181,7 @@ export function createStageHandler(context: StageHandlerContext) {
         answer = injectedAnswer(injected);
       } else {
         answer = context.recordBeforeAnswer
-          ? await forward(req, target, mock.baseUrl, body, agent)
+          ? await dispatchBuffered(req, target, body, mock)
           : await dispatch(req, res, target, body, mock);
         await ledger.apiAnswered(answer.status, answer.headers['www-authenticate'], at, number);
       }
@@ -210,6 +210,13 @@ export function createStageHandler(context: StageHandlerContext) {
   /** Serves a request; never rejects (an error of the stage's own is answered 502 and recorded). */
   return (server: StageServer, req: IncomingMessage, res: ServerResponse, target = req.url ?? '/') =>
     handle(server, req, res, target).catch(async (error: unknown) => {
+      const refusal = ledger.refusal?.(error);
+      if (refusal) {
+        req.resume();
+        if (!res.headersSent)
+          await send(res, refusal.status, { 'content-type': 'application/json' }, refusal.body);
+        return;
+      }
       const message = error instanceof Error ? error.message : String(error);
       try {
         await record({

@@ -36,6 +36,12 @@ export interface StageLedger {
   apiAnswered(status: number, challenge: string | undefined, at: number, seq: number): Promise<void>;
   /** Records an exchange; past the cap it is counted, not kept. Resolves once it is kept for good. */
   record(exchange: RecordedExchange): Promise<void>;
+  /**
+   * The answer to give instead of recording when a method of this ledger failed with `error` (for a
+   * hosted run: the run has ended → 404); undefined for any other error (the stage answers 502 and
+   * records it).
+   */
+  refusal?(error: unknown): { status: number; body: string } | undefined;
 }
 
 /** What a stage recorded, in the order of the session file. */

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import {
   type Agent,
   request as httpRequest,
@@ -146,5 +147,79 @@ export function dispatch(
     res.once('finish', done);
     res.once('close', done);
     mock.handle('api', replay, res);
+  });
+}
+
+/**
+ * Hands an API call to the mock in process and keeps the whole answer instead of sending it (a stage
+ * that records each exchange before it answers): no second HTTP hop, and nothing reaches the client
+ * until the stage sends it.
+ */
+export function dispatchBuffered(
+  req: IncomingMessage,
+  target: string,
+  body: Buffer,
+  mock: RunningMock,
+): Promise<StageAnswer> {
+  const replay = Object.assign(Readable.from(body.length > 0 ? [body] : []), {
+    method: req.method,
+    url: target,
+    headers: req.headers,
+    rawHeaders: req.rawHeaders,
+    httpVersion: req.httpVersion,
+    socket: req.socket,
+  }) as unknown as IncomingMessage;
+  return new Promise((resolve) => {
+    const headers: Record<string, string> = {};
+    const chunks: Buffer[] = [];
+    const answer = Object.assign(new EventEmitter(), {
+      statusCode: 200,
+      headersSent: false,
+      destroyed: false,
+      writableEnded: false,
+      setHeader(name: string, value: unknown) {
+        headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+        return answer;
+      },
+      getHeader: (name: string) => headers[name.toLowerCase()],
+      writeHead(status: number, ...rest: unknown[]) {
+        answer.statusCode = status;
+        const given = rest.find((item) => typeof item === 'object' && item !== null) as
+          | Record<string, unknown>
+          | undefined;
+        for (const [name, value] of Object.entries(given ?? {}))
+          if (value !== undefined) answer.setHeader(name, value);
+        answer.headersSent = true;
+        return answer;
+      },
+      write(chunk: unknown) {
+        if (chunk !== undefined && chunk !== null && typeof chunk !== 'function')
+          chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+        return true;
+      },
+      end(chunk?: unknown) {
+        if (answer.writableEnded) return answer;
+        answer.write(chunk);
+        answer.headersSent = true;
+        answer.writableEnded = true;
+        delete headers['content-length'];
+        resolve({ status: answer.statusCode, headers, body: Buffer.concat(chunks).toString('utf8') });
+        answer.emit('finish');
+        return answer;
+      },
+      destroy() {
+        if (answer.writableEnded) return answer;
+        answer.destroyed = true;
+        answer.writableEnded = true;
+        resolve({
+          status: 502,
+          headers: { 'content-type': 'application/json' },
+          body: '{"error":"stage_error","error_description":"the API dropped the call"}',
+        });
+        answer.emit('close');
+        return answer;
+      },
+    });
+    mock.handle('api', replay, answer as unknown as ServerResponse);
   });
 }
