@@ -37,7 +37,7 @@ export {
   type StageInfo,
 } from './client/session.js';
 export { readSessionFile, type SessionFile } from './client/session-file.js';
-export { assembleSession } from './client/stage/assemble.js';
+export { assembleSession, stageInfoOf } from './client/stage/assemble.js';
 export type { StageServer } from './client/stage/handler.js';
 export {
   generateStageSigningKey,
@@ -48,6 +48,7 @@ export {
 } from './client/stage/hosted.js';
 export type { Injection, LedgerContents, StageLedger } from './client/stage/ledger.js';
 export { playScenarios, type ScenarioPlayer, type ScenarioState } from './client/stage/scenarios.js';
+export { newStageClient, type StageClient } from './client/stage/stage-client.js';
 export {
   defaultApiDelayMs,
   defaultLongTtlSeconds,

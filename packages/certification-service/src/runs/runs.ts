@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   assembleSession,
@@ -17,6 +17,7 @@ import {
   type HostedStage,
   type JourneyRecord,
   judgeSession,
+  newStageClient,
   openHostedStage,
   playScenarios,
   reportVerdict,
@@ -25,6 +26,7 @@ import {
   type StageSigningKey,
   scenarioNames,
   signEnvelope,
+  stageInfoOf,
   testResultStatement,
 } from '@partner-lending/conformance';
 import { scopes as allScopes } from '@partner-lending/spec';
@@ -135,10 +137,11 @@ export function createRuns(options: RunsOptions) {
     const enabled = request.scenarios ?? [...scenarioNames];
     const narrowed = enabled.includes('narrowed-grant');
     const grant = narrowed ? (request.scopes ?? [...defaultScopes]) : [...allScopes];
+    const client = newStageClient(grant);
     const stage: StoredStage = {
       authUrl: `${publicUrl}/runs/${id}/auth`,
       baseUrl: `${publicUrl}/runs/${id}/api`,
-      partnerId: `partner-cert-${randomBytes(3).toString('hex')}`,
+      partnerId: client.partnerId,
       authorizedScopes: grant,
       enabled,
       grant,
@@ -147,8 +150,7 @@ export function createRuns(options: RunsOptions) {
       tokenDelayMs: options.tokenDelayMs ?? defaultTokenDelayMs,
       apiDelayMs: options.apiDelayMs ?? defaultApiDelayMs,
     };
-    const clientId = `cert-${randomBytes(8).toString('hex')}`;
-    const clientSecret = randomBytes(24).toString('base64url');
+    const { clientId, clientSecret } = client;
     const signingKey = await generateStageSigningKey();
     const scenarioState = playScenarios(new Set(enabled), grant).state();
     const now = Date.now();
@@ -340,21 +342,8 @@ export function createRuns(options: RunsOptions) {
           note: 'finished by the partner; no journey exit code given',
         }),
     };
-    const stage = {
-      authUrl: run.stage.authUrl,
-      baseUrl: run.stage.baseUrl,
-      tokenUrl: `${run.stage.authUrl}/oauth/token`,
-      audience: run.stage.baseUrl,
-      partnerId: run.stage.partnerId,
-      authorizedScopes: run.stage.authorizedScopes,
-      ttlSeconds: run.stage.ttlSeconds,
-      longTtlSeconds: run.stage.longTtlSeconds,
-      shortPhaseMs: 3 * run.stage.ttlSeconds * 1000,
-      tokenDelayMs: run.stage.tokenDelayMs,
-      apiDelayMs: run.stage.apiDelayMs,
-    };
     const session: ClientSession = assembleSession({
-      stage,
+      stage: stageInfoOf(run.stage),
       startedAtEpoch,
       durationMs: finishedAt - startedAtEpoch,
       journey,

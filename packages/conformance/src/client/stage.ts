@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { scopes as allScopes } from '@partner-lending/spec';
@@ -6,11 +5,12 @@ import { Redactor } from '../common/redact.js';
 import type { IntegrationRecord } from '../common/report.js';
 import type { ClientSession, JourneyRecord, ScenarioName } from './session.js';
 import { maxSessionExchanges } from './session-schema.js';
-import { assembleSession } from './stage/assemble.js';
+import { assembleSession, stageInfoOf } from './stage/assemble.js';
 import { createStageHandler } from './stage/handler.js';
 import { type LedgerContents, memoryLedger } from './stage/ledger.js';
 import { ByteBudget, defaultMaxHeldBytes } from './stage/request-reader.js';
 import { defaultScopes, playScenarios, scenarioNames, shortPhaseLifetimes } from './stage/scenarios.js';
+import { newStageClient, type StageClient } from './stage/stage-client.js';
 import { tokenDraftOf } from './stage/tokens.js';
 import { hostOf, listenOn } from './stage/transport.js';
 
@@ -72,13 +72,7 @@ export interface StageOptions {
   integration?: IntegrationRecord;
 }
 
-/** The credentials and addresses handed to the journey. */
-export interface StageClient {
-  clientId: string;
-  clientSecret: string;
-  partnerId: string;
-  authorizedScopes: string[];
-}
+export type { StageClient };
 
 export interface RunningStage {
   readonly authUrl: string;
@@ -113,12 +107,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
   const maxExchanges = Math.min(options.maxExchanges ?? defaultMaxExchanges, maxSessionExchanges);
   const budget = new ByteBudget(options.maxHeldBytes ?? defaultMaxHeldBytes);
   const listen = options.listen ?? '127.0.0.1';
-  const client: StageClient = {
-    clientId: `cert-${randomBytes(8).toString('hex')}`,
-    clientSecret: randomBytes(24).toString('base64url'),
-    partnerId: `partner-cert-${randomBytes(3).toString('hex')}`,
-    authorizedScopes: grant,
-  };
+  const client = newStageClient(grant);
   const redactor = new Redactor();
   redactor.addSecret(client.clientSecret, '[client_secret]');
   redactor.addSecret(client.clientId, '[client_id]');
@@ -214,19 +203,17 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
 
   function sessionOf(journey: JourneyRecord, contents: LedgerContents): ClientSession {
     return assembleSession({
-      stage: {
+      stage: stageInfoOf({
         authUrl,
         baseUrl,
-        tokenUrl,
         audience,
         partnerId: client.partnerId,
         authorizedScopes: client.authorizedScopes,
         ttlSeconds,
         longTtlSeconds,
-        shortPhaseMs,
         tokenDelayMs,
         apiDelayMs,
-      },
+      }),
       startedAtEpoch,
       durationMs: since(),
       journey,

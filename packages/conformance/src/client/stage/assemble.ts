@@ -2,6 +2,37 @@ import type { IntegrationRecord } from '../../common/report.js';
 import { tool } from '../../version.js';
 import type { ClientSession, JourneyRecord, StageInfo } from '../session.js';
 import type { LedgerContents } from './ledger.js';
+import { shortPhaseLifetimes } from './scenarios.js';
+
+/**
+ * What a session says of its stage, from what the stage was given: the token URL is
+ * `{authUrl}/oauth/token`, the audience the API's base URL, the short phase 3 short lifetimes.
+ */
+export function stageInfoOf(stage: {
+  authUrl: string;
+  baseUrl: string;
+  audience?: string;
+  partnerId: string;
+  authorizedScopes: readonly string[];
+  ttlSeconds: number;
+  longTtlSeconds: number;
+  tokenDelayMs: number;
+  apiDelayMs: number;
+}): StageInfo {
+  return {
+    authUrl: stage.authUrl,
+    baseUrl: stage.baseUrl,
+    tokenUrl: `${stage.authUrl}/oauth/token`,
+    audience: stage.audience ?? stage.baseUrl,
+    partnerId: stage.partnerId,
+    authorizedScopes: [...stage.authorizedScopes],
+    ttlSeconds: stage.ttlSeconds,
+    longTtlSeconds: stage.longTtlSeconds,
+    shortPhaseMs: shortPhaseLifetimes * stage.ttlSeconds * 1000,
+    tokenDelayMs: stage.tokenDelayMs,
+    apiDelayMs: stage.apiDelayMs,
+  };
+}
 
 /**
  * The session file of a stage: what it was, what it recorded, and the journey — the journey's command

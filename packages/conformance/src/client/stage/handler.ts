@@ -61,7 +61,8 @@ const json = (value: unknown) => JSON.stringify(value);
 export function createStageHandler(context: StageHandlerContext) {
   const { client, redactor, ledger, mock, agent, budget, since } = context;
   const redactText = (text: string) => redactor.redact(text);
-  const { keptValue, keptHeaders } = requestReader(client, redactor, { byValue: () => undefined });
+  // Values, headers and an empty body's leaks need no token lookup: one reader serves them all.
+  const { keptValue, keptHeaders, leaksOf } = requestReader(client, redactor, { byValue: () => undefined });
 
   async function record(exchange: RecordedExchange): Promise<void> {
     await ledger.record(exchange);
@@ -97,7 +98,6 @@ export function createStageHandler(context: StageHandlerContext) {
             }
           : { error: 'invalid_request', error_description: 'the request body is over 1 MiB' },
       );
-      const { leaksOf } = requestReader(client, redactor, { byValue: () => undefined });
       const exchange: RecordedExchange = {
         ...base,
         end: since(),

@@ -3,6 +3,7 @@ import { type RunningMock, startMock } from '@partner-lending/mock';
 import { exportPKCS8, exportSPKI, generateKeyPair, importPKCS8, importSPKI } from 'jose';
 import { Redactor } from '../../common/redact.js';
 import type { StageInfo } from '../session.js';
+import { stageInfoOf } from './assemble.js';
 import { createStageHandler, type StageServer } from './handler.js';
 import type { StageLedger } from './ledger.js';
 import { ByteBudget, defaultMaxHeldBytes } from './request-reader.js';
@@ -104,19 +105,17 @@ export async function openHostedStage(options: HostedStageOptions): Promise<Host
   });
   let closing: Promise<void> | undefined;
   return {
-    info: {
+    info: stageInfoOf({
       authUrl: options.authUrl,
       baseUrl: options.baseUrl,
-      tokenUrl: `${options.authUrl}/oauth/token`,
       audience: mock.audience,
       partnerId: client.partnerId,
-      authorizedScopes: [...client.authorizedScopes],
+      authorizedScopes: client.authorizedScopes,
       ttlSeconds,
       longTtlSeconds,
-      shortPhaseMs,
       tokenDelayMs: options.tokenDelayMs,
       apiDelayMs: options.apiDelayMs,
-    },
+    }),
     handle: handler,
     redact: (text) => redactor.redact(text),
     close: () => {

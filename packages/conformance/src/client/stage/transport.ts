@@ -91,6 +91,18 @@ export function forward(
   });
 }
 
+/** The request again, as the mock reads it: its method, headers and socket, `target`, and the body already read. */
+function replayOf(req: IncomingMessage, target: string, body: Buffer): IncomingMessage {
+  return Object.assign(Readable.from(body.length > 0 ? [body] : []), {
+    method: req.method,
+    url: target,
+    headers: req.headers,
+    rawHeaders: req.rawHeaders,
+    httpVersion: req.httpVersion,
+    socket: req.socket,
+  }) as unknown as IncomingMessage;
+}
+
 /**
  * Hands an API call to the mock in process (no second HTTP hop: the mock answers on `res`), replaying
  * the body the stage already read, and keeps what the answer was for the record.
@@ -102,14 +114,7 @@ export function dispatch(
   body: Buffer,
   mock: RunningMock,
 ): Promise<StageAnswer> {
-  const replay = Object.assign(Readable.from(body.length > 0 ? [body] : []), {
-    method: req.method,
-    url: target,
-    headers: req.headers,
-    rawHeaders: req.rawHeaders,
-    httpVersion: req.httpVersion,
-    socket: req.socket,
-  }) as unknown as IncomingMessage;
+  const replay = replayOf(req, target, body);
   const kept: Buffer[] = [];
   let keptBytes = 0;
   const keep = (chunk: unknown) => {
@@ -161,14 +166,7 @@ export function dispatchBuffered(
   body: Buffer,
   mock: RunningMock,
 ): Promise<StageAnswer> {
-  const replay = Object.assign(Readable.from(body.length > 0 ? [body] : []), {
-    method: req.method,
-    url: target,
-    headers: req.headers,
-    rawHeaders: req.rawHeaders,
-    httpVersion: req.httpVersion,
-    socket: req.socket,
-  }) as unknown as IncomingMessage;
+  const replay = replayOf(req, target, body);
   return new Promise((resolve) => {
     const headers: Record<string, string> = {};
     const chunks: Buffer[] = [];
