@@ -9,6 +9,7 @@ import {
   type StageLedger,
 } from '@partner-lending/conformance';
 import type { Database, Queryable } from '../db/database.js';
+import type { RunJournal } from './journal.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -20,6 +21,9 @@ export class RunClosedError extends Error {
   }
 }
 
+/** Tokens of a run an instance keeps in memory at most (past it, it forgets them all and asks again). */
+const maxCachedTokens = 1000;
+
 /**
  * A run's stage ledger in the database: every instance serving the run numbers, plays and records
  * through it, so that the scenario plan plays once whichever instance a call reaches, and every
@@ -27,7 +31,8 @@ export class RunClosedError extends Error {
  */
 export function databaseLedger(
   db: Database,
-  run: { id: string; enabled: ReadonlySet<ScenarioName>; grant: readonly string[] },
+  journal: RunJournal,
+  run: { id: string; enabled: ReadonlySet<ScenarioName>; grant: readonly string[]; seq: number },
 ): StageLedger {
   const { id } = run;
   /** The steps an API call can trigger that this run plays. */
@@ -37,6 +42,18 @@ export function databaseLedger(
   /** A player on the last state seen, once none of `callSteps` can fire any more. */
   let settled: ReturnType<typeof playScenarios> | undefined =
     callSteps.length === 0 ? playScenarios(run.enabled, run.grant) : undefined;
+  /**
+   * Tokens this instance has seen, by value. A token changes once at most (a revocation, which only a
+   * call-step can make): until the plan is settled, `play` reads the token afresh under the run's lock
+   * anyway, and once it is settled the cache starts over from what the database says after every
+   * revocation (`generation` keeps out a lookup that began before).
+   */
+  const tokens = new Map<string, IssuedToken>();
+  let generation = 0;
+  const remember = (value: string, token: IssuedToken) => {
+    if (tokens.size >= maxCachedTokens) tokens.clear();
+    tokens.set(value, token);
+  };
   /** Restores the scenario player under the run's row lock, applies `change`, and writes it back. */
   async function withScenarios<T>(
     change: (player: ReturnType<typeof playScenarios>, tx: Queryable) => Promise<T> | T,
@@ -52,42 +69,61 @@ export function databaseLedger(
       const result = await change(player, tx);
       const after = JSON.stringify(player.state());
       if (after !== before) await tx.query('UPDATE runs SET scenario_state = $2 WHERE id = $1', [id, after]);
-      if (callSteps.every((name) => player.records.find((item) => item.name === name)?.firedAt !== undefined))
+      if (
+        !settled &&
+        callSteps.every((name) => player.records.find((item) => item.name === name)?.firedAt !== undefined)
+      ) {
         settled = playScenarios(run.enabled, run.grant, player.state());
+        tokens.clear();
+        generation += 1;
+      }
       return result;
     });
   }
   return {
     async nextSeq() {
-      const [row] = await db.query<{ seq: number }>(
-        "UPDATE runs SET seq = seq + 1, last_activity_at = now() WHERE id = $1 AND status = 'open' RETURNING seq",
-        [id],
-      );
-      if (!row) throw new RunClosedError();
-      return row.seq;
+      const seq = await journal.nextSeq(id, run.seq);
+      if (seq === undefined) throw new RunClosedError();
+      return seq;
     },
     async tokensByValue(values) {
-      const hashes = new Map(values.map((value) => [sha256(value), value]));
+      const found = new Map<string, IssuedToken>();
+      const hashes = new Map<string, string>();
+      for (const value of values) {
+        const token = tokens.get(value);
+        if (token) found.set(value, token);
+        else hashes.set(sha256(value), value);
+      }
+      if (hashes.size === 0) return found;
+      const asked = generation;
       const rows = await db.query<{ value_sha256: string; token: IssuedToken }>(
         'SELECT value_sha256, token FROM run_tokens WHERE run_id = $1 AND value_sha256 = ANY($2)',
         [id, [...hashes.keys()]],
       );
-      return new Map(rows.map((row) => [hashes.get(row.value_sha256)!, row.token]));
+      for (const row of rows) {
+        const value = hashes.get(row.value_sha256)!;
+        found.set(value, row.token);
+        if (asked === generation) remember(value, row.token);
+      }
+      return found;
     },
     async issue(draft) {
-      return db.transaction(async (tx) => {
+      const asked = generation;
+      const issued = await db.transaction(async (tx) => {
         const [row] = await tx.query<{ token_count: number; listed: boolean }>(
-          'UPDATE runs SET token_count = token_count + 1 WHERE id = $1 RETURNING token_count, recorded < max_exchanges AS listed',
+          "UPDATE runs SET token_count = token_count + 1 WHERE id = $1 AND status = 'open' RETURNING token_count, recorded < max_exchanges AS listed",
           [id],
         );
         if (!row) throw new RunClosedError();
-        const issued: IssuedToken = { ref: `T${row.token_count}`, ...draft.token };
+        const token: IssuedToken = { ref: `T${row.token_count}`, ...draft.token };
         await tx.query(
           'INSERT INTO run_tokens (run_id, value_sha256, number, listed, token) VALUES ($1, $2, $3, $4, $5)',
-          [id, sha256(draft.value), row.token_count, row.listed, JSON.stringify(issued)],
+          [id, sha256(draft.value), row.token_count, row.listed, JSON.stringify(token)],
         );
-        return issued;
+        return token;
       });
+      if (asked === generation) remember(draft.value, issued);
+      return issued;
     },
     async tokenRequested(scopes, at, seq) {
       if (!run.enabled.has('narrowed-grant') || scopes.every((scope) => run.grant.includes(scope))) return;
@@ -122,19 +158,10 @@ export function databaseLedger(
       await withScenarios((player) => player.apiAnswered(status, challenge, at, seq));
     },
     async record(exchange) {
-      // One statement, committed before the answer leaves: a service killed right after loses nothing it
-      // answered. Only an open run records: once judging has claimed the run (its row lock taken and
-      // released), a call still in flight is refused rather than answered and left out of the session.
-      const [row] = await db.query<{ keep: boolean }>(
-        `WITH old AS (SELECT recorded < max_exchanges AS keep FROM runs WHERE id = $1 AND status = 'open' FOR UPDATE),
-           counted AS (UPDATE runs SET recorded = recorded + (SELECT keep::int FROM old),
-                         dropped = dropped + 1 - (SELECT keep::int FROM old)
-                       WHERE id = $1 AND EXISTS (SELECT 1 FROM old)),
-           kept AS (INSERT INTO exchanges (run_id, seq, exchange) SELECT $1, $2, $3 FROM old WHERE keep)
-         SELECT keep FROM old`,
-        [id, exchange.seq, JSON.stringify(exchange)],
-      );
-      if (!row) throw new RunClosedError();
+      // Committed before the answer leaves: a service killed right after loses nothing it answered.
+      // Only an open run records: once judging has claimed the run, a call still in flight is refused
+      // rather than answered and left out of the session.
+      if (!(await journal.record(id, exchange.seq, JSON.stringify(exchange)))) throw new RunClosedError();
     },
     refusal: (error) =>
       error instanceof RunClosedError

@@ -33,6 +33,7 @@ import { scopes as allScopes } from '@partner-lending/spec';
 import type { Database } from '../db/database.js';
 import type { SigningKey } from '../keys.js';
 import { newId } from '../secrets.js';
+import { runJournal } from './journal.js';
 import { databaseLedger, ledgerContents } from './ledger.js';
 
 /** What a partner may ask of a run (the body of `POST /api/runs`); everything optional. */
@@ -96,6 +97,8 @@ interface RunRow {
   client_secret: string | null;
   signing_key: StageSigningKey | null;
   max_exchanges: number;
+  /** The run's last number: the last given (shared numbering) or the highest recorded. */
+  seq: number;
   idle_seconds: number;
   journey: JourneyRecord | null;
   report_json: string | null;
@@ -131,6 +134,7 @@ export interface RunsOptions {
 export function createRuns(options: RunsOptions) {
   const { db, publicUrl, limits } = options;
   const stages = new Map<string, Promise<HostedStage>>();
+  const journal = runJournal(db);
 
   async function create(partnerId: string, request: RunRequest) {
     const id = newId('run');
@@ -243,10 +247,11 @@ export function createRuns(options: RunsOptions) {
     let stage = stages.get(run.id);
     if (!stage) {
       stage = openHostedStage({
-        ledger: databaseLedger(db, {
+        ledger: databaseLedger(db, journal, {
           id: run.id,
           enabled: new Set(run.stage.enabled),
           grant: run.stage.grant,
+          seq: run.seq,
         }),
         client: {
           clientId: run.client_id,
@@ -272,6 +277,7 @@ export function createRuns(options: RunsOptions) {
   async function closeStage(id: string): Promise<void> {
     const stage = stages.get(id);
     stages.delete(id);
+    journal.forget(id);
     if (stage) await (await stage).close().catch(() => {});
   }
 
@@ -286,6 +292,12 @@ export function createRuns(options: RunsOptions) {
     res: ServerResponse,
     target: string,
   ): Promise<void> {
+    // A stage this instance holds needs no read: its ledger refuses the call (404) once the run ended.
+    const held = stages.get(runId);
+    if (held) {
+      await (await held).handle(server, req, res, target);
+      return;
+    }
     const run = await row(runId);
     if (run?.status !== 'open') {
       if (run) void closeStage(run.id);

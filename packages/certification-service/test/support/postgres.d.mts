@@ -10,6 +10,7 @@ export interface ThrowawayPostgres {
 }
 /**
  * A throwaway PostgreSQL cluster from Debian's binaries, on 127.0.0.1 and a random port, trust
- * authentication, removed on stop; as root it runs as Debian's `postgres` user.
+ * authentication, removed on stop; as root it runs as Debian's `postgres` user. `durable` keeps
+ * PostgreSQL's flushes to disk (fsync), as a production server has them; tests turn them off.
  */
-export function startPostgres(): Promise<ThrowawayPostgres>;
+export function startPostgres(options?: { durable?: boolean }): Promise<ThrowawayPostgres>;

@@ -41,10 +41,10 @@ export const freePort = () =>
 
 /**
  * A throwaway PostgreSQL cluster from Debian's binaries, on 127.0.0.1 and a random port, trust
- * authentication, removed on stop. PostgreSQL refuses to run as root: as root, it runs as the
+ * authentication, removed on stop; `durable` keeps fsync on (a bench), tests turn it off. PostgreSQL refuses to run as root: as root, it runs as the
  * `postgres` user Debian's package creates.
  */
-export async function startPostgres() {
+export async function startPostgres({ durable = false } = {}) {
   const bin = postgresBin();
   if (!bin)
     throw new Error('PostgreSQL is not installed: apt-get install postgresql (the test needs its binaries)');
@@ -73,8 +73,8 @@ export async function startPostgres() {
       '127.0.0.1',
       '-k',
       dir,
-      '-c',
-      'fsync=off',
+      // Tests skip the flushes to disk; a bench (durable) keeps PostgreSQL's defaults.
+      ...(durable ? [] : ['-c', 'fsync=off']),
       '-c',
       'max_connections=200',
     ],

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { batched } from '../src/db/batched.js';
+
+/** A statement that takes `ms`, and remembers the batches it was given. */
+function recorder(ms = 5) {
+  const batches: number[][] = [];
+  const run = async (items: readonly number[]) => {
+    batches.push([...items]);
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return items.map((item) => item * 10);
+  };
+  return { batches, run };
+}
+
+describe('batched (group commit)', () => {
+  it('sends a lone item at once, alone, and gives each caller its own result', async () => {
+    const { batches, run } = recorder();
+    const call = batched(run, { maxItems: 10 });
+    expect(await call(1)).toBe(10);
+    expect(await call(2)).toBe(20);
+    expect(batches).toEqual([[1], [2]]);
+  });
+
+  it('groups the items that arrive in one turn, and those queued while a batch is in flight', async () => {
+    const { batches, run } = recorder();
+    const call = batched(run, { maxItems: 10 });
+    const first = [call(1), call(2)];
+    // Queued after the first batch left: they wait for it, then go out together.
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    const second = [call(3), call(4), call(5)];
+    expect(await Promise.all([...first, ...second])).toEqual([10, 20, 30, 40, 50]);
+    expect(batches).toEqual([
+      [1, 2],
+      [3, 4, 5],
+    ]);
+  });
+
+  it('bounds a batch by items and by weight (an item heavier than the bound goes alone)', async () => {
+    const { batches, run } = recorder(1);
+    const byCount = batched(run, { maxItems: 2 });
+    await Promise.all([1, 2, 3, 4, 5].map(byCount));
+    expect(batches).toEqual([[1, 2], [3, 4], [5]]);
+    batches.length = 0;
+    const byWeight = batched(run, { maxItems: 10, maxWeight: 10, weigh: (item) => item });
+    await Promise.all([4, 5, 20, 3].map(byWeight));
+    expect(batches).toEqual([[4, 5], [20], [3]]);
+  });
+
+  it('rejects every caller of a failed batch with its error, and goes on with the next', async () => {
+    let calls = 0;
+    const call = batched(
+      async (items: readonly number[]) => {
+        calls += 1;
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        if (calls === 1) throw new Error('the database is gone');
+        return items;
+      },
+      { maxItems: 10 },
+    );
+    const failed = [call(1), call(2)].map((promise) => promise.catch((error: Error) => error.message));
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    const later = call(3);
+    expect(await Promise.all(failed)).toEqual(['the database is gone', 'the database is gone']);
+    expect(await later).toBe(3);
+  });
+
+  it('refuses a batch whose results do not match its items, rather than give a caller another one', async () => {
+    const call = batched(async (items: readonly number[]) => items.slice(1), { maxItems: 10 });
+    await expect(Promise.all([call(1), call(2)])).rejects.toThrow('a batch of 2 gave 1 results');
+  });
+});

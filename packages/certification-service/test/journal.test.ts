@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Database, openDatabase } from '../src/index.js';
+import { runJournal } from '../src/runs/journal.js';
+import { type InProcessService, inProcessService } from './support/in-process.js';
+import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
+import { api, type CreatedRun } from './support/service.js';
+
+// The statements every call makes, on both stores: recording (grouped across runs, capped per run,
+// refused for a run that ended) and numbering (in memory on the embedded store, which one process
+// owns; in the database on PostgreSQL, which instances share).
+let postgres: ThrowawayPostgres;
+beforeAll(async () => {
+  postgres = await startPostgres();
+}, 60_000);
+afterAll(async () => {
+  await postgres?.stop();
+});
+
+const exchange = (seq: number) => JSON.stringify({ seq, server: 'api', method: 'GET', status: 200 });
+
+describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage', (storage) => {
+  let svc: InProcessService;
+  let apiKey: string;
+  let databaseUrl: string | undefined;
+  beforeAll(async () => {
+    databaseUrl = storage === 'postgres' ? await postgres.database('journal') : undefined;
+    svc = await inProcessService({
+      ...(databaseUrl && { databaseUrl }),
+      limits: { maxOpenRunsPerPartner: 50, maxRunsPerHour: 100 },
+    });
+    ({ apiKey } = await svc.partner('Journal'));
+  }, 60_000);
+  afterAll(async () => {
+    await svc?.close();
+  });
+  const newRun = async () => {
+    const created = await api(svc.service.url, apiKey, 'POST', '/api/runs', {});
+    expect(created.status).toBe(201);
+    return (created.json() as CreatedRun).id;
+  };
+  const stored = async (db: Database, id: string) => {
+    const [run] = await db.query<{ recorded: number; dropped: number; seq: number }>(
+      'SELECT recorded, dropped, seq FROM runs WHERE id = $1',
+      [id],
+    );
+    const rows = await db.query<{ seq: number }>('SELECT seq FROM exchanges WHERE run_id = $1 ORDER BY seq', [
+      id,
+    ]);
+    return { ...run!, seqs: rows.map((row) => row.seq) };
+  };
+
+  it('records the calls of several runs in one statement: each run up to its cap, a run that ended refused, the others kept', async () => {
+    const [capped, plain, ended] = [await newRun(), await newRun(), await newRun()];
+    await svc.db.query('UPDATE runs SET max_exchanges = 3 WHERE id = $1', [capped]);
+    await api(svc.service.url, apiKey, 'POST', `/api/runs/${ended}/finish`, {});
+    const journal = runJournal(svc.db);
+    // Issued in one turn of the event loop: one batch.
+    const results = await Promise.all([
+      ...[1, 2, 3, 4, 5].map((seq) => journal.record(capped, seq, exchange(seq))),
+      ...[1, 2].map((seq) => journal.record(plain, seq, exchange(seq))),
+      journal.record(ended, 1, exchange(1)),
+    ]);
+    expect(results).toEqual([true, true, true, true, true, true, true, false]);
+    // The first three in arrival order are kept; the other two counted. The run's number is the highest.
+    expect(await stored(svc.db, capped)).toEqual({ recorded: 3, dropped: 2, seq: 5, seqs: [1, 2, 3] });
+    expect(await stored(svc.db, plain)).toEqual({ recorded: 2, dropped: 0, seq: 2, seqs: [1, 2] });
+    const [closed] = await svc.db.query<{ status: string }>('SELECT status FROM runs WHERE id = $1', [ended]);
+    expect(closed!.status).toBe('judged');
+    expect((await stored(svc.db, ended)).seqs).toEqual([]);
+    // Later calls of the capped run are counted, never kept.
+    expect(await journal.record(capped, 6, exchange(6))).toBe(true);
+    expect(await stored(svc.db, capped)).toEqual({ recorded: 3, dropped: 3, seq: 6, seqs: [1, 2, 3] });
+  });
+
+  if (storage === 'embedded')
+    it('numbers in memory from the highest number recorded, so a restarted instance goes on after it', async () => {
+      const id = await newRun();
+      const journal = runJournal(svc.db);
+      expect(journal.exclusive).toBe(true);
+      const first = await Promise.all([1, 2, 3].map(() => journal.nextSeq(id, 0)));
+      expect(first).toEqual([1, 2, 3]);
+      // Calls 1 and 3 were answered and recorded; call 2 was in flight when the process died.
+      await Promise.all([journal.record(id, 1, exchange(1)), journal.record(id, 3, exchange(3))]);
+      const { seq } = await stored(svc.db, id);
+      expect(seq).toBe(3);
+      const restarted = runJournal(svc.db);
+      expect(await restarted.nextSeq(id, seq)).toBe(4);
+    });
+
+  if (storage === 'postgres')
+    it('numbers in the database when instances share it: every run 1..N with no gap and no repeat, with no deadlock', async () => {
+      const ids = [await newRun(), await newRun(), await newRun(), await newRun()];
+      // Two instances (two pools), each numbering every run, in opposite orders, many calls at once.
+      const other = await openDatabase({ databaseUrl, dataDir: '' });
+      try {
+        const journals = [runJournal(svc.db), runJournal(other)];
+        expect(journals.map((journal) => journal.exclusive)).toEqual([false, false]);
+        const given = await Promise.all(
+          Array.from({ length: 200 }, (_, index) => {
+            const journal = journals[index % 2]!;
+            const order = index % 2 === 0 ? ids : [...ids].reverse();
+            const id = order[Math.floor(index / 2) % ids.length]!;
+            return journal.nextSeq(id, 0).then((seq) => ({ id, seq }));
+          }),
+        );
+        for (const id of ids) {
+          const numbers = given
+            .filter((item) => item.id === id)
+            .map((item) => item.seq!)
+            .sort((a, b) => a - b);
+          expect(numbers).toEqual(Array.from({ length: 50 }, (_, index) => index + 1));
+        }
+        // A run that ended is numbered no more.
+        await api(svc.service.url, apiKey, 'POST', `/api/runs/${ids[0]}/finish`, {});
+        expect(await journals[1]!.nextSeq(ids[0]!, 0)).toBeUndefined();
+      } finally {
+        await other.close();
+      }
+    });
+});
