@@ -109,19 +109,19 @@ export function databaseLedger(
     },
     async issue(draft) {
       const asked = generation;
-      const issued = await db.transaction(async (tx) => {
-        const [row] = await tx.query<{ token_count: number; listed: boolean }>(
-          "UPDATE runs SET token_count = token_count + 1 WHERE id = $1 AND status = 'open' RETURNING token_count, recorded < max_exchanges AS listed",
-          [id],
-        );
-        if (!row) throw new RunClosedError();
-        const token: IssuedToken = { ref: `T${row.token_count}`, ...draft.token };
-        await tx.query(
-          'INSERT INTO run_tokens (run_id, value_sha256, number, listed, token) VALUES ($1, $2, $3, $4, $5)',
-          [id, sha256(draft.value), row.token_count, row.listed, JSON.stringify(token)],
-        );
-        return token;
-      });
+      // One statement: the run's next token number (an open run only), and the token stored by hash
+      // with its reference (`T1`, `T2`, …); listed in the session while the run keeps exchanges.
+      const [row] = await db.query<{ number: number }>(
+        `WITH counted AS (
+           UPDATE runs SET token_count = token_count + 1 WHERE id = $1 AND status = 'open'
+           RETURNING token_count, recorded < max_exchanges AS listed)
+         INSERT INTO run_tokens (run_id, value_sha256, number, listed, token)
+         SELECT $1, $2, token_count, listed, $3::jsonb || jsonb_build_object('ref', 'T' || token_count) FROM counted
+         RETURNING number`,
+        [id, sha256(draft.value), JSON.stringify(draft.token)],
+      );
+      if (!row) throw new RunClosedError();
+      const issued: IssuedToken = { ref: `T${row.number}`, ...draft.token };
       if (asked === generation) remember(draft.value, issued);
       return issued;
     },
