@@ -110,6 +110,11 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
             .sort((a, b) => a - b);
           expect(numbers).toEqual(Array.from({ length: 50 }, (_, index) => index + 1));
         }
+        // Numbering does not wait for the disk; everything else does (recording above all).
+        const setting = async (query: Database['query']) =>
+          (await query<{ synchronous_commit: string }>('SHOW synchronous_commit'))[0]!.synchronous_commit;
+        expect(await setting(svc.db.queryUnflushed)).toBe('off');
+        expect(await setting(svc.db.query)).toBe('on');
         // A run that ended is numbered no more.
         await api(svc.service.url, apiKey, 'POST', `/api/runs/${ids[0]}/finish`, {});
         expect(await journals[1]!.nextSeq(ids[0]!, 0)).toBeUndefined();

@@ -18,6 +18,13 @@ export interface Database extends Queryable {
   readonly where: string;
   /** Runs `work` in one transaction (committed when it resolves, rolled back when it throws). */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * A statement whose commit need not wait for the disk: its effect is visible at once, and is made
+   * durable by the next commit that does wait (PostgreSQL writes its log in order), or may be lost
+   * with nothing else lost (a call's number, when the call was never recorded). PostgreSQL runs it
+   * with `synchronous_commit = off`; PGlite as any statement.
+   */
+  queryUnflushed<T extends object = Row>(text: string, params?: readonly unknown[]): Promise<T[]>;
   close(): Promise<void>;
 }
 
@@ -59,6 +66,7 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
     kind: 'embedded',
     where: dataDir,
     query: run,
+    queryUnflushed: run,
     transaction: (work) =>
       db.transaction((tx) =>
         work({
@@ -111,12 +119,21 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
     max: options.max ?? 10,
     connectionTimeoutMillis: 10_000,
   });
+  // Connections for statements that need not wait for the disk (see queryUnflushed).
+  const unflushed = new pg.Pool({
+    connectionString: url,
+    max: 2,
+    connectionTimeoutMillis: 10_000,
+    options: '-c synchronous_commit=off',
+  });
   // An idle connection the server dropped is replaced; its error must not crash the process.
   pool.on('error', () => {});
+  unflushed.on('error', () => {});
   try {
     await pool.query('SELECT 1');
   } catch (error) {
     await pool.end().catch(() => {});
+    await unflushed.end().catch(() => {});
     throw new ServiceError(
       'ERR_STORAGE',
       `cannot reach PostgreSQL at ${where}: ${(error as Error).message}. Check DATABASE_URL and that the server accepts connections.`,
@@ -126,6 +143,8 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
     kind: 'postgres',
     where,
     query: async (text, params) => (await pool.query(text, params ? [...params] : undefined)).rows,
+    queryUnflushed: async (text, params) =>
+      (await unflushed.query(text, params ? [...params] : undefined)).rows,
     async transaction(work) {
       const client = await pool.connect();
       try {
@@ -142,7 +161,9 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
         client.release();
       }
     },
-    close: () => pool.end(),
+    close: async () => {
+      await Promise.all([pool.end(), unflushed.end()]);
+    },
   };
 }
 

@@ -40,8 +40,10 @@ export function runJournal(db: Database): RunJournal {
     async (ids) => {
       const wanted = new Map<string, number>();
       for (const id of ids) wanted.set(id, (wanted.get(id) ?? 0) + 1);
-      // Rows are locked in id order, so that two instances numbering the same runs never deadlock.
-      const rows = await db.query<{ id: string; seq: number }>(
+      // Rows are locked in id order, so that two instances numbering the same runs never deadlock. The
+      // commit does not wait for the disk: a number matters once its call is recorded, and recording
+      // (which waits) flushes it too, or keeps the run's number past it (`greatest` below).
+      const rows = await db.queryUnflushed<{ id: string; seq: number }>(
         `WITH locked AS (SELECT id FROM runs WHERE id = ANY($1) AND status = 'open' ORDER BY id FOR UPDATE)
          UPDATE runs r SET seq = r.seq + ($2::int[])[array_position($1::text[], r.id)], last_activity_at = now()
          FROM locked WHERE r.id = locked.id
