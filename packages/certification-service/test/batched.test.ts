@@ -64,6 +64,39 @@ describe('batched (group commit)', () => {
     expect(await later).toBe(3);
   });
 
+  it("sends each item again alone when the error may be one item's, so one bad item fails no other", async () => {
+    const batches: number[][] = [];
+    const call = batched(
+      async (items: readonly number[]) => {
+        batches.push([...items]);
+        if (items.includes(13)) throw Object.assign(new Error('bad data'), { code: '22P05' });
+        return items;
+      },
+      { maxItems: 10, alone: (error) => (error as { code?: string }).code === '22P05' },
+    );
+    const settled = await Promise.allSettled([call(12), call(13), call(14)]);
+    expect(settled.map((item) => (item.status === 'fulfilled' ? item.value : 'rejected'))).toEqual([
+      12,
+      'rejected',
+      14,
+    ]);
+    expect(batches).toEqual([[12, 13, 14], [12], [13], [14]]);
+    // Any other error (the database is gone) is every caller's, with no retries.
+    batches.length = 0;
+    const down = batched(
+      async (items: readonly number[]) => {
+        batches.push([...items]);
+        throw new Error('connection refused');
+      },
+      { maxItems: 10, alone: () => false },
+    );
+    expect((await Promise.allSettled([down(1), down(2)])).map((item) => item.status)).toEqual([
+      'rejected',
+      'rejected',
+    ]);
+    expect(batches).toEqual([[1, 2]]);
+  });
+
   it('refuses a batch whose results do not match its items, rather than give a caller another one', async () => {
     const call = batched(async (items: readonly number[]) => items.slice(1), { maxItems: 10 });
     await expect(Promise.all([call(1), call(2)])).rejects.toThrow('a batch of 2 gave 1 results');

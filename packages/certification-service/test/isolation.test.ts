@@ -184,3 +184,25 @@ describe('limits and bad input', () => {
     expect(log).toContain(judgedA.id);
   });
 });
+
+describe('hostile bytes in a call', () => {
+  it('a body with NUL characters is answered by the API, not 502, and recorded with them visible', async () => {
+    const token = await (await tokenFor(runB)).json();
+    const call = await fetch(`${runB.baseUrl}/v3/partner/${token.partnerId}/loans`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' },
+      body: '{"amount":"1\u0000000"}',
+    });
+    expect(call.status).not.toBe(502);
+    expect((await api(svc.service.url, b.apiKey, 'POST', `/api/runs/${runB.id}/finish`, {})).status).toBe(
+      200,
+    );
+    const session = (await api(svc.service.url, b.apiKey, 'GET', `/api/runs/${runB.id}/session`)).json();
+    const posted = session.exchanges.find(
+      (exchange: { server: string; method: string }) =>
+        exchange.server === 'api' && exchange.method === 'POST',
+    );
+    expect(posted.status).toBe(call.status);
+    expect(posted.body.text).toBe('{"amount":"1\\u0000000"}');
+  });
+});

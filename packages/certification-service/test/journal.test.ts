@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../src/index.js';
 import { runJournal } from '../src/runs/journal.js';
+import { storableJson } from '../src/runs/ledger.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { api, type CreatedRun } from './support/service.js';
@@ -70,6 +71,27 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
     // Later calls of the capped run are counted, never kept.
     expect(await journal.record(capped, 6, exchange(6))).toBe(true);
     expect(await stored(svc.db, capped)).toEqual({ recorded: 3, dropped: 3, seq: 6, seqs: [1, 2, 3] });
+  });
+
+  it("one call's bad data fails no other call of its batch; a NUL in a body is kept as visible text", async () => {
+    const [hostile, other] = [await newRun(), await newRun()];
+    const journal = runJournal(svc.db);
+    const nul = JSON.stringify({ seq: 1, body: { text: 'a\u0000b \\u0000 c' } });
+    // Unsanitised, jsonb refuses it: that item alone fails, the other run's call in the batch is kept.
+    const [refused, kept] = await Promise.allSettled([
+      journal.record(hostile, 1, nul),
+      journal.record(other, 1, exchange(1)),
+    ]);
+    expect(refused.status).toBe('rejected');
+    expect(kept).toEqual({ status: 'fulfilled', value: true });
+    expect((await stored(svc.db, other)).seqs).toEqual([1]);
+    // As the ledger stores it: the NUL becomes the six characters \u0000; a typed backslash stays.
+    expect(await journal.record(hostile, 1, storableJson(nul))).toBe(true);
+    const [row] = await svc.db.query<{ exchange: { body: { text: string } } }>(
+      'SELECT exchange FROM exchanges WHERE run_id = $1',
+      [hostile],
+    );
+    expect(row!.exchange.body.text).toBe('a\\u0000b \\u0000 c');
   });
 
   if (storage === 'embedded')

@@ -5,15 +5,22 @@
  * runs its statement on this thread, so nothing would queue while it runs; the requests read in the
  * same turn of the loop go out together instead.) Each caller's promise settles with its own result once the statement that carried its
  * item is done: a caller that awaits it knows its item is committed. When `run` throws, every caller
- * of that batch gets the error.
+ * of that batch gets the error — unless `alone(error)` says the error may be one item's (bad data):
+ * then each item of the batch goes again on its own, so that one caller's bad item never fails the
+ * others (a statement fails whole, so nothing of the batch was kept).
  *
  * `weigh` bounds a batch (by default, `maxItems` items); an item heavier than `maxWeight` goes alone.
  */
 export function batched<I, O>(
   run: (items: readonly I[]) => Promise<readonly O[]>,
-  options: { maxItems: number; maxWeight?: number; weigh?: (item: I) => number },
+  options: {
+    maxItems: number;
+    maxWeight?: number;
+    weigh?: (item: I) => number;
+    alone?: (error: unknown) => boolean;
+  },
 ): (item: I) => Promise<O> {
-  const { maxItems, maxWeight = Number.POSITIVE_INFINITY, weigh = () => 0 } = options;
+  const { maxItems, maxWeight = Number.POSITIVE_INFINITY, weigh = () => 0, alone = () => false } = options;
   type Waiting = { item: I; resolve: (value: O) => void; reject: (error: unknown) => void };
   let queue: Waiting[] = [];
   let flying = false;
@@ -31,18 +38,21 @@ export function batched<I, O>(
     return batch;
   }
 
-  async function flush(): Promise<void> {
-    while (queue.length > 0) {
-      const batch = take();
-      try {
-        const results = await run(batch.map((waiting) => waiting.item));
-        if (results.length !== batch.length)
-          throw new Error(`a batch of ${batch.length} gave ${results.length} results`);
-        for (const [index, waiting] of batch.entries()) waiting.resolve(results[index]!);
-      } catch (error) {
-        for (const waiting of batch) waiting.reject(error);
-      }
+  /** Runs a batch; settles every caller of it. */
+  async function send(batch: Waiting[]): Promise<void> {
+    try {
+      const results = await run(batch.map((waiting) => waiting.item));
+      if (results.length !== batch.length)
+        throw new Error(`a batch of ${batch.length} gave ${results.length} results`);
+      for (const [index, waiting] of batch.entries()) waiting.resolve(results[index]!);
+    } catch (error) {
+      if (batch.length > 1 && alone(error)) for (const waiting of batch) await send([waiting]);
+      else for (const waiting of batch) waiting.reject(error);
     }
+  }
+
+  async function flush(): Promise<void> {
+    while (queue.length > 0) await send(take());
     flying = false;
   }
 

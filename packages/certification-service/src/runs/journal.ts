@@ -31,6 +31,11 @@ export interface RunJournal {
 /** Items per statement, and bytes of exchanges per statement (an exchange is at most a few hundred KiB). */
 const maxItems = 256;
 const maxBytes = 4 * 1024 * 1024;
+/**
+ * A statement refused for its data (SQLSTATE class 22, data exception, or 23, integrity constraint):
+ * it may be one item's, so each goes again alone; one partner's call never fails another's.
+ */
+const dataError = (error: unknown) => /^2[23]/.test(String((error as { code?: unknown }).code ?? ''));
 
 export function runJournal(db: Database): RunJournal {
   const exclusive = db.kind === 'embedded';
@@ -58,7 +63,7 @@ export function runJournal(db: Database): RunJournal {
         return seq;
       });
     },
-    { maxItems },
+    { maxItems, alone: dataError },
   );
 
   const record = batched<{ runId: string; seq: number; exchange: string }, boolean>(
@@ -105,7 +110,7 @@ export function runJournal(db: Database): RunJournal {
       for (const item of items) if (!open.has(item.runId)) numbered.delete(item.runId);
       return items.map((item) => open.has(item.runId));
     },
-    { maxItems, maxWeight: maxBytes, weigh: (item) => item.exchange.length },
+    { maxItems, maxWeight: maxBytes, weigh: (item) => item.exchange.length, alone: dataError },
   );
 
   return {

@@ -13,6 +13,16 @@ import type { RunJournal } from './journal.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
+/**
+ * An exchange's JSON as PostgreSQL's jsonb can hold it: jsonb has no NUL character, so a NUL in a
+ * recorded text (a hostile body) is kept as the six visible characters `\u0000`, as a terminal shows a
+ * control character. (An escaped backslash before `u0000`, an odd run of them, is left alone.)
+ */
+export const storableJson = (json: string) =>
+  json.replace(/(\\*)\\u0000/g, (match, slashes: string) =>
+    slashes.length % 2 === 0 ? `${slashes}\\\\u0000` : match,
+  );
+
 /** Thrown when a run's request arrives after the run ended: the stage answers it 404. */
 export class RunClosedError extends Error {
   constructor() {
@@ -161,7 +171,8 @@ export function databaseLedger(
       // Committed before the answer leaves: a service killed right after loses nothing it answered.
       // Only an open run records: once judging has claimed the run, a call still in flight is refused
       // rather than answered and left out of the session.
-      if (!(await journal.record(id, exchange.seq, JSON.stringify(exchange)))) throw new RunClosedError();
+      if (!(await journal.record(id, exchange.seq, storableJson(JSON.stringify(exchange)))))
+        throw new RunClosedError();
     },
     refusal: (error) =>
       error instanceof RunClosedError
