@@ -3,11 +3,13 @@
  * many callers share one statement and one commit, and a caller alone waits for nothing but the end of
  * the event loop's current phase. (A batch starts on `setImmediate`, not at once: an embedded database
  * runs its statement on this thread, so nothing would queue while it runs; the requests read in the
- * same turn of the loop go out together instead.) Each caller's promise settles with its own result once the statement that carried its
- * item is done: a caller that awaits it knows its item is committed. When `run` throws, every caller
- * of that batch gets the error — unless `alone(error)` says the error may be one item's (bad data):
- * then each item of the batch goes again on its own, so that one caller's bad item never fails the
- * others (a statement fails whole, so nothing of the batch was kept).
+ * same turn of the loop go out together instead.)
+ *
+ * Each caller's promise settles with its own result once the statement that carried its item is done:
+ * a caller that awaits it knows its item is committed. When `run` throws, every caller of that batch
+ * gets the error — unless `alone(error)` says the error may be one item's (bad data): then each item
+ * goes again on its own, so that one caller's bad item never fails the others (a statement fails
+ * whole, so nothing of the batch was kept).
  *
  * `weigh` bounds a batch (by default, `maxItems` items); an item heavier than `maxWeight` goes alone.
  */

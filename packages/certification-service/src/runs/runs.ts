@@ -217,7 +217,9 @@ export function createRuns(options: RunsOptions) {
     // The run's stage opens on this instance now (its key imported, its mock started), not on its
     // first call; another instance opens it on the first call it serves.
     void row(id)
-      .then((created) => created && stageOf(created))
+      .then(async (created) => {
+        if (created?.status === 'open') await stageOf(created);
+      })
       .catch(() => {});
     return {
       id,
