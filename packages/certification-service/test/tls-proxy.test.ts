@@ -1,4 +1,4 @@
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +6,7 @@ import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { freePort } from './support/postgres.mjs';
-import { api, type CreatedRun } from './support/service.js';
+import { api, type CreatedRun, runCommand } from './support/service.js';
 
 // The operator guide's deployment: TLS terminated by Debian's nginx (the guide's location block), the
 // service behind it with an https public URL. The reviewer signs in and decides through the proxy in
@@ -14,26 +14,16 @@ import { api, type CreatedRun } from './support/service.js';
 // public host is a name, certify.test, that Chromium and curl resolve to 127.0.0.1: Chromium counts
 // loopback addresses as secure contexts and would send a Secure cookie to http://127.0.0.1 anyway.
 const host = 'certify.test';
-/**
- * curl, asynchronously (the service answers from this process: a synchronous child would block it).
- * Resolves with its exit status and output.
- */
+/** curl with the test's certificate and name (asynchronously: the service answers from this process). */
 const curl = (args: string[]) =>
-  new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(
-      'curl',
-      [
-        '-sS',
-        '--cacert',
-        join(dir, 'cert.pem'),
-        '--resolve',
-        `${host}:${new URL(origin).port}:127.0.0.1`,
-        ...args,
-      ],
-      { encoding: 'utf8' },
-      (error, stdout, stderr) => resolve({ status: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
+  runCommand('curl', [
+    '-sS',
+    '--cacert',
+    join(dir, 'cert.pem'),
+    '--resolve',
+    `${host}:${new URL(origin).port}:127.0.0.1`,
+    ...args,
+  ]);
 
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const nginxPath = process.env.NGINX_PATH ?? '/usr/sbin/nginx';
@@ -152,7 +142,7 @@ describe('behind a TLS-terminating nginx', () => {
       '{}',
       `${origin}/api/runs`,
     ]);
-    expect(created.status, created.stderr + created.stdout).toBe(0);
+    expect(created.code, created.stderr + created.stdout).toBe(0);
     const run = JSON.parse(created.stdout) as CreatedRun;
     expect(run.tokenUrl.startsWith(`${origin}/runs/${run.id}/`)).toBe(true);
     const token = await curl([
@@ -163,7 +153,7 @@ describe('behind a TLS-terminating nginx', () => {
       'grant_type=client_credentials',
       run.tokenUrl,
     ]);
-    expect(token.status, token.stdout).toBe(0);
+    expect(token.code, token.stdout).toBe(0);
     expect(JSON.parse(token.stdout).token_type.toLowerCase()).toBe('bearer');
     await api(svc.service.url, apiKey, 'POST', `/api/runs/${run.id}/finish`, {});
   });

@@ -107,7 +107,6 @@ export function runJournal(db: Database): RunJournal {
         ],
       );
       const open = new Set(rows.map((row) => row.id));
-      for (const item of items) if (!open.has(item.runId)) numbered.delete(item.runId);
       return items.map((item) => open.has(item.runId));
     },
     { maxItems, maxWeight: maxBytes, weigh: (item) => item.exchange.length, alone: dataError },
