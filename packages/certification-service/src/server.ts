@@ -3,8 +3,10 @@ import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
+import { StorageUnavailableError, unavailableRetrySeconds } from './errors.js';
 import { type Audit, mountApi } from './http/api.js';
-import { problem } from './http/problem.js';
+import { mountHealth } from './http/health.js';
+import { problem, unavailable } from './http/problem.js';
 import { publishKey, type SigningKey } from './keys.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { mountUi } from './ui/routes.js';
@@ -91,6 +93,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     if (!c.res.headers.has('content-security-policy'))
       c.res.headers.set('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
   });
+  mountHealth(app, { db, signingKey: options.signingKey, log });
   mountApi(app, { db, runs, publicUrl, audit });
   mountUi(app, { db, publicUrl, audit });
   app.notFound((c) =>
@@ -98,6 +101,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   );
   app.onError((error, c) => {
     log(`error on ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}: ${error.message}`);
+    if (error instanceof StorageUnavailableError) return unavailable(c);
     return problem(c, 500, 'Internal error', 'the service failed to answer; the error is in its log');
   });
   const listener = getRequestListener(app.fetch);
@@ -110,7 +114,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         .catch((error: unknown) => {
           log(`stage error on run ${match[1]}: ${(error as Error).message}`);
           if (!res.headersSent)
-            res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+            res.writeHead(503, {
+              'content-type': 'application/json',
+              'retry-after': String(error instanceof StorageUnavailableError ? unavailableRetrySeconds : 1),
+            });
           if (!res.writableEnded)
             res.end(
               JSON.stringify({

@@ -27,10 +27,6 @@ export function mountApi(
   app.get('/.well-known/jwks.json', async (c) =>
     c.json(await jwksOf(db), 200, { 'cache-control': 'public, max-age=300' }),
   );
-  app.get('/healthz', async (c) => {
-    await db.query('SELECT 1');
-    return c.json({ status: 'ok' });
-  });
 
   app.use('/api/*', async (c, next) => {
     const header = c.req.header('authorization') ?? '';

@@ -254,12 +254,17 @@ export function createRuns(options: RunsOptions) {
     let stage = stages.get(run.id);
     if (!stage) {
       stage = openHostedStage({
-        ledger: databaseLedger(db, journal, {
-          id: run.id,
-          enabled: new Set(run.stage.enabled),
-          grant: run.stage.grant,
-          seq: run.seq,
-        }),
+        ledger: databaseLedger(
+          db,
+          journal,
+          {
+            id: run.id,
+            enabled: new Set(run.stage.enabled),
+            grant: run.stage.grant,
+            seq: run.seq,
+          },
+          (error) => options.log(`run ${run.id}: ${error.message}`),
+        ),
         client: {
           clientId: run.client_id,
           clientSecret: run.client_secret!,
