@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { addPartner, addReviewer } from './admin.js';
 import { type Database, openDatabase } from './db/database.js';
@@ -32,6 +33,8 @@ admin (the same storage options as serve)
 Environment
   DATABASE_URL       postgres://USER:PASSWORD@HOST:PORT/DB: PostgreSQL instead of the embedded database
   SIGNING_KEY_FILE   the attestation key (private JWK or PEM, Ed25519 or ES256); generated into --data-dir when unset
+  SECRETS_KEY_FILE   a file of at least 32 random characters that seals the secrets the service keeps (a run's
+                     stage key); derived from the attestation key when unset
 
   --help             this text      --version   the version`;
 
@@ -166,9 +169,11 @@ async function main(argv: string[]): Promise<void> {
     await db.close();
     throw error;
   });
+  const secretsKey = readSecretsKey(process.env.SECRETS_KEY_FILE || undefined);
   const service = await startService({
     db,
     signingKey: key,
+    ...(secretsKey && { secretsKey }),
     host: values.host ?? '127.0.0.1',
     port,
     limits,
@@ -212,3 +217,21 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof ServiceError) fail(error.message, error.code === 'ERR_STORAGE_IN_USE' ? 3 : 2);
   fail(`unexpected error: ${(error as Error).stack ?? String(error)}`, 1);
 });
+
+/** The text of SECRETS_KEY_FILE (at least 32 characters once trimmed), or undefined when it is not set. */
+function readSecretsKey(file: string | undefined): string | undefined {
+  if (!file) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    fail(
+      `SECRETS_KEY_FILE ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}): give the path of a file holding at least 32 random characters (e.g. openssl rand -base64 32 > FILE).`,
+    );
+  }
+  if (text.length < 32)
+    fail(
+      `SECRETS_KEY_FILE ${file} holds ${text.length} characters, expected at least 32 random ones (e.g. openssl rand -base64 32 > FILE).`,
+    );
+  return text;
+}

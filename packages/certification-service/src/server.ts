@@ -5,10 +5,12 @@ import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
 import { StorageUnavailableError, unavailableRetrySeconds } from './errors.js';
 import { type Audit, mountApi } from './http/api.js';
+import { defaultFairnessLimits, type FairnessLimits, partnerLimiter } from './http/fairness.js';
 import { mountHealth } from './http/health.js';
 import { problem, unavailable } from './http/problem.js';
 import { publishKey, type SigningKey } from './keys.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
+import { secretsKeyFrom } from './secrets.js';
 import { mountUi } from './ui/routes.js';
 
 export interface ServiceOptions {
@@ -16,6 +18,12 @@ export interface ServiceOptions {
   db: Database;
   /** The key that signs attestations (see `loadSigningKey`). */
   signingKey: SigningKey;
+  /**
+   * The text that seals the secrets the service keeps and must use again (a run's stage key; at least
+   * 32 random characters; AES-256-GCM under its HKDF). Default: derived from `signingKey`. Every
+   * instance of one database needs the same.
+   */
+  secretsKey?: string;
   /** Interface to listen on. Default 127.0.0.1. */
   host?: string;
   /** Port. Default 8080; 0 for a random one. */
@@ -27,6 +35,10 @@ export interface ServiceOptions {
   publicUrl?: string;
   /** Run limits (idle time, duration, exchanges, rate limits). Default `defaultRunLimits`. */
   limits?: Partial<RunLimits>;
+  /** Each partner's share of the API (requests in flight and per second, creations in flight). Default `defaultFairnessLimits`. */
+  fairness?: Partial<FairnessLimits>;
+  /** Run stage keys (RSA-2048) generated ahead, one at a time. Default 2. */
+  preparedStageKeys?: number;
   /** How often this instance judges idle and expired runs, in ms. Default 5000. */
   sweepIntervalMs?: number;
   /** Stage delays in ms (the CLI's defaults: 100 for token answers, 20 for API calls). */
@@ -72,6 +84,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     db,
     publicUrl,
     key: options.signingKey,
+    ...(options.preparedStageKeys !== undefined && { preparedStageKeys: options.preparedStageKeys }),
+    secretsKey: secretsKeyFrom(options.secretsKey ?? options.signingKey.privateKey),
     limits: { ...defaultRunLimits, ...options.limits },
     ...(options.tokenDelayMs !== undefined && { tokenDelayMs: options.tokenDelayMs }),
     ...(options.apiDelayMs !== undefined && { apiDelayMs: options.apiDelayMs }),
@@ -94,7 +108,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       c.res.headers.set('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
   });
   mountHealth(app, { db, signingKey: options.signingKey, log });
-  mountApi(app, { db, runs, publicUrl, audit });
+  const limiter = partnerLimiter({ ...defaultFairnessLimits, ...options.fairness });
+  mountApi(app, { db, runs, publicUrl, audit, limiter });
   mountUi(app, { db, publicUrl, audit });
   app.notFound((c) =>
     problem(c, 404, 'Not found', `nothing at ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}`),

@@ -5,6 +5,7 @@ import type { Database } from '../db/database.js';
 import { jwksOf } from '../keys.js';
 import { iso, RunRefusal, type RunRow, type Runs } from '../runs/runs.js';
 import { hashSecret } from '../secrets.js';
+import type { PartnerLimiter } from './fairness.js';
 import { openApiDocument } from './openapi.js';
 import { problem } from './problem.js';
 import { finishSchema, issuesText, runRequestSchema } from './schemas.js';
@@ -19,7 +20,7 @@ const challenge = { 'www-authenticate': 'Bearer realm="partner-certification"' }
 /** The partner API: runs, their reports, sessions and attestations; the JWKS; the OpenAPI document. */
 export function mountApi(
   app: Hono<Env>,
-  deps: { db: Database; runs: Runs; publicUrl: string; audit: Audit },
+  deps: { db: Database; runs: Runs; publicUrl: string; audit: Audit; limiter: PartnerLimiter },
 ) {
   const { db, runs } = deps;
 
@@ -55,7 +56,14 @@ export function mountApi(
         },
       );
     c.set('partnerId', partner.id);
-    await next();
+    // The partner's share, checked before any other work: a flood is refused at the cost of a lookup.
+    const admitted = deps.limiter.api(partner.id);
+    if ('refused' in admitted) return tooMany(c, admitted);
+    try {
+      await next();
+    } finally {
+      admitted.release();
+    }
   });
   app.use(
     '/api/*',
@@ -85,6 +93,15 @@ export function mountApi(
   };
 
   app.post('/api/runs', async (c) => {
+    const admitted = deps.limiter.create(c.get('partnerId'));
+    if ('refused' in admitted) return tooMany(c, admitted);
+    try {
+      return await createRun(c);
+    } finally {
+      admitted.release();
+    }
+  });
+  const createRun = async (c: Context<Env>) => {
     const body = await jsonBody(c);
     if (body instanceof Response) return body;
     const parsed = runRequestSchema.safeParse(body);
@@ -112,7 +129,7 @@ export function mountApi(
         );
       throw error;
     }
-  });
+  };
 
   app.get('/api/runs', async (c) => {
     const rows = await db.query<RunRow>(
@@ -238,6 +255,18 @@ export function mountApi(
     });
   });
 }
+
+const tooMany = (c: Context, refusal: { refused: string; retryAfterSeconds: number }) =>
+  problem(
+    c,
+    429,
+    'Too many requests',
+    refusal.refused,
+    {},
+    {
+      'retry-after': String(refusal.retryAfterSeconds),
+    },
+  );
 
 /** `closing` is an instant of judging: outside, the run is still open until it is judged. */
 export const publicStatus = (status: RunRow['status']) => (status === 'closing' ? 'open' : status);

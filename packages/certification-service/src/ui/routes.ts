@@ -4,7 +4,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Database } from '../db/database.js';
 import { type Audit, reportResponse } from '../http/api.js';
 import { iso } from '../runs/runs.js';
-import { hashSecret, newSecret, sameText } from '../secrets.js';
+import { derivedSecret, hashSecret, newSecret, sameText } from '../secrets.js';
 import { h, page, stylesheet, uiContentSecurityPolicy } from './html.js';
 
 const cookieName = 'pcs_session';
@@ -72,8 +72,8 @@ export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string;
     }
     const token = newSecret('pcs_session');
     await db.query(
-      `INSERT INTO reviewer_sessions (token_hash, reviewer_id, csrf_token, expires_at) VALUES ($1, $2, $3, now() + interval '${sessionHours} hours')`,
-      [hashSecret(token), reviewer.id, newSecret('pcs_session')],
+      `INSERT INTO reviewer_sessions (token_hash, reviewer_id, expires_at) VALUES ($1, $2, now() + interval '${sessionHours} hours')`,
+      [hashSecret(token), reviewer.id],
     );
     await db.query('DELETE FROM reviewer_sessions WHERE expires_at < now()');
     await deps.audit(`reviewer:${reviewer.id}`, 'signin', null, {});
@@ -91,8 +91,8 @@ export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string;
   const signedIn = async (c: Context<Env>, next: () => Promise<void>) => {
     const token = getCookie(c, cookieName);
     const [session] = token
-      ? await db.query<{ id: string; name: string; csrf_token: string }>(
-          `SELECT r.id, r.name, s.csrf_token FROM reviewer_sessions s JOIN reviewers r ON r.id = s.reviewer_id
+      ? await db.query<{ id: string; name: string }>(
+          `SELECT r.id, r.name FROM reviewer_sessions s JOIN reviewers r ON r.id = s.reviewer_id
            WHERE s.token_hash = $1 AND s.expires_at > now()`,
           [hashSecret(token)],
         )
@@ -101,10 +101,13 @@ export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string;
       if (c.req.method === 'GET') return c.redirect('/signin', 303);
       return html(c, page('Signed out', '<p>Sign in again: <a href="/signin">sign in</a>.</p>'), 401);
     }
-    c.set('reviewer', { id: session.id, name: session.name, csrf: session.csrf_token });
+    // The CSRF token is bound to the session without being stored: an HMAC keyed by the session token,
+    // which only the reviewer's cookie holds (the database has its hash).
+    const csrf = derivedSecret(token!, 'csrf', 'reviewer UI');
+    c.set('reviewer', { id: session.id, name: session.name, csrf });
     if (c.req.method === 'POST') {
       const form = await c.req.parseBody();
-      if (!fromHere(c) || typeof form.csrf !== 'string' || !sameText(form.csrf, session.csrf_token))
+      if (!fromHere(c) || typeof form.csrf !== 'string' || !sameText(form.csrf, csrf))
         return html(
           c,
           page(
