@@ -6,3 +6,4 @@ export { defaultFairnessLimits, type FairnessLimits } from './http/fairness.js';
 export { jwksOf, loadSigningKey, publishKey, type SigningKey } from './keys.js';
 export { defaultRunLimits, type RunLimits, type RunRequest } from './runs/runs.js';
 export { type RunningService, type ServiceOptions, startService } from './server.js';
+export { defaultSigninLimits, type SigninLimits } from './ui/signin-guard.js';

@@ -12,6 +12,7 @@ import { publishKey, type SigningKey } from './keys.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { secretsKeyFrom } from './secrets.js';
 import { mountUi } from './ui/routes.js';
+import { defaultSigninLimits, type SigninLimits, signinGuard } from './ui/signin-guard.js';
 
 export interface ServiceOptions {
   /** The database (see `openDatabase`); migrated on start. */
@@ -39,6 +40,13 @@ export interface ServiceOptions {
   fairness?: Partial<FairnessLimits>;
   /** Run stage keys (RSA-2048) generated ahead, one at a time. Default 2. */
   preparedStageKeys?: number;
+  /** How many failed reviewer sign-ins, per client address and overall, before 429. Default `defaultSigninLimits`. */
+  signinLimits?: Partial<SigninLimits>;
+  /**
+   * Take the client's address from the last `X-Forwarded-For` entry (behind a proxy that sets it, as the
+   * operator guide's nginx does) instead of the socket's. Default false.
+   */
+  trustForwardedFor?: boolean;
   /** How often this instance judges idle and expired runs, in ms. Default 5000. */
   sweepIntervalMs?: number;
   /** Stage delays in ms (the CLI's defaults: 100 for token answers, 20 for API calls). */
@@ -110,7 +118,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   mountHealth(app, { db, signingKey: options.signingKey, log });
   const limiter = partnerLimiter({ ...defaultFairnessLimits, ...options.fairness });
   mountApi(app, { db, runs, publicUrl, audit, limiter });
-  mountUi(app, { db, publicUrl, audit });
+  const signin = signinGuard(
+    db,
+    { ...defaultSigninLimits, ...options.signinLimits },
+    { trustForwardedFor: options.trustForwardedFor ?? false },
+  );
+  mountUi(app, { db, publicUrl, audit, signin });
   app.notFound((c) =>
     problem(c, 404, 'Not found', `nothing at ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}`),
   );

@@ -10,6 +10,9 @@ import { openApiDocument } from './openapi.js';
 import { problem } from './problem.js';
 import { finishSchema, issuesText, runRequestSchema } from './schemas.js';
 
+/** How long an instance remembers which partner an API key is (ms). */
+const keyCacheMs = 10_000;
+
 /** Largest JSON body the API reads. */
 export const maxApiBodyBytes = 16 * 1024;
 
@@ -29,6 +32,20 @@ export function mountApi(
     c.json(await jwksOf(db), 200, { 'cache-control': 'public, max-age=300' }),
   );
 
+  // Known keys are remembered for a few seconds, so that a partner's flood costs no database read
+  // per request (a key replaced is refused at most `keyCacheMs` later).
+  const known = new Map<string, { id: string; until: number }>();
+  const partnerOf = async (keyHash: string): Promise<{ id: string } | undefined> => {
+    const cached = known.get(keyHash);
+    if (cached && cached.until > Date.now()) return cached;
+    const [partner] = await db.query<{ id: string }>('SELECT id FROM partners WHERE api_key_hash = $1', [
+      keyHash,
+    ]);
+    if (known.size >= 10_000) known.clear();
+    if (partner) known.set(keyHash, { id: partner.id, until: Date.now() + keyCacheMs });
+    else known.delete(keyHash);
+    return partner;
+  };
   app.use('/api/*', async (c, next) => {
     const header = c.req.header('authorization') ?? '';
     const match = /^bearer +(\S+)$/i.exec(header);
@@ -41,9 +58,7 @@ export function mountApi(
         {},
         challenge,
       );
-    const [partner] = await db.query<{ id: string }>('SELECT id FROM partners WHERE api_key_hash = $1', [
-      hashSecret(match[1]!),
-    ]);
+    const partner = await partnerOf(hashSecret(match[1]!));
     if (!partner)
       return problem(
         c,
@@ -188,6 +203,15 @@ export function mountApi(
   });
 
   app.post('/api/runs/:id/finish', async (c) => {
+    const admitted = deps.limiter.create(c.get('partnerId'));
+    if ('refused' in admitted) return tooMany(c, admitted);
+    try {
+      return await finishRun(c);
+    } finally {
+      admitted.release();
+    }
+  });
+  const finishRun = async (c: Context<Env>) => {
     const run = await ownRun(c);
     if (run instanceof Response) return run;
     const body = await jsonBody(c);
@@ -220,7 +244,7 @@ export function mountApi(
       },
       200,
     );
-  });
+  };
 
   app.get('/api/runs/:id/report.html', async (c) => {
     const run = await judgedRun(c);

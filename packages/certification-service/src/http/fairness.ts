@@ -4,7 +4,7 @@ export interface FairnessLimits {
   apiConcurrency: number;
   /** API requests per second one partner may make, sustained; bursts of twice as many pass. Default 20. */
   apiRequestsPerSecond: number;
-  /** Run creations one partner may have in flight at once. Default 2. */
+  /** Run creations and finishes (the costly calls: a key, a judgement) one partner may have in flight at once. Default 2. */
   createConcurrency: number;
 }
 
@@ -81,9 +81,9 @@ export function partnerLimiter(limits: FairnessLimits, now: () => number = Date.
         };
       return counted(flying, partnerId, limits.apiConcurrency, 'API requests');
     },
-    /** A run creation of the partner (on top of `api`). */
+    /** A run creation or finish of the partner (on top of `api`). */
     create(partnerId: string): Admission {
-      return counted(creating, partnerId, limits.createConcurrency, 'run creations');
+      return counted(creating, partnerId, limits.createConcurrency, 'run creations or finishes');
     },
   };
 }

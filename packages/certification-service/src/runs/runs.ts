@@ -115,7 +115,7 @@ export interface RunsOptions {
   db: Database;
   publicUrl: string;
   key: SigningKey;
-  /** Stage keys prepared ahead (generated one at a time; see `stageKeyPool`). Default 2. */
+  /** Stage keys prepared ahead (generated one at a time; see `stageKeyPool`). Default 4. */
   preparedStageKeys?: number;
   /** What seals a run's reusable secrets (see `secretsKeyFrom`). Default: derived from `key`. */
   secretsKey?: Buffer;
@@ -130,7 +130,7 @@ export interface RunsOptions {
 export function createRuns(options: RunsOptions) {
   const { db, publicUrl, limits } = options;
   const stages = new Map<string, Promise<HostedStage>>();
-  const stageKeys = stageKeyPool({ size: options.preparedStageKeys ?? 2 });
+  const stageKeys = stageKeyPool({ size: options.preparedStageKeys ?? 4 });
   const secretsKey = options.secretsKey ?? secretsKeyFrom(options.key.privateKey);
   const journal = runJournal(db);
 
@@ -156,7 +156,7 @@ export function createRuns(options: RunsOptions) {
     const { secret: clientSecret, sha256: clientSecretSha256 } = runClientSecret(secretsKey, id);
     // Limits first, with reads only: a refused creation costs no key and no lock.
     await refuseOverLimits(db, partnerId, limits);
-    const signingKey = await stageKeys.take();
+    const signingKey = await stageKeys.take(partnerId);
     const scenarioState = playScenarios(new Set(enabled), grant).state();
     const now = Date.now();
     const expiresAt = new Date(now + limits.maxDurationSeconds * 1000);

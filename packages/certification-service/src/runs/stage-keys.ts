@@ -8,7 +8,8 @@ import { generateStageSigningKey, type StageSigningKey } from '@partner-lending/
  * waits for the next, in arrival order. The pool fills from the first `take` on.
  */
 export interface StageKeyPool {
-  take(): Promise<StageSigningKey>;
+  /** A key for a creation of `partnerId`'s; partners waiting take turns (one partner's burst waits behind itself). */
+  take(partnerId?: string): Promise<StageSigningKey>;
   /** Keys ready now (for tests and the bench). */
   ready(): number;
   close(): void;
@@ -20,24 +21,39 @@ export function stageKeyPool(
   const size = options.size ?? 4;
   const generate = options.generate ?? generateStageSigningKey;
   const ready: StageSigningKey[] = [];
-  const waiting: Array<{ resolve: (key: StageSigningKey) => void; reject: (error: unknown) => void }> = [];
+  type Waiter = { resolve: (key: StageSigningKey) => void; reject: (error: unknown) => void };
+  /** Waiters by partner, in the order partners first asked; served round-robin. */
+  const queues = new Map<string, Waiter[]>();
+  let waitingCount = 0;
+  const nextWaiter = (): Waiter | undefined => {
+    for (const [partner, queue] of queues) {
+      const next = queue.shift();
+      queues.delete(partner);
+      if (queue.length > 0) queues.set(partner, queue); // to the back of the line
+      if (next) {
+        waitingCount -= 1;
+        return next;
+      }
+    }
+    return undefined;
+  };
   let generating = false;
   let closed = false;
 
   const fill = () => {
-    if (generating || closed || ready.length >= size + waiting.length) return;
+    if (generating || closed || ready.length >= size + waitingCount) return;
     generating = true;
     generate().then(
       (key) => {
         generating = false;
-        const next = waiting.shift();
+        const next = nextWaiter();
         if (next) next.resolve(key);
         else ready.push(key);
         fill();
       },
       (error: unknown) => {
         generating = false;
-        const next = waiting.shift();
+        const next = nextWaiter();
         next?.reject(error);
         if (!next) setTimeout(fill, 1000).unref();
         else fill();
@@ -47,18 +63,24 @@ export function stageKeyPool(
   // Filled from the first creation on, not at start: an instance that never creates a run (or a
   // restart under load) spends nothing on keys.
   return {
-    take() {
+    take(partnerId = '') {
       const key = ready.shift();
       const taken = key
         ? Promise.resolve(key)
-        : new Promise<StageSigningKey>((resolve, reject) => waiting.push({ resolve, reject }));
+        : new Promise<StageSigningKey>((resolve, reject) => {
+            const queue = queues.get(partnerId) ?? [];
+            queue.push({ resolve, reject });
+            queues.set(partnerId, queue);
+            waitingCount += 1;
+          });
       fill();
       return taken;
     },
     ready: () => ready.length,
     close() {
       closed = true;
-      for (const next of waiting.splice(0)) next.reject(new Error('the service is stopping'));
+      for (let next = nextWaiter(); next; next = nextWaiter())
+        next.reject(new Error('the service is stopping'));
     },
   };
 }

@@ -5,7 +5,9 @@ import type { Database } from '../db/database.js';
 import { type Audit, reportResponse } from '../http/api.js';
 import { iso } from '../runs/runs.js';
 import { derivedSecret, hashSecret, newSecret, sameText } from '../secrets.js';
+import { auditPage } from './audit.js';
 import { h, page, stylesheet, uiContentSecurityPolicy } from './html.js';
+import type { SigninGuard } from './signin-guard.js';
 
 const cookieName = 'pcs_session';
 /** A reviewer's sign-in lasts this long. */
@@ -19,7 +21,7 @@ interface Reviewer {
 
 type Env = { Variables: { reviewer: Reviewer } };
 
-const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 409 = 200) =>
+const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 409 | 429 = 200) =>
   c.html(body, status, {
     'content-security-policy': uiContentSecurityPolicy,
     'x-content-type-options': 'nosniff',
@@ -35,7 +37,10 @@ const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 40
  * on an attested run; the audit log. Every form carries the session's CSRF token, and every POST must
  * come from this origin.
  */
-export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string; audit: Audit }) {
+export function mountUi(
+  app: Hono<Env>,
+  deps: { db: Database; publicUrl: string; audit: Audit; signin: SigninGuard },
+) {
   const { db } = deps;
   const secure = deps.publicUrl.startsWith('https:');
   const origin = new URL(deps.publicUrl).origin;
@@ -58,6 +63,14 @@ export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string;
   app.get('/signin', (c) => html(c, signinPage()));
   app.post('/signin', async (c) => {
     if (!fromHere(c)) return html(c, signinPage('This form must be sent from this site.'), 403);
+    // Guessing is slowed before the credential is looked at (see signin-guard.ts).
+    const address = deps.signin.addressOf(c);
+    const wait = await deps.signin.throttled(address);
+    if (wait > 0) {
+      const answer = html(c, signinPage(`Too many failed sign-ins: try again in ${wait} s.`), 429);
+      answer.headers.set('retry-after', String(wait));
+      return answer;
+    }
     const form = await c.req.parseBody();
     const credential = typeof form.credential === 'string' ? form.credential.trim() : '';
     const [reviewer] = credential
@@ -67,7 +80,7 @@ export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string;
         )
       : [];
     if (!reviewer) {
-      await deps.audit('anonymous', 'signin.refused', null, {});
+      await deps.signin.failed(address);
       return html(c, signinPage('That credential is not valid.'), 401);
     }
     const token = newSecret('pcs_session');
@@ -321,30 +334,7 @@ ${
     return c.redirect(`/partners/${encodeURIComponent(run.partner_id)}`, 303);
   });
 
-  app.get('/audit', async (c) => {
-    const entries = await db.query<{
-      id: string;
-      at: string;
-      actor: string;
-      action: string;
-      subject: string | null;
-      detail: unknown;
-    }>('SELECT id, at, actor, action, subject, detail FROM audit_log ORDER BY id DESC LIMIT 500');
-    const rows = entries
-      .map(
-        (e) =>
-          `<tr><td>${h(iso(e.at))}</td><td>${h(e.actor)}</td><td>${h(e.action)}</td><td>${h(e.subject ?? '')}</td><td><code>${h(JSON.stringify(e.detail ?? {}))}</code></td></tr>`,
-      )
-      .join('\n');
-    return html(
-      c,
-      page(
-        'Audit log',
-        `<p class="muted">The newest 500 entries.</p><table><thead><tr><th>When</th><th>Who</th><th>What</th><th>On</th><th>Detail</th></tr></thead><tbody>${rows}</tbody></table>`,
-        c.get('reviewer'),
-      ),
-    );
-  });
+  app.get('/audit', async (c) => html(c, await auditPage(db, c.req.query(), c.get('reviewer'))));
 }
 
 function safeOrigin(value: string): string | undefined {
