@@ -24,7 +24,12 @@ export interface StageLedger {
    * answer, when the narrowed grant narrows this request, is the scopes to grant instead (empty: refuse
    * it invalid_scope): see `ScenarioPlayer.tokenRequested`.
    */
-  tokenRequested(scopes: readonly string[], at: number, seq: number): Promise<readonly string[] | undefined>;
+  tokenRequested(
+    scopes: readonly string[],
+    at: number,
+    seq: number,
+    // biome-ignore lint/suspicious/noConfusingVoidType: a ledger written before the narrowing answers nothing (it never narrows)
+  ): Promise<readonly string[] | undefined | void>;
   /**
    * The step to play on an API call carrying `issued`, if any; a step played is recorded as fired, and a
    * revocation revokes `issued` (its `revokedAt` is set).
