@@ -89,6 +89,8 @@ export class Connection {
   readonly readyEvent: 'connect' | 'ready';
   readonly firstReady: Promise<void>;
   closed = false;
+  /** The client was ready at least once: from then on no wait is a cold start's (connectTimeoutMs). */
+  everUp = false;
   readonly #settings: ConnectionSettings;
   #up = false;
   // The breaker: a Redis that timed out or failed is skipped until `skipUntil`, then probed once.
@@ -123,7 +125,10 @@ export class Connection {
     // Every client gets the store's 'error' listener, the application's too: an EventEmitter without
     // one throws the error (a lost primary's socket error would end the process). Reported as events.
     this.client.on('error', this.onError);
-    if (this.client.isReady) this.#up = true;
+    if (this.client.isReady) {
+      this.#up = true;
+      this.everUp = true;
+    }
     this.firstReady = this.waitFirstReady(this.client, this.readyEvent);
     if (this.owned) {
       this.client.connect().catch((error: unknown) => {
@@ -142,6 +147,7 @@ export class Connection {
     this.#authFailures = 0;
     this.#skipUntil = 0;
     this.#skipFor = 0;
+    this.everUp = true;
     if (this.#up) return;
     this.#up = true;
     this.#settings.emit({ type: 'redis-ready' });

@@ -101,7 +101,8 @@ export class Notices {
         this.subscriber = client;
       }
       const attempt = (async () => {
-        await redis.waitFirstReady(target, kind === 'client' ? 'ready' : redis.readyEvent);
+        // Only a cold start waits for the connection; after an outage, a call does not wait for it.
+        if (!redis.everUp) await redis.waitFirstReady(target, kind === 'client' ? 'ready' : redis.readyEvent);
         if (!target.isReady) throw new Error('the notice connection is not up');
         await target.subscribe(this.#channel, this.onMessage);
       })();
@@ -110,9 +111,10 @@ export class Notices {
         if (this.subscription === attempt) this.subscription = undefined;
       });
     }
-    const ms = this.subscriber?.isReady
-      ? this.#commandTimeoutMs
-      : this.#connectTimeoutMs + this.#commandTimeoutMs;
+    const ms =
+      this.subscriber?.isReady || redis.everUp
+        ? this.#commandTimeoutMs
+        : this.#connectTimeoutMs + this.#commandTimeoutMs;
     return withDeadline(this.subscription, ms, 'SUBSCRIBE').catch((error: unknown) => {
       if (error instanceof CommandTimeout) redis.skip(`no answer to SUBSCRIBE within ${ms} ms`);
       throw error;

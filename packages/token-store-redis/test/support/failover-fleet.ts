@@ -59,6 +59,8 @@ export interface FailoverOutcome {
   minLeftMs: number;
   /** Per process that left Redis during the failover: ms from the promotion to its last `redis-ready`. */
   backAfterPromotionMs: number[];
+  /** Per process whose client announced itself ready again (Sentinel): ms from that to the store's `redis-ready`. */
+  backAfterClientReadyMs: number[];
   /** Processes that left Redis and never said it was back. */
   neverBack: number;
   /** Token requests from the kill to the end of the run. */
@@ -124,14 +126,21 @@ export async function runFailover(options: {
   const controlOutput = controls.map((w) => w.output().slice(-300));
   const issued = new Set(tokens.issued.map(digest));
   const backAfterPromotionMs: number[] = [];
+  const backAfterClientReadyMs: number[] = [];
   let neverBack = 0;
   for (const r of results) {
     const after = r.timeline.filter(([, at]) => at >= killedAt);
-    const lastDown = after.filter(([type]) => type !== 'redis-ready').at(-1);
+    const lastDown = after.filter(([type]) => type === 'redis-down' || type === 'redis-skipped').at(-1);
     if (lastDown === undefined) continue;
     const back = after.find(([type, at]) => type === 'redis-ready' && at >= lastDown[1]);
-    if (back === undefined) neverBack++;
-    else backAfterPromotionMs.push(back[1] - promotedAt);
+    if (back === undefined) {
+      neverBack++;
+      continue;
+    }
+    backAfterPromotionMs.push(back[1] - promotedAt);
+    // What the store added: from the client's own 'ready' (a sentinel's new primary) to the store's.
+    const clientReady = after.filter(([type, at]) => type === 'client-ready' && at <= back[1]).at(-1);
+    if (clientReady !== undefined) backAfterClientReadyMs.push(back[1] - clientReady[1]);
   }
   const sum = (pick: (r: FailoverWorkerResult) => number) => results.reduce((t, r) => t + pick(r), 0);
   return {
@@ -147,6 +156,7 @@ export async function runFailover(options: {
     maxWaitMs: Math.max(0, ...results.map((r) => r.maxWaitMs)),
     minLeftMs: Math.min(...results.map((r) => r.minLeftMs ?? Number.POSITIVE_INFINITY)),
     backAfterPromotionMs,
+    backAfterClientReadyMs,
     neverBack,
     requestsFromKill: tokens.requestsSince(killedAt),
     controls: controls.length,
@@ -158,5 +168,5 @@ export async function runFailover(options: {
 /** One line for the test log (and the bench): the figures of one failover. */
 export function describeFailover(topology: string, o: FailoverOutcome): string {
   const back = o.backAfterPromotionMs;
-  return `${topology} failover: promoted ${o.promotedAt - o.killedAt} ms after the SIGKILL; ${o.results.length} processes, ${o.crashes.length} crashed; ${o.calls} calls, ${o.failed} failed, ${o.expired} expired, ${o.foreign} foreign, ${o.overDeadline} over deadline, slowest ${o.maxWaitMs} ms, least left at hand-over ${o.minLeftMs} ms; back on Redis after the promotion: ${back.length ? `${Math.min(...back)}–${Math.max(...back)} ms (${back.length} processes had left)` : 'no process had left'}${o.neverBack ? `, ${o.neverBack} never back` : ''}; ${o.requestsFromKill} token requests from the kill on`;
+  return `${topology} failover: promoted ${o.promotedAt - o.killedAt} ms after the SIGKILL; ${o.results.length} processes, ${o.crashes.length} crashed; ${o.calls} calls, ${o.failed} failed, ${o.expired} expired, ${o.foreign} foreign, ${o.overDeadline} over deadline, slowest ${o.maxWaitMs} ms, least left at hand-over ${o.minLeftMs} ms; back on Redis after the promotion: ${back.length ? `${Math.min(...back)}–${Math.max(...back)} ms (${back.length} processes had left)` : 'no process had left'}${o.backAfterClientReadyMs.length ? ` (${Math.min(...o.backAfterClientReadyMs)}–${Math.max(...o.backAfterClientReadyMs)} ms after the client said ready)` : ''}${o.neverBack ? `, ${o.neverBack} never back` : ''}; ${o.requestsFromKill} token requests from the kill on`;
 }

@@ -39,11 +39,12 @@ const client =
             }),
       });
 if (job.listener) client.on('error', () => {});
+/** When the store said Redis was back or gone, and when the client itself said it was ready (epoch ms). */
+const timeline = [];
+client.on('ready', () => timeline.length < 500 && timeline.push(['client-ready', Date.now()]));
 await client.connect();
 
 const storeEvents = {};
-/** When the store said Redis was back or gone (epoch ms), in order. */
-const timeline = [];
 const store = job.bare
   ? undefined
   : createRedisTokenStore({
