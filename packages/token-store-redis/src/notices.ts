@@ -78,6 +78,7 @@ export class Notices {
   subscribe(): Promise<void> {
     const redis = this.#redis;
     const { client, kind, owned } = redis;
+    const warm = kind !== 'client' && redis.everUp;
     if (this.subscription === undefined) {
       let target: RedisClient;
       if (kind === 'client') {
@@ -101,8 +102,9 @@ export class Notices {
         this.subscriber = client;
       }
       const attempt = (async () => {
-        // Only a cold start waits for the connection; after an outage, a call does not wait for it.
-        if (!redis.everUp) await redis.waitFirstReady(target, kind === 'client' ? 'ready' : redis.readyEvent);
+        // Only a cold start waits for the connection: a cluster's or sentinel's connection (the
+        // application's) that was up once is not waited for again after an outage.
+        if (!warm) await redis.waitFirstReady(target, kind === 'client' ? 'ready' : redis.readyEvent);
         if (!target.isReady) throw new Error('the notice connection is not up');
         await target.subscribe(this.#channel, this.onMessage);
       })();
@@ -112,7 +114,7 @@ export class Notices {
       });
     }
     const ms =
-      this.subscriber?.isReady || redis.everUp
+      this.subscriber?.isReady || warm
         ? this.#commandTimeoutMs
         : this.#connectTimeoutMs + this.#commandTimeoutMs;
     return withDeadline(this.subscription, ms, 'SUBSCRIBE').catch((error: unknown) => {

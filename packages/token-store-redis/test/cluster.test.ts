@@ -6,7 +6,7 @@ import { createCluster } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisTokenStore, DEFAULT_NAMESPACE, type RedisTokenStoreEvent } from '../src/index.js';
 import { redisNames } from '../src/redis-keys.js';
-import { describeFailover, runFailover } from './support/failover-fleet.js';
+import { describeFailover, runFailover } from './support/failover-fleet.mjs';
 import { sleep } from './support/loop-fleet.js';
 import { providerCacheKey } from './support/provider-key.js';
 import { type RedisClusterServers, startCluster } from './support/redis-cluster.mjs';

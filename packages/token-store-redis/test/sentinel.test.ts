@@ -5,7 +5,7 @@ import { createTokenProvider, type TokenStore } from '@partner-lending/auth';
 import { createSentinel } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisTokenStore, type RedisTokenStoreEvent } from '../src/index.js';
-import { describeFailover, runFailover } from './support/failover-fleet.js';
+import { describeFailover, runFailover } from './support/failover-fleet.mjs';
 import { sleep } from './support/loop-fleet.js';
 import { providerCacheKey } from './support/provider-key.js';
 import { PRIMARY_NAME, type SentinelServers, startSentinel } from './support/redis-sentinel.mjs';
