@@ -41,6 +41,10 @@ const callBlock = only(
   'first production call',
   (s) => s.language === 'ts' && s.code.includes("environment: 'production'"),
 );
+const webhookBlock = only(
+  'webhook verification',
+  (s) => s.language === 'ts' && s.code.includes('verifyWebhook'),
+);
 const mockCommand = mockBlock.code.trim();
 const productionClients = JSON.parse(clientsBlock.code) as Array<{
   partnerId: string;
@@ -55,6 +59,7 @@ let register: RegisterServer;
 let mock: ChildProcess | undefined;
 let addresses = { authUrl: '', baseUrl: '' };
 let callFile = '';
+let webhookFile = '';
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'production-guide-'));
@@ -117,6 +122,13 @@ beforeAll(async () => {
   await mkdir(runDir, { recursive: true });
   callFile = join(runDir, 'first-production-call.mjs');
   await writeFile(callFile, outputText);
+  webhookFile = join(runDir, 'verify-webhook.mjs');
+  await writeFile(
+    webhookFile,
+    ts.transpileModule(webhookBlock.code, {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    }).outputText,
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -191,5 +203,41 @@ describe('the production guide, as written', () => {
     expect(shown.code.trim()).toMatch(
       /^not approved for production: partner ptn_acme is not approved for production: its approval was revoked \(decision dec_…\)\. Certify your integration at https:\/\/\S+ \(a certification run, then a reviewer's approval\), then ask again$/,
     );
+  });
+});
+
+describe('the guide’s webhook check', () => {
+  // The worked example of the Standard Webhooks specification: secret, id, timestamp, body, signature.
+  const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+  const body = '{"test": 2432232314}';
+  const at = 1614265330;
+  const headers = (signature: string, timestamp = String(at)) =>
+    new Headers({
+      'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      'webhook-timestamp': timestamp,
+      'webhook-signature': signature,
+    });
+  const signed = 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=';
+  type Verify = (secret: string, headers: Headers, body: string, now?: number) => boolean;
+  let verify: Verify;
+  beforeAll(async () => {
+    verify = ((await import(webhookFile)) as { verifyWebhook: Verify }).verifyWebhook;
+  });
+
+  it('accepts the specification’s example, also among other signatures', () => {
+    expect(verify(secret, headers(signed), body, at * 1000)).toBe(true);
+    expect(verify(secret, headers(`v1,c2lnbmF0dXJlLW9mLWFub3RoZXIta2V5 ${signed}`), body, at * 1000)).toBe(
+      true,
+    );
+  });
+
+  it('refuses a changed byte, another secret, an old timestamp or a missing header (the controls)', () => {
+    expect(verify(secret, headers(signed), body.replace('2', '3'), at * 1000)).toBe(false);
+    expect(verify('whsec_c2VjcmV0LW9mLWFub3RoZXItZW5kcG9pbnQ=', headers(signed), body, at * 1000)).toBe(
+      false,
+    );
+    expect(verify(secret, headers(signed), body, (at + 301) * 1000)).toBe(false);
+    expect(verify(secret, headers(signed.replace('v1,', 'v2,')), body, at * 1000)).toBe(false);
+    expect(verify(secret, new Headers({ 'webhook-signature': signed }), body, at * 1000)).toBe(false);
   });
 });
