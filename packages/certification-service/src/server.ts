@@ -8,6 +8,7 @@ import { type Audit, mountApi } from './http/api.js';
 import { defaultFairnessLimits, type FairnessLimits, partnerLimiter } from './http/fairness.js';
 import { mountHealth } from './http/health.js';
 import { problem, unavailable } from './http/problem.js';
+import { hostileText } from './http/schemas.js';
 import { publishKey, type SigningKey } from './keys.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { secretsKeyFrom } from './secrets.js';
@@ -109,6 +110,20 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   };
   // biome-ignore lint/suspicious/noExplicitAny: both mounts add their own variables to one app
   const app = new Hono<any>();
+  // An address with a control character, an unpaired surrogate or bad percent-encoding names nothing
+  // here: answered 404 before any route reads it (a NUL would otherwise reach the database).
+  app.use('*', async (c, next) => {
+    const raw = c.req.url.slice(c.req.url.indexOf('/', 8)).split('?')[0]!;
+    let path: string;
+    try {
+      path = decodeURIComponent(raw);
+    } catch {
+      path = '\u0000';
+    }
+    if (hostileText.test(path))
+      return problem(c, 404, 'Not found', 'no address here holds control characters or invalid encoding');
+    return next();
+  });
   app.use('*', async (c, next) => {
     await next();
     c.res.headers.set('x-content-type-options', 'nosniff');
@@ -130,6 +145,14 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   app.onError((error, c) => {
     log(`error on ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}: ${error.message}`);
     if (error instanceof StorageUnavailableError) return unavailable(c);
+    // SQLSTATE class 22 (data exception): a value of the request the database cannot hold.
+    if (/^22/.test(String((error as { code?: unknown }).code ?? '')))
+      return problem(
+        c,
+        400,
+        'Invalid characters',
+        'the request holds text the service cannot store (a NUL or an invalid character): remove it and send again',
+      );
     return problem(c, 500, 'Internal error', 'the service failed to answer; the error is in its log');
   });
   const listener = getRequestListener(app.fetch);

@@ -3,6 +3,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Database } from '../db/database.js';
 import { type Audit, reportResponse } from '../http/api.js';
+import { hostileText } from '../http/schemas.js';
 import { iso } from '../runs/runs.js';
 import { derivedSecret, hashSecret, newSecret, sameText } from '../secrets.js';
 import { auditPage } from './audit.js';
@@ -290,12 +291,12 @@ ${
     const run = await runForUi(db, c.req.param('id'));
     if (!run) return html(c, page('No such run', '<p>No run has this id.</p>', reviewer), 404);
     const back = `<p><a href="/ui/runs/${h(run.id)}">Back to the run</a></p>`;
-    if (!decision || note === '' || note.length > 2000)
+    if (!decision || note === '' || note.length > 2000 || hostileText.test(note))
       return html(
         c,
         page(
           'Not recorded',
-          `<p class="error">A decision needs approve or reject and a note of 1 to 2000 characters.</p>${back}`,
+          `<p class="error">A decision needs approve or reject and a note of 1 to 2000 characters, with no control characters.</p>${back}`,
           reviewer,
         ),
         400,
