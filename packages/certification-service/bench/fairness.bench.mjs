@@ -111,7 +111,8 @@ async function measure(name, databaseUrl) {
 console.log(
   `fairness: partner A ${iterations} × (create, 3 tokens, finish), quiet then under partner B's flood`,
 );
-await measure('embedded (PGlite)', undefined);
+// BENCH_STORES=embedded or =postgres measures one store only.
+if (process.env.BENCH_STORES !== 'postgres') await measure('embedded (PGlite)', undefined);
 if (process.env.BENCH_STORES !== 'embedded' && postgresBin()) {
   const postgres = await startPostgres({ durable: true });
   try {
