@@ -9,7 +9,7 @@ import { startService } from './server.js';
 import { tool } from './version.js';
 
 const usage = `Usage:
-  partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR]
+  partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR] [--trust-forwarded-for]
   partner-certification-service admin add-partner --name NAME [--json] [--data-dir DIR]
   partner-certification-service admin add-reviewer --name NAME [--json] [--data-dir DIR]
 
@@ -23,6 +23,8 @@ serve
   --max-run-duration S  a run is judged at the latest S seconds after it was created (default 3600)
   --max-open-runs N  open runs per partner at once (default 5)
   --max-runs-per-hour N  runs a partner may create per hour (default 60)
+  --trust-forwarded-for  a reviewer's sign-in address is the last X-Forwarded-For entry (behind a proxy that
+                     sets it), not the socket's; failed sign-ins are limited per address (default off)
 
 admin (the same storage options as serve)
   add-partner        prints the partner id and its API key, once (only a hash is stored)
@@ -59,6 +61,7 @@ async function main(argv: string[]): Promise<void> {
         'max-run-duration': { type: 'string' },
         'max-open-runs': { type: 'string' },
         'max-runs-per-hour': { type: 'string' },
+        'trust-forwarded-for': { type: 'boolean' },
         name: { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -89,6 +92,7 @@ async function main(argv: string[]): Promise<void> {
       'max-run-duration',
       'max-open-runs',
       'max-runs-per-hour',
+      'trust-forwarded-for',
     ] as const)
       if (values[flag] !== undefined) fail(`--${flag} is an option of serve, not of admin`);
     if (values.name === undefined) fail(`admin ${sub} needs --name NAME`);
@@ -174,6 +178,7 @@ async function main(argv: string[]): Promise<void> {
     db,
     signingKey: key,
     ...(secretsKey && { secretsKey }),
+    ...(values['trust-forwarded-for'] && { trustForwardedFor: true }),
     host: values.host ?? '127.0.0.1',
     port,
     limits,
