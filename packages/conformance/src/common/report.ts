@@ -106,7 +106,8 @@ export interface ClientReport extends ReportBase {
   /** The scenario plan, each step with when it fired (absent: the journey never reached it). */
   scenarios: ScenarioRecord[];
   /** Exchanges recorded and dropped past the cap (a dropped exchange makes every pass "not verified"). */
-  recording: { exchanges: number; dropped: number; maxExchanges: number };
+  /** `clamped`: recorded values the stage shortened to the session's bounds (each marked "…[N chars]"). */
+  recording: { exchanges: number; dropped: number; maxExchanges: number; clamped?: number };
   /** The integration certified: the partner's name and its version or commit, as given (or `git describe`). */
   integration?: IntegrationRecord;
   /** Where the verdicts come from, and what they prove. */

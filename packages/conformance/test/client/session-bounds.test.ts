@@ -122,6 +122,7 @@ describe('the stage saves a session that --judge reads back, whatever the client
     // Judged: exit 0 or 1 (a verdict), never 2 (a file refused).
     expect([0, 1], run.stderr).toContain(run.status);
     expect(run.stdout).toContain('self-recorded, not attested');
+    expect(run.stdout).toMatch(/\d+ recorded values shortened to the session's bounds/);
     // Nothing the client sent twice lands whole: not the secret, not a token.
     expect(formatSession(session)).not.toContain(stage.client.clientSecret);
   }, 60_000);

@@ -60,7 +60,7 @@ ${operations}
 <dt>Spec SHA-256</dt><dd><code>${htmlEscape(report.spec.sha256)}</code></dd>
 <dt>Journey</dt><dd><code>${htmlEscape(command)}</code></dd>
 <dt>Ended</dt><dd>${htmlEscape(ending)} after ${num(journey.durationMs / 1000, 2)} s${journey.survivors ? `; <strong>${num(journey.survivors.length)} process(es) had left the journey's process group and outlived it</strong> (stopped): <code>${htmlEscape(journey.survivors.join('; '))}</code>` : ''}</dd>
-<dt>Calls</dt><dd>${num(journey.calls.token)} token requests, ${num(journey.calls.api)} API calls, ${num(journey.calls.other)} other requests${report.recording.dropped > 0 ? `; ${num(report.recording.dropped)} exchanges past the cap of ${num(report.recording.maxExchanges)} were not recorded` : ''}</dd>
+<dt>Calls</dt><dd>${num(journey.calls.token)} token requests, ${num(journey.calls.api)} API calls, ${num(journey.calls.other)} other requests${report.recording.dropped > 0 ? `; ${num(report.recording.dropped)} exchanges past the cap of ${num(report.recording.maxExchanges)} were not recorded` : ''}${report.recording.clamped ? `; ${num(report.recording.clamped)} recorded values were shortened to the session's bounds (marked “…[N chars]”)` : ''}</dd>
 <dt>Stage</dt><dd>token endpoint <code>${htmlEscape(report.stage.authUrl)}/oauth/token</code>, partner API <code>${htmlEscape(report.stage.baseUrl)}</code>, partner <code>${htmlEscape(report.stage.partnerId)}</code>, authorised ${htmlEscape(report.stage.authorizedScopes.join(' '))}, tokens live ${num(report.stage.ttlSeconds)} s for the first ${num(report.stage.shortPhaseMs / 1000, 0)} s, then ${num(report.stage.longTtlSeconds)} s</dd>
 <dt>Date</dt><dd>${htmlEscape(report.startedAt)}</dd>
 ${provenanceHtml(report)}
