@@ -23,7 +23,19 @@ interface Def {
 
 const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: Def } })._zod.def;
 
+/** A def's bounds, read once per schema node (a session walks the same nodes 50,000 times). */
+const bounds = new WeakMap<Def, Map<string, { value: number; inclusive: boolean } | undefined>>();
+
 function bound(def: Def, check: string): { value: number; inclusive: boolean } | undefined {
+  let known = bounds.get(def);
+  if (!known) bounds.set(def, (known = new Map()));
+  if (known.has(check)) return known.get(check);
+  const found = readBound(def, check);
+  known.set(check, found);
+  return found;
+}
+
+function readBound(def: Def, check: string): { value: number; inclusive: boolean } | undefined {
   for (const item of def.checks ?? []) {
     const { check: kind, maximum, value, inclusive } = item._zod.def;
     if (kind !== check) continue;

@@ -141,6 +141,18 @@ export interface Provenance {
   note: string;
 }
 
+/**
+ * A report's attestation flag and mark as the reporters show them: a report from an older service
+ * without them is not attested (only `attested: true` is).
+ */
+export function attestationOf(provenance: Provenance): { attested: boolean; mark: string } {
+  const attested = provenance.attested === true;
+  return {
+    attested,
+    mark: typeof provenance.mark === 'string' ? provenance.mark : provenanceMark({ ...provenance, attested }),
+  };
+}
+
 /** The mark of a report's provenance, the same words in every format (console, JSON, JUnit, HTML). */
 export function provenanceMark(provenance: Pick<Provenance, 'source' | 'attested'>): string {
   if (provenance.attested)
