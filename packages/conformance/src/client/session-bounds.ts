@@ -28,7 +28,10 @@ const bounds = new WeakMap<Def, Map<string, { value: number; inclusive: boolean 
 
 function bound(def: Def, check: string): { value: number; inclusive: boolean } | undefined {
   let known = bounds.get(def);
-  if (!known) bounds.set(def, (known = new Map()));
+  if (!known) {
+    known = new Map();
+    bounds.set(def, known);
+  }
   if (known.has(check)) return known.get(check);
   const found = readBound(def, check);
   known.set(check, found);
