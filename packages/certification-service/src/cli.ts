@@ -25,6 +25,8 @@ serve
   --max-run-duration S  a run is judged at the latest S seconds after it was created (default 3600)
   --max-open-runs N  open runs per partner at once (default 5)
   --max-runs-per-hour N  runs a partner may create per hour (default 60)
+  --retain-days N    purge the sessions, reports, attestations and exchanges of runs ended N days ago that
+                     no decision rests on (their digests stay in the audit log) (default: keep everything)
   --metrics-port N   serve GET /metrics (Prometheus text format) on this port (default: no metrics served)
   --metrics-host H   the interface of the metrics port (default 127.0.0.1)
   --log-format F     json: one JSON line per event on stdout; text: lines for a person on stderr
@@ -66,6 +68,7 @@ async function main(argv: string[]): Promise<void> {
         'max-open-runs': { type: 'string' },
         'max-runs-per-hour': { type: 'string' },
         'metrics-port': { type: 'string' },
+        'retain-days': { type: 'string' },
         'metrics-host': { type: 'string' },
         'log-format': { type: 'string' },
         name: { type: 'string' },
@@ -100,6 +103,7 @@ async function main(argv: string[]): Promise<void> {
       'max-runs-per-hour',
       'metrics-port',
       'metrics-host',
+      'retain-days',
       'log-format',
     ] as const)
       if (values[flag] !== undefined) fail(`--${flag} is an option of serve, not of admin`);
@@ -172,6 +176,7 @@ async function main(argv: string[]): Promise<void> {
   if (open !== undefined) limits.maxOpenRunsPerPartner = open;
   const hourly = whole('max-runs-per-hour', values['max-runs-per-hour'], 1, 1_000_000);
   if (hourly !== undefined) limits.maxRunsPerHour = hourly;
+  const retainDays = whole('retain-days', values['retain-days'], 1, 36_500);
   const metricsPort = whole('metrics-port', values['metrics-port'], 0, 65_535);
   if (values['metrics-host'] !== undefined && metricsPort === undefined)
     fail('--metrics-host needs --metrics-port N');
@@ -200,6 +205,7 @@ async function main(argv: string[]): Promise<void> {
     limits,
     ...(publicUrl && { publicUrl }),
     ...(logger && { logger }),
+    ...(retainDays !== undefined && { retainDays }),
   }).catch(async (error: unknown) => {
     await db.close();
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE')

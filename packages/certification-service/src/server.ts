@@ -10,6 +10,7 @@ import { publishKey, type SigningKey } from './keys.js';
 import type { Logger } from './observability/logger.js';
 import { signInFailures } from './observability/metrics.js';
 import { notePartner, requestObserver } from './observability/requests.js';
+import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { mountUi } from './ui/routes.js';
 
@@ -38,6 +39,11 @@ export interface ServiceOptions {
   log?: (line: string, fields?: Record<string, unknown>) => void;
   /** A structured logger (see `createLogger`): one JSON line per request and per event of the service. */
   logger?: Logger;
+  /**
+   * Days a run that no decision rests on keeps its session, reports, attestation and exchanges after it
+   * ended (see `purgeExpired`); purged at start and hourly. Default: kept for ever.
+   */
+  retainDays?: number;
 }
 
 export interface RunningService {
@@ -104,6 +110,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     if (!c.res.headers.has('content-security-policy'))
       c.res.headers.set('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
   });
+  app.use('/api/runs/*', purgedRunAnswers(db));
   mountApi(app, { db, runs, publicUrl, audit });
   mountUi(app, { db, publicUrl, audit });
   app.notFound((c) =>
@@ -154,6 +161,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       });
   }, options.sweepIntervalMs ?? 5000);
   sweeper.unref();
+  const stopRetention =
+    options.retainDays === undefined
+      ? undefined
+      : retentionSweeper({ db, retainDays: options.retainDays, log });
   let closing: Promise<void> | undefined;
   return {
     url,
@@ -169,6 +180,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
           setTimeout(() => server.closeAllConnections(), 2000).unref();
         });
         await sweeping;
+        await stopRetention?.();
         await runs.close();
       })();
       return closing;
