@@ -8,6 +8,7 @@ import {
   mustNotVerified,
   type OperationRecord,
   type Provenance,
+  provenanceMark,
   runEnvironment,
   summarize,
 } from '../common/report.js';
@@ -44,8 +45,12 @@ export interface JudgeOptions {
   only?: readonly string[];
   /** Monotonic ms clock for durations, default performance.now. */
   now?: () => number;
-  /** Where the session comes from (default: a live run on this machine, its SHA-256 computed here). */
-  provenance?: Omit<Provenance, 'note'>;
+  /**
+   * Where the session comes from (default: a live run on this machine, its SHA-256 computed here).
+   * `attested` defaults to true for the certification service only: a session recorded anywhere
+   * else is attested only once its signature was verified.
+   */
+  provenance?: Omit<Provenance, 'note' | 'attested' | 'mark'> & { attested?: boolean };
 }
 
 /** What each source proves, as every report says it. */
@@ -127,12 +132,16 @@ function judgeOne(
  * session judged again gives the same verdicts.
  */
 export function judgeSession(session: ClientSession, options: JudgeOptions = {}): ClientReport {
+  const given = options.provenance ?? {
+    source: 'live' as const,
+    sessionSha256: createHash('sha256').update(formatSession(session)).digest('hex'),
+  };
+  const attested = given.attested ?? given.source === 'service';
   const provenance: Provenance = {
-    ...(options.provenance ?? {
-      source: 'live',
-      sessionSha256: createHash('sha256').update(formatSession(session)).digest('hex'),
-    }),
-    note: provenanceNotes[options.provenance?.source ?? 'live'],
+    ...given,
+    attested,
+    mark: provenanceMark({ source: given.source, attested }),
+    note: provenanceNotes[given.source],
   };
   const now = options.now ?? (() => performance.now());
   const started = now();

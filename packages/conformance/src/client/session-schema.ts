@@ -18,9 +18,13 @@ const ms = z
   .min(0)
   .max(400 * 86_400_000);
 const count = z.number().int().min(0).max(1e9);
-const headers = z.record(text(40), text(1_000)).refine((value) => Object.keys(value).length <= 16, {
-  message: 'more than 16 headers',
-});
+/** Headers an exchange keeps at most, of the request and of the answer. */
+export const maxRecordedHeaders = 16;
+const headers = z
+  .record(text(40), text(1_000))
+  .refine((value) => Object.keys(value).length <= maxRecordedHeaders, {
+    message: `more than ${maxRecordedHeaders} headers`,
+  });
 
 const scenarioName = z.enum(['revocation', 'throttle', 'unavailable', 'narrowed-grant']);
 
@@ -152,5 +156,7 @@ export const sessionSchema = z.strictObject({
   tokens: z.array(issuedToken).max(maxSessionExchanges),
   maxExchanges: z.number().int().min(1).max(maxSessionExchanges),
   dropped: count,
+  // Values the recorder shortened to these bounds (each marked "…[N chars]" or "…[N items]").
+  clamped: count.optional(),
   integration: z.strictObject({ name: text(200).optional(), version: text(200).optional() }).optional(),
 });

@@ -29,6 +29,11 @@ export interface ClientSession {
   /** The recording cap and how many exchanges arrived past it (not recorded). */
   maxExchanges: number;
   dropped: number;
+  /**
+   * How many recorded values the stage shortened to the bounds a session file may hold (a string
+   * ends with "…[N chars]", a list with an item "…[N items]"): absent when none was.
+   */
+  clamped?: number;
   /** The integration certified, as named when the run started (`--partner`, `--integration-version`). */
   integration?: IntegrationRecord;
 }

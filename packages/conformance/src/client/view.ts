@@ -63,6 +63,15 @@ export function requestedScopes(exchange: RecordedExchange, authorised: readonly
   return scope.split(' ').filter((item) => item.length > 0);
 }
 
+/**
+ * What a token request could be granted: the scopes it asked for, narrowed to those the client is
+ * authorised for ("Tokens are limited to the scopes authorised for the partner", API documentation
+ * §5.5). Empty when it asked only for scopes outside the grant.
+ */
+export function grantableScopes(exchange: RecordedExchange, authorised: readonly string[]): string[] {
+  return requestedScopes(exchange, authorised).filter((scope) => authorised.includes(scope));
+}
+
 export const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 /** One line naming an exchange for details: "#12 GET /v3/… → 401 at 3.20 s". */

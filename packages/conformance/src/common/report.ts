@@ -128,8 +128,27 @@ export interface Provenance {
   sessionSha256: string;
   /** The file judged (rejudged only). */
   sessionFile?: string;
+  /**
+   * Whether a verified signature vouches for the session: true for a run the certification service
+   * recorded, judged and signed (or a report whose attestation was verified); false for a session a
+   * stage recorded on the partner's side — live on this machine, or judged again from a file.
+   */
+  attested: boolean;
+  /** The mark every report format shows: "self-recorded, not attested" for a session judged from a file. */
+  mark: string;
   /** What this kind of report proves, in a sentence for the reviewer. */
   note: string;
+}
+
+/** The mark of a report's provenance, the same words in every format (console, JSON, JUnit, HTML). */
+export function provenanceMark(provenance: Pick<Provenance, 'source' | 'attested'>): string {
+  if (provenance.attested)
+    return provenance.source === 'service'
+      ? 'attested: recorded, judged and signed by the certification service'
+      : 'attested: its signature was verified';
+  if (provenance.source === 'rejudged') return 'self-recorded, not attested';
+  if (provenance.source === 'live') return 'recorded by the local stage, not attested';
+  return 'recorded by the certification service, not attested';
 }
 
 /** How one operation was exercised by the journey. */

@@ -60,6 +60,8 @@ export function formatJunitReport(report: AnyReport): string {
     const properties: Array<[string, string]> = [
       ['session-sha256', report.provenance.sessionSha256],
       ['provenance', report.provenance.source],
+      ['attested', String(report.provenance.attested)],
+      ['provenance-mark', report.provenance.mark],
       ...(report.integration?.name
         ? ([['integration', report.integration.name]] as Array<[string, string]>)
         : []),

@@ -53,6 +53,8 @@ describe('formatJunitReport', () => {
       expect(suite.properties.property).toEqual([
         { name: 'session-sha256', value: 'ab'.repeat(32) },
         { name: 'provenance', value: 'rejudged' },
+        { name: 'attested', value: 'false' },
+        { name: 'provenance-mark', value: 'self-recorded, not attested' },
         { name: 'integration', value: 'Acme <Lending>' },
         { name: 'integration-version', value: 'v1.2.3' },
       ]);
