@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type ApiOperationId, operations } from '@partner-lending/spec';
+import { type DigestedPlan, planDigest } from '../common/certification-plan.js';
 import { toCheckResult } from '../common/check-meta.js';
 import { type Evidence, maxEvidence } from '../common/evidence.js';
 import {
@@ -20,6 +21,7 @@ const apiOperationIds = (Object.keys(operations) as Array<keyof typeof operation
 
 import type { ClientCheck } from './check.js';
 import { clientChecks } from './checks/index.js';
+import { certificationReasons, coverageOf } from './coverage.js';
 import { type ClientSession, formatSession, type RecordedExchange } from './session.js';
 import { type SessionView, viewOf } from './view.js';
 
@@ -40,7 +42,10 @@ export function exchangeEvidence(exchange: RecordedExchange, session: ClientSess
 }
 
 export interface JudgeOptions {
+  /** A skipped `must` check fails; with a plan (the session's, else `plan`) the plan decides too. */
   certify?: boolean;
+  /** The plan to certify against when the session names none (`--judge --certify`: `certificationPlan`). */
+  plan?: DigestedPlan;
   /** Check ids to judge (default all). */
   only?: readonly string[];
   /** Monotonic ms clock for durations, default performance.now. */
@@ -153,7 +158,12 @@ export function judgeSession(session: ClientSession, options: JudgeOptions = {})
   const { stage } = session;
   const token = view.tokenRequests.length;
   const api = view.apiCalls.length;
-  return {
+  const operations = operationsOf(view);
+  const plan = session.plan ?? (options.certify ? options.plan : undefined);
+  const coverage = coverageOf(view, operations, checks, plan);
+  const outside =
+    session.exchanges.filter((exchange) => exchange.outside).length + (session.outsideDropped ?? 0);
+  const report: ClientReport = {
     schemaVersion: 3,
     tool: { ...session.tool },
     mode: 'client',
@@ -177,7 +187,10 @@ export function judgeSession(session: ClientSession, options: JudgeOptions = {})
       tokenDelayMs: stage.tokenDelayMs,
       apiDelayMs: stage.apiDelayMs,
     },
-    journey: { ...session.journey, calls: { token, api, other: session.exchanges.length - token - api } },
+    journey: {
+      ...session.journey,
+      calls: { token, api, other: view.session.exchanges.length - token - api },
+    },
     scenarios: session.scenarios.map((item) => ({ ...item })),
     recording: {
       exchanges: session.exchanges.length,
@@ -186,6 +199,16 @@ export function judgeSession(session: ClientSession, options: JudgeOptions = {})
     },
     ...(session.integration && { integration: { ...session.integration } }),
     provenance,
-    operations: operationsOf(view),
+    operations,
+    coverage,
+    ...(outside > 0 && { outsideTraffic: { exchanges: outside } }),
+    ...(session.partner && { partner: { ...session.partner } }),
+    ...(plan && { plan: { id: plan.id, digest: plan.digest } }),
+    ...(session.service && { service: { ...session.service } }),
   };
+  if (options.certify && plan) {
+    const reasons = certificationReasons(report, plan, planDigest(plan) === plan.digest);
+    report.certification = { passed: reasons.length === 0, reasons };
+  }
+  return report;
 }

@@ -29,7 +29,14 @@ export interface SessionView {
 
 const pathOf = (target: string) => target.split('?')[0]!;
 
-export function viewOf(session: ClientSession): SessionView {
+/**
+ * The session as the checks read it: exchanges from outside the run (`outside`: none of its credentials
+ * or tokens) are left out, so that no outsider sways a verdict.
+ */
+export function viewOf(recorded: ClientSession): SessionView {
+  const session = recorded.exchanges.some((exchange) => exchange.outside)
+    ? { ...recorded, exchanges: recorded.exchanges.filter((exchange) => !exchange.outside) }
+    : recorded;
   const tokens = new Map(session.tokens.map((token) => [token.ref, token]));
   const apiCalls: ApiCall[] = [];
   const tokenRequests: RecordedExchange[] = [];

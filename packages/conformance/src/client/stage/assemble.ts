@@ -1,6 +1,6 @@
-import type { IntegrationRecord } from '../../common/report.js';
+import type { IntegrationRecord, RunNames } from '../../common/report.js';
 import { tool } from '../../version.js';
-import type { ClientSession, JourneyRecord, StageInfo } from '../session.js';
+import type { ClientSession, DigestedPlan, JourneyRecord, StageInfo } from '../session.js';
 import { fitSession } from '../session-bounds.js';
 import type { LedgerContents } from './ledger.js';
 import { shortPhaseLifetimes } from './scenarios.js';
@@ -49,8 +49,11 @@ export function assembleSession(parts: {
   contents: LedgerContents;
   maxExchanges: number;
   integration?: IntegrationRecord | undefined;
+  /** The names the host passed in (partner, service) and the plan a certification run followed. */
+  names?: Omit<RunNames, 'plan'> & { plan?: DigestedPlan };
   redact: (text: string) => string;
 }): ClientSession {
+  const names = parts.names ?? {};
   const { journey, contents, redact } = parts;
   return fitSession({
     kind: 'partner-conformance-client-session',
@@ -70,5 +73,10 @@ export function assembleSession(parts: {
     maxExchanges: parts.maxExchanges,
     dropped: contents.dropped,
     ...(parts.integration && { integration: { ...parts.integration } }),
+    ...(names.partner && { partner: { id: names.partner.id, name: names.partner.name } }),
+    ...(names.plan && { plan: structuredClone(names.plan) }),
+    ...(names.service && { service: { url: names.service.url, version: names.service.version } }),
+    ...(contents.outsideDropped !== undefined &&
+      contents.outsideDropped > 0 && { outsideDropped: contents.outsideDropped }),
   });
 }

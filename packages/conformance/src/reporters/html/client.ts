@@ -1,6 +1,7 @@
 import type { ClientSession } from '../../client/session.js';
 import { phasesPlan } from '../../client/stage/scenarios.js';
 import { type ClientReport, decisionLines } from '../../common/report.js';
+import { coverageLines } from '../coverage.js';
 import { headHtml, htmlEscape, num, provenanceHtml, sectionsHtml, verdictHtml } from './page.js';
 import { timelineSvg } from './timeline.js';
 
@@ -40,6 +41,12 @@ ${headHtml(`Partner Lending integration certification — ${command}`)}
 <h1>Partner Lending integration certification</h1>
 ${verdictHtml(report)}
 <p class="provenance-mark"><strong>${htmlEscape(provenance.mark)}</strong></p>
+<h2>Coverage</h2>
+<ul class="coverage">
+${coverageLines(report)
+  .map((line) => `<li>${htmlEscape(line)}</li>`)
+  .join('\n')}
+</ul>
 <h2>Decision</h2>
 <ul class="decision">
 ${decisionLines(report)
