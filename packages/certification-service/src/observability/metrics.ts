@@ -9,7 +9,8 @@ import type { Queryable } from '../db/database.js';
  * partner sends: each label takes a handful of values fixed here.
  */
 export const registry = new Registry();
-collectDefaultMetrics({ register: registry });
+/** Process metrics (memory, CPU, event loop, GC) are gathered from the first `serveMetrics` on. */
+let processMetrics = false;
 
 /** Seconds buckets around the stage's own delays (20 ms API, 100 ms token) and the group commit. */
 const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -136,6 +137,10 @@ export async function serveMetrics(options: {
   port: number;
 }): Promise<MetricsServer> {
   counted.add(options.db);
+  if (!processMetrics) {
+    processMetrics = true;
+    collectDefaultMetrics({ register: registry });
+  }
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' || path !== '/metrics') {
