@@ -32,6 +32,7 @@ import {
 import { scopes as allScopes } from '@partner-lending/spec';
 import type { Database } from '../db/database.js';
 import type { SigningKey } from '../keys.js';
+import { observeJudge } from '../observability/judging.js';
 import { newId } from '../secrets.js';
 import { runJournal } from './journal.js';
 import { databaseLedger, ledgerContents } from './ledger.js';
@@ -127,7 +128,7 @@ export interface RunsOptions {
   /** Delays of the stage (ms); the CLI's defaults. */
   tokenDelayMs?: number;
   apiDelayMs?: number;
-  log: (line: string) => void;
+  log: (line: string, fields?: Record<string, unknown>) => void;
 }
 
 /** Runs: created by partners, served by any instance, judged once, signed. */
@@ -326,7 +327,10 @@ export function createRuns(options: RunsOptions) {
    * Judges a run once, whichever instance asks first: the run is claimed (open → closing) in one
    * statement, judged, and stored (→ judged or interrupted). Resolves with false when another claim won.
    */
-  async function judge(
+  const judge = observeJudge(judgeRun, (_, ending) =>
+    ending.how === 'interrupted' ? 'interrupted' : 'judged',
+  );
+  async function judgeRun(
     id: string,
     ending: { journeyExitCode?: number | null; how: 'finished' | 'idle' | 'duration' | 'interrupted' },
   ): Promise<boolean> {
@@ -411,6 +415,13 @@ export function createRuns(options: RunsOptions) {
     );
     options.log(
       `run ${id}: ${status}, ${reportVerdict(report).word} (${contents.exchanges.length} exchanges)`,
+      {
+        event: 'run.judged',
+        runId: id,
+        partnerId: run.partner_id,
+        status,
+        verdict: reportVerdict(report).word,
+      },
     );
     return true;
   }
