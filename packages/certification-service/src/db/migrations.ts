@@ -126,6 +126,14 @@ CREATE INDEX security_events_minute ON security_events (minute DESC);
 CREATE INDEX audit_log_action ON audit_log (action, id DESC);
 `,
   },
+  {
+    id: 5,
+    name: 'retention',
+    sql: `
+ALTER TABLE runs ADD COLUMN purged_at timestamptz;
+CREATE INDEX runs_retention ON runs (finished_at) WHERE purged_at IS NULL AND status IN ('judged', 'interrupted')
+`,
+  },
 ];
 
 /**

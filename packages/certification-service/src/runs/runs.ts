@@ -31,6 +31,7 @@ import {
 import { scopes as allScopes } from '@partner-lending/spec';
 import type { Database } from '../db/database.js';
 import type { SigningKey } from '../keys.js';
+import { observeJudge } from '../observability/judging.js';
 import { newId, secretsKeyFrom } from '../secrets.js';
 import { RunRefusal, refuseOverLimits } from './admission.js';
 import { runJournal } from './journal.js';
@@ -123,7 +124,7 @@ export interface RunsOptions {
   /** Delays of the stage (ms); the CLI's defaults. */
   tokenDelayMs?: number;
   apiDelayMs?: number;
-  log: (line: string) => void;
+  log: (line: string, fields?: Record<string, unknown>) => void;
 }
 
 /** Runs: created by partners, served by any instance, judged once, signed. */
@@ -307,7 +308,10 @@ export function createRuns(options: RunsOptions) {
    * Judges a run once, whichever instance asks first: the run is claimed (open → closing) in one
    * statement, judged, and stored (→ judged or interrupted). Resolves with false when another claim won.
    */
-  async function judge(
+  const judge = observeJudge(judgeRun, (_, ending) =>
+    ending.how === 'interrupted' ? 'interrupted' : 'judged',
+  );
+  async function judgeRun(
     id: string,
     ending: { journeyExitCode?: number | null; how: 'finished' | 'idle' | 'duration' | 'interrupted' },
   ): Promise<boolean> {
@@ -392,6 +396,13 @@ export function createRuns(options: RunsOptions) {
     );
     options.log(
       `run ${id}: ${status}, ${reportVerdict(report).word} (${contents.exchanges.length} exchanges)`,
+      {
+        event: 'run.judged',
+        runId: id,
+        partnerId: run.partner_id,
+        status,
+        verdict: reportVerdict(report).word,
+      },
     );
     return true;
   }
