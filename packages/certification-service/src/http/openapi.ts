@@ -38,7 +38,12 @@ const withBody = {
 };
 const runId = { name: 'id', in: 'path', required: true, schema: { type: 'string', maxLength: 200 } };
 const noRun = { '404': problem('No run of yours has this id.') };
-const notJudged = { '409': problem('The run is still open: finish it or wait until it ends.') };
+const notJudged = {
+  '409': problem('The run is still open: finish it or wait until it ends.'),
+  '410': problem(
+    'Deleted by retention: the run ended longer ago than the service keeps runs no decision rests on.',
+  ),
+};
 
 /**
  * The service's OpenAPI 3.1 document (served at `/openapi.json`): the request bodies are the JSON
