@@ -3,12 +3,13 @@ import { addPartner, addReviewer } from './admin.js';
 import { type Database, openDatabase } from './db/database.js';
 import { ServiceError } from './errors.js';
 import { loadSigningKey } from './keys.js';
+import { loadPlanFile } from './plan/plan.js';
 import type { RunLimits } from './runs/runs.js';
 import { startService } from './server.js';
 import { tool } from './version.js';
 
 const usage = `Usage:
-  partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR]
+  partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR] [--plan FILE]
   partner-certification-service admin add-partner --name NAME [--json] [--data-dir DIR]
   partner-certification-service admin add-reviewer --name NAME [--json] [--data-dir DIR]
 
@@ -22,10 +23,17 @@ serve
   --max-run-duration S  a run is judged at the latest S seconds after it was created (default 3600)
   --max-open-runs N  open runs per partner at once (default 5)
   --max-runs-per-hour N  runs a partner may create per hour (default 60)
+  --plan FILE        the certification plan every certification run ("certify": true) follows, as JSON:
+                     {"id", "operations"?, "scenarios"?, "ttlSeconds"?, "longTtlSeconds"?, "decisiveShouldChecks"?}
+                     (default: plan "default": the four operations, every scenario, ttl 5 s, long ttl 3600 s,
+                     client-token-reuse and client-retry-after deciding like musts)
 
 admin (the same storage options as serve)
   add-partner        prints the partner id and its API key, once (only a hash is stored)
-  add-reviewer       prints a reviewer id and a one-time credential to sign in to the reviewer UI
+  add-reviewer       prints a reviewer id and the reviewer's sign-in credential, once (reusable until
+                     replaced; only a hash is stored)
+                     both print which store they wrote to (on stderr): set DATABASE_URL in this shell too
+                     when serve uses PostgreSQL, or the same --data-dir
   --name NAME        the partner's or reviewer's name
   --json             print one line of JSON: {"partnerId","apiKey"} or {"reviewerId","credential"}
 
@@ -56,6 +64,7 @@ async function main(argv: string[]): Promise<void> {
         'max-run-duration': { type: 'string' },
         'max-open-runs': { type: 'string' },
         'max-runs-per-hour': { type: 'string' },
+        plan: { type: 'string' },
         name: { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -86,10 +95,12 @@ async function main(argv: string[]): Promise<void> {
       'max-run-duration',
       'max-open-runs',
       'max-runs-per-hour',
+      'plan',
     ] as const)
       if (values[flag] !== undefined) fail(`--${flag} is an option of serve, not of admin`);
     if (values.name === undefined) fail(`admin ${sub} needs --name NAME`);
     const db = await openStorage(databaseUrl, dataDir);
+    const store = storeName(db);
     try {
       if (sub === 'add-partner') {
         const { partnerId, apiKey } = await addPartner(db, values.name);
@@ -98,13 +109,15 @@ async function main(argv: string[]): Promise<void> {
             ? `${JSON.stringify({ partnerId, apiKey })}\n`
             : `partner ${partnerId} added.\nAPI key (shown once; only its hash is stored): ${apiKey}\n`,
         );
+        process.stderr.write(`partner-certification-service: wrote partner ${partnerId} to ${store}\n`);
       } else {
         const { reviewerId, credential } = await addReviewer(db, values.name);
         process.stdout.write(
           values.json
             ? `${JSON.stringify({ reviewerId, credential })}\n`
-            : `reviewer ${reviewerId} added.\nSign-in credential (shown once; only its hash is stored): ${credential}\n`,
+            : `reviewer ${reviewerId} added.\nSign-in credential (shown once, reusable until replaced; only its hash is stored): ${credential}\n`,
         );
+        process.stderr.write(`partner-certification-service: wrote reviewer ${reviewerId} to ${store}\n`);
       }
     } catch (error) {
       if (error instanceof TypeError) fail(error.message);
@@ -157,6 +170,7 @@ async function main(argv: string[]): Promise<void> {
   if (open !== undefined) limits.maxOpenRunsPerPartner = open;
   const hourly = whole('max-runs-per-hour', values['max-runs-per-hour'], 1, 1_000_000);
   if (hourly !== undefined) limits.maxRunsPerHour = hourly;
+  const plan = values.plan === undefined ? undefined : loadPlanFile(values.plan);
   const db = await openStorage(databaseUrl, dataDir);
   const key = await loadSigningKey({
     file: process.env.SIGNING_KEY_FILE || undefined,
@@ -172,6 +186,7 @@ async function main(argv: string[]): Promise<void> {
     host: values.host ?? '127.0.0.1',
     port,
     limits,
+    ...(plan && { plan }),
     ...(publicUrl && { publicUrl }),
   }).catch(async (error: unknown) => {
     await db.close();
@@ -181,7 +196,8 @@ async function main(argv: string[]): Promise<void> {
   });
   process.stderr.write(
     `partner-certification-service ${tool.version} listening on ${service.url} (public URL ${service.publicUrl})\n` +
-      `storage: ${db.kind === 'embedded' ? `embedded PGlite in ${db.where}` : `PostgreSQL at ${db.where}`}; attestation key ${key.kid} from ${key.source}\n`,
+      `storage: ${storeName(db)}; attestation key ${key.kid} from ${key.source}\n` +
+      `certification plan ${service.runs.plan.id} (sha256 ${service.runs.plan.digest})${values.plan ? ` from ${values.plan}` : ''}\n`,
   );
   let stopping = false;
   const stop = (signal: string) => {
@@ -203,6 +219,9 @@ async function ensureDir(dir: string): Promise<string> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   return dir;
 }
+
+const storeName = (db: Database) =>
+  db.kind === 'embedded' ? `embedded PGlite in ${db.where}` : `PostgreSQL at ${db.where}`;
 
 async function openStorage(databaseUrl: string | undefined, dataDir: string): Promise<Database> {
   return openDatabase({ databaseUrl, dataDir });

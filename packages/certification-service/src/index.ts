@@ -1,7 +1,16 @@
 export { addPartner, addReviewer } from './admin.js';
+export { approvability, type Coverage, coverageOf } from './coverage/coverage.js';
 export { type Database, openDatabase, openEmbedded, openPostgres, type Queryable } from './db/database.js';
 export { migrate, migrations } from './db/migrations.js';
+export {
+  type DecisionInput,
+  DecisionRefusal,
+  type DecisionRow,
+  listDecisions,
+  recordDecision,
+} from './decisions/decisions.js';
 export { ServiceError, type ServiceErrorCode } from './errors.js';
 export { jwksOf, loadSigningKey, publishKey, type SigningKey } from './keys.js';
+export { type CertificationPlan, defaultPlan, loadPlanFile, makePlan, type PlanFile } from './plan/plan.js';
 export { defaultRunLimits, type RunLimits, type RunRequest } from './runs/runs.js';
 export { type RunningService, type ServiceOptions, startService } from './server.js';

@@ -23,7 +23,7 @@ export function sameText(a: string, b: string): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
-/** A random id with a readable prefix (`run_…`, `ptn_…`, `rev_…`). */
-export function newId(prefix: 'run' | 'ptn' | 'rev'): string {
+/** A random id with a readable prefix (`run_…`, `ptn_…`, `rev_…`, `dec_…`). */
+export function newId(prefix: 'run' | 'ptn' | 'rev' | 'dec'): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
 }

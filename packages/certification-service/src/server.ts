@@ -6,6 +6,7 @@ import { migrate } from './db/migrations.js';
 import { type Audit, mountApi } from './http/api.js';
 import { problem } from './http/problem.js';
 import { publishKey, type SigningKey } from './keys.js';
+import type { CertificationPlan } from './plan/plan.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { mountUi } from './ui/routes.js';
 
@@ -25,6 +26,8 @@ export interface ServiceOptions {
   publicUrl?: string;
   /** Run limits (idle time, duration, exchanges, rate limits). Default `defaultRunLimits`. */
   limits?: Partial<RunLimits>;
+  /** The certification plan every certification run follows (see `makePlan`). Default `defaultPlan`. */
+  plan?: CertificationPlan;
   /** How often this instance judges idle and expired runs, in ms. Default 5000. */
   sweepIntervalMs?: number;
   /** Stage delays in ms (the CLI's defaults: 100 for token answers, 20 for API calls). */
@@ -71,6 +74,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     publicUrl,
     key: options.signingKey,
     limits: { ...defaultRunLimits, ...options.limits },
+    ...(options.plan && { plan: options.plan }),
     ...(options.tokenDelayMs !== undefined && { tokenDelayMs: options.tokenDelayMs }),
     ...(options.apiDelayMs !== undefined && { apiDelayMs: options.apiDelayMs }),
     log,

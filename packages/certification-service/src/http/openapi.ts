@@ -35,7 +35,9 @@ export function openApiDocument(publicUrl: string) {
                 'The run: its addresses, its client credentials (shown once), its plan and deadline.',
               content: { 'application/json': { schema: { $ref: '#/components/schemas/CreatedRun' } } },
             },
-            '400': problemResponse('The body is not a valid run request.'),
+            '400': problemResponse(
+              'The body is not a valid run request, or a certification run was asked to change the vendor’s plan.',
+            ),
             '401': problemResponse('No API key, or an unknown one.'),
             '413': problemResponse('The body is too large.'),
             '429': problemResponse(
@@ -121,6 +123,20 @@ export function openApiDocument(publicUrl: string) {
           responses: { '200': { description: 'The envelope.' }, '409': problemResponse('Not judged yet.') },
         },
       },
+      '/api/decisions': {
+        get: {
+          operationId: 'listDecisions',
+          summary:
+            'Your production decisions (which run, when, approved or rejected, the note), newest first',
+          responses: {
+            '200': {
+              description: 'Decisions.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Decisions' } } },
+            },
+            '401': problemResponse('No API key, or an unknown one.'),
+          },
+        },
+      },
       '/.well-known/jwks.json': {
         get: {
           operationId: 'getJwks',
@@ -157,23 +173,26 @@ export function openApiDocument(publicUrl: string) {
               minimum: 1,
               maximum: 86400,
               default: 5,
-              description: 'Token lifetime of the short phase (`--ttl`).',
+              description: 'Token lifetime of the short phase (`--ttl`). Practice runs only.',
             },
             longTtlSeconds: {
               type: 'integer',
               minimum: 600,
               default: 3600,
-              description: 'Token lifetime after it (`--long-ttl`).',
+              description: 'Token lifetime after it (`--long-ttl`). Practice runs only.',
             },
             scenarios: {
               type: 'array',
               items: { enum: [...scenarioNames] },
-              description: 'The scenario steps to play (default all; [] for none).',
+              description: 'The scenario steps to play (default all; [] for none). Practice runs only.',
             },
             scopes: {
               type: 'array',
               items: { enum: [...scopes] },
-              description: 'The grant under narrowed-grant (default read:loans create:loan_draft).',
+              minItems: 1,
+              uniqueItems: true,
+              description:
+                'An array of scope names (not one space-separated string): the grant under narrowed-grant (default ["read:loans", "create:loan_draft"]). Practice runs only.',
             },
             integration: {
               type: 'object',
@@ -187,7 +206,7 @@ export function openApiDocument(publicUrl: string) {
               type: 'boolean',
               default: false,
               description:
-                '`--certify` rules: a skipped must check or a journey that did not exit 0 fails the run. Only such runs can be approved.',
+                'A certification run: it follows the vendor’s certification plan and `--certify` rules (a skipped must check or a journey that did not exit 0 fails it); with it, ttlSeconds, longTtlSeconds, scenarios and scopes are refused (400). Without it, a practice run: overrides allowed, never approvable.',
             },
           },
         },
@@ -218,8 +237,40 @@ export function openApiDocument(publicUrl: string) {
             ttlSeconds: { type: 'integer' },
             longTtlSeconds: { type: 'integer' },
             certify: { type: 'boolean' },
+            kind: { enum: ['certification', 'practice'] },
+            certificationPlan: {
+              type: ['object', 'null'],
+              properties: { id: { type: 'string' }, digest: { type: 'string' } },
+            },
             expiresAt: { type: 'string', format: 'date-time' },
             idleSeconds: { type: 'integer' },
+          },
+        },
+        Decisions: {
+          type: 'object',
+          required: ['decisions'],
+          properties: {
+            decisions: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['id', 'runId', 'decision', 'at', 'reviewer', 'note', 'validUntil'],
+                properties: {
+                  id: { type: 'string' },
+                  runId: { type: 'string' },
+                  decision: { enum: ['approved', 'rejected', 'revoked', 'expired'] },
+                  at: { type: 'string', format: 'date-time' },
+                  reviewer: {
+                    type: ['object', 'null'],
+                    description: 'Who decided (null for a decision of the service itself).',
+                    properties: { name: { type: 'string' } },
+                  },
+                  note: { type: 'string' },
+                  scopes: { type: 'array', items: { type: 'string' } },
+                  validUntil: { type: ['string', 'null'], format: 'date-time' },
+                },
+              },
+            },
           },
         },
         Run: {
@@ -231,6 +282,31 @@ export function openApiDocument(publicUrl: string) {
             finishedAt: { type: ['string', 'null'], format: 'date-time' },
             integration: { type: ['object', 'null'] },
             verdict: { type: ['string', 'null'], enum: ['PASS', 'FAIL', null] },
+            kind: { enum: ['certification', 'practice'] },
+            partner: {
+              type: ['object', 'null'],
+              properties: { id: { type: 'string' }, name: { type: 'string' } },
+            },
+            plan: {
+              type: ['object', 'null'],
+              description: 'The certification plan the run followed (null for a practice run).',
+              properties: { id: { type: 'string' }, digest: { type: 'string' } },
+            },
+            coverage: {
+              type: ['object', 'null'],
+              description:
+                'Once judged: each operation (calls, successes), each scenario of the plan (met or not), the must checks not verified.',
+            },
+            approvable: { type: 'boolean' },
+            notApprovable: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Why a reviewer cannot approve on this run (empty when approvable).',
+            },
+            decision: {
+              type: ['object', 'null'],
+              description: 'The latest production decision on this run.',
+            },
             report: {
               type: ['object', 'null'],
               description: 'The JSON report of partner-conformance (schemaVersion 3), with run: {id, url}.',

@@ -6,6 +6,10 @@ import { z } from 'zod';
 const printable = /^[^\u0000-\u001f\u007f]*$/;
 const text = (max: number) => z.string().min(1).max(max).regex(printable, 'no control characters');
 
+const scopeList = scopes.map((scope) => `"${scope}"`).join(', ');
+const scopesMessage = `an array of 1 to ${scopes.length} scope names, e.g. ["read:loans", "create:loan_draft"] (not one space-separated string); the scopes are ${scopeList}`;
+const scopeMessage = `each scope is one of ${scopeList}`;
+
 /** The body of `POST /api/runs`: every field optional, nothing else allowed. */
 export const runRequestSchema = z.strictObject({
   ttlSeconds: z.number().int().min(1).max(86_400).optional(),
@@ -20,10 +24,15 @@ export const runRequestSchema = z.strictObject({
     .max(scenarioNames.length)
     .refine((list) => new Set(list).size === list.length, 'each scenario at most once')
     .optional(),
+  // An array of scope names: a string (the form `scope` parameter's space-separated list) is refused
+  // with a message that shows the array.
   scopes: z
-    .array(z.enum(scopes as unknown as [string, ...string[]]))
-    .min(1)
-    .max(scopes.length)
+    .array(z.enum(scopes as unknown as [string, ...string[]], { error: scopeMessage }), {
+      error: scopesMessage,
+    })
+    .min(1, { error: scopesMessage })
+    .max(scopes.length, { error: scopesMessage })
+    .refine((list) => new Set(list).size === list.length, 'each scope at most once')
     .optional(),
   integration: z.strictObject({ name: text(100).optional(), version: text(100).optional() }).optional(),
   certify: z.boolean().optional(),

@@ -69,11 +69,11 @@ export function databaseLedger(
     change: (player: ReturnType<typeof playScenarios>, tx: Queryable) => Promise<T> | T,
   ): Promise<T> {
     return db.transaction(async (tx) => {
-      const [row] = await tx.query<{ scenario_state: ScenarioState; status: string }>(
-        'SELECT scenario_state, status FROM runs WHERE id = $1 FOR UPDATE',
+      const [row] = await tx.query<{ scenario_state: ScenarioState; status: string; in_time: boolean }>(
+        'SELECT scenario_state, status, expires_at > now() AS in_time FROM runs WHERE id = $1 FOR UPDATE',
         [id],
       );
-      if (row?.status !== 'open') throw new RunClosedError();
+      if (row?.status !== 'open' || !row.in_time) throw new RunClosedError();
       const player = playScenarios(run.enabled, run.grant, row.scenario_state);
       const before = JSON.stringify(player.state());
       const result = await change(player, tx);
@@ -123,7 +123,7 @@ export function databaseLedger(
       // with its reference (`T1`, `T2`, …); listed in the session while the run keeps exchanges.
       const [row] = await db.query<{ number: number }>(
         `WITH counted AS (
-           UPDATE runs SET token_count = token_count + 1 WHERE id = $1 AND status = 'open'
+           UPDATE runs SET token_count = token_count + 1 WHERE id = $1 AND status = 'open' AND expires_at > now()
            RETURNING token_count, recorded < max_exchanges AS listed)
          INSERT INTO run_tokens (run_id, value_sha256, number, listed, token)
          SELECT $1, $2, token_count, listed, $3::jsonb || jsonb_build_object('ref', 'T' || token_count) FROM counted

@@ -1,0 +1,146 @@
+import {
+  defaultApiDelayMs,
+  defaultLongTtlSeconds,
+  defaultScopes,
+  defaultTokenDelayMs,
+  defaultTtlSeconds,
+  generateStageSigningKey,
+  newStageClient,
+  playScenarios,
+  type ScenarioName,
+  scenarioNames,
+} from '@partner-lending/conformance';
+import { scopes as allScopes } from '@partner-lending/spec';
+import type { Queryable } from '../db/database.js';
+import { newId } from '../secrets.js';
+import { RunRefusal, type RunRequest, type RunsContext, type StoredStage } from './types.js';
+
+/** The fields a certification run takes from the vendor's plan, never from the partner. */
+const planFields = ['scenarios', 'scopes', 'ttlSeconds', 'longTtlSeconds'] as const;
+
+/**
+ * Creates a run: a certification run (`certify: true`) follows the vendor's plan and refuses every field
+ * that would change it; a practice run takes the partner's overrides and is never approvable.
+ */
+export async function createRun(ctx: RunsContext, partnerId: string, request: RunRequest) {
+  const { db, publicUrl, limits } = ctx;
+  const certify = request.certify === true;
+  const overridden = planFields.filter((field) => request[field] !== undefined);
+  if (certify && overridden.length > 0)
+    throw new RunRefusal(
+      400,
+      'The plan is the vendor’s',
+      `a certification run ("certify": true) follows the vendor's certification plan ${ctx.plan.id} (${ctx.plan.digest.slice(0, 12)}…), which the partner cannot change: remove ${overridden.map((field) => `"${field}"`).join(', ')}, or leave out "certify" for a practice run (overrides allowed, never approvable)`,
+    );
+  const id = newId('run');
+  const enabled: ScenarioName[] = certify
+    ? [...ctx.plan.scenarios]
+    : (request.scenarios ?? [...scenarioNames]);
+  const narrowed = enabled.includes('narrowed-grant');
+  const grant = narrowed ? (request.scopes ?? [...defaultScopes]) : [...allScopes];
+  const client = newStageClient(grant);
+  const stage: StoredStage = {
+    authUrl: `${publicUrl}/runs/${id}/auth`,
+    baseUrl: `${publicUrl}/runs/${id}/api`,
+    partnerId: client.partnerId,
+    authorizedScopes: grant,
+    enabled,
+    grant,
+    ttlSeconds: certify ? ctx.plan.ttlSeconds : (request.ttlSeconds ?? defaultTtlSeconds),
+    longTtlSeconds: certify ? ctx.plan.longTtlSeconds : (request.longTtlSeconds ?? defaultLongTtlSeconds),
+    tokenDelayMs: ctx.tokenDelayMs ?? defaultTokenDelayMs,
+    apiDelayMs: ctx.apiDelayMs ?? defaultApiDelayMs,
+  };
+  const { clientId, clientSecret } = client;
+  const signingKey = await generateStageSigningKey();
+  const scenarioState = playScenarios(new Set(enabled), grant).state();
+  const now = Date.now();
+  const expiresAt = new Date(now + limits.maxDurationSeconds * 1000);
+  await db.transaction(async (tx) => {
+    await admit(tx, ctx, partnerId);
+    await tx.query(
+      `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, integration,
+         stage, client_id, client_secret, signing_key, max_exchanges, scenario_state, plan)
+       VALUES ($1, $2, 'open', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+      [
+        id,
+        partnerId,
+        now,
+        expiresAt,
+        limits.idleSeconds,
+        certify,
+        request.integration ? JSON.stringify(request.integration) : null,
+        JSON.stringify(stage),
+        clientId,
+        clientSecret,
+        JSON.stringify(signingKey),
+        limits.maxExchanges,
+        JSON.stringify(scenarioState),
+        certify ? JSON.stringify(ctx.plan) : null,
+      ],
+    );
+  });
+  // The run's stage opens on this instance now (its key imported, its mock started), not on its
+  // first call; another instance opens it on the first call it serves.
+  void ctx
+    .row(id)
+    .then(async (created) => {
+      if (created?.status === 'open') await ctx.stageOf(created);
+    })
+    .catch(() => {});
+  return {
+    id,
+    kind: certify ? ('certification' as const) : ('practice' as const),
+    certificationPlan: certify ? { id: ctx.plan.id, digest: ctx.plan.digest } : null,
+    authUrl: stage.authUrl,
+    baseUrl: stage.baseUrl,
+    tokenUrl: `${stage.authUrl}/oauth/token`,
+    audience: stage.baseUrl,
+    clientId,
+    clientSecret,
+    authorizedScopes: grant,
+    plan: scenarioState.records.map((item) => ({ name: item.name, enabled: item.enabled, plan: item.plan })),
+    ttlSeconds: stage.ttlSeconds,
+    longTtlSeconds: stage.longTtlSeconds,
+    certify,
+    expiresAt: expiresAt.toISOString(),
+    idleSeconds: limits.idleSeconds,
+  };
+}
+
+/** One partner's runs are counted under its row's lock: two creations at once cannot both pass. */
+async function admit(tx: Queryable, ctx: RunsContext, partnerId: string): Promise<void> {
+  const { limits } = ctx;
+  await tx.query('SELECT id FROM partners WHERE id = $1 FOR UPDATE', [partnerId]);
+  const [open] = await tx.query<{ count: string }>(
+    "SELECT count(*) AS count FROM runs WHERE partner_id = $1 AND status IN ('open', 'closing')",
+    [partnerId],
+  );
+  if (Number(open!.count) >= limits.maxOpenRunsPerPartner)
+    throw new RunRefusal(
+      429,
+      'Too many open runs',
+      `this partner already has ${open!.count} open runs (at most ${limits.maxOpenRunsPerPartner}): finish one (POST /api/runs/{id}/finish) before creating another`,
+      60,
+    );
+  const [recent] = await tx.query<{ count: string; oldest: Date | string | null }>(
+    "SELECT count(*) AS count, min(at) AS oldest FROM rate_events WHERE partner_id = $1 AND at > now() - interval '1 hour'",
+    [partnerId],
+  );
+  if (Number(recent!.count) >= limits.maxRunsPerHour) {
+    const wait = Math.max(
+      1,
+      Math.ceil((new Date(recent!.oldest!).getTime() + 3_600_000 - Date.now()) / 1000),
+    );
+    throw new RunRefusal(
+      429,
+      'Too many runs created',
+      `this partner created ${recent!.count} runs in the last hour (at most ${limits.maxRunsPerHour}); try again in ${wait} s`,
+      wait,
+    );
+  }
+  await tx.query("DELETE FROM rate_events WHERE partner_id = $1 AND at < now() - interval '1 hour'", [
+    partnerId,
+  ]);
+  await tx.query('INSERT INTO rate_events (partner_id) VALUES ($1)', [partnerId]);
+}
