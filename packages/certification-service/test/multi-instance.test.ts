@@ -28,7 +28,13 @@ beforeAll(async () => {
   writeFileSync(keyFile, ed25519Pem(), { mode: 0o600 });
   for (let i = 0; i < 2; i += 1)
     instances.push(
-      await inProcessService({ databaseUrl, publicUrl: proxyUrl, keyFile, sweepIntervalMs: 500 }),
+      await inProcessService({
+        databaseUrl,
+        publicUrl: proxyUrl,
+        keyFile,
+        sweepIntervalMs: 500,
+        plan: makePlan({ id: 'short', ttlSeconds: 2 }),
+      }),
     );
   // A round-robin proxy in front of both, as a load balancer without affinity would be.
   let next = 0;
@@ -58,9 +64,7 @@ afterAll(async () => {
 });
 
 async function certify(url: string, apiKey: string): Promise<{ run: CreatedRun; judged: any; session: any }> {
-  const run = (
-    await api(url, apiKey, 'POST', '/api/runs', { certify: true, ttlSeconds: 2 })
-  ).json() as CreatedRun;
+  const run = (await api(url, apiKey, 'POST', '/api/runs', { certify: true })).json() as CreatedRun;
   const journey = await runCommand(process.execPath, [referenceClient], {
     env: { ...journeyEnv(run), JOURNEY_SECONDS: '9' },
     timeoutMs: 60_000,
