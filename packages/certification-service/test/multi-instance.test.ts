@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makePlan } from '../src/index.js';
 import { ed25519Pem, type InProcessService, inProcessService } from './support/in-process.js';
 import { freePort, startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
