@@ -112,7 +112,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       runs
         .serveStage(match[1]!, match[2] as 'auth' | 'api', req, res, `${match[3] ?? '/'}${query}`)
         .catch((error: unknown) => {
-          log(`stage error on run ${match[1]}: ${(error as Error).message}`);
+          // The address is the run's capability: only its first characters go to the log.
+          log(`stage error on run address ${match[1]!.slice(0, 7)}…: ${(error as Error).message}`);
           if (!res.headersSent)
             res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
           if (!res.writableEnded)

@@ -73,6 +73,30 @@ describe.each(['embedded', 'postgres'] as const)(
         await api(svc.service.url, partner.apiKey, 'POST', `/api/runs/${run.id}/finish`, {});
     });
 
+    it('a run is reached only at its address, a capability apart from its id: the id in its place is a 404, recorded nowhere', async () => {
+      const run = (await post({ certify: true })).json() as CreatedRun;
+      const address = new URL(run.tokenUrl).pathname.split('/')[2]!;
+      expect(address).toMatch(/^ra_[A-Za-z0-9_-]{32}$/);
+      expect(run.tokenUrl).not.toContain(run.id);
+      const ask = (url: string) =>
+        fetch(url, {
+          method: 'POST',
+          body: new URLSearchParams({
+            grant_type: 'client_credentials',
+            client_id: run.clientId,
+            client_secret: run.clientSecret,
+          }),
+        });
+      // The run's id where its address goes, the right credentials: nothing there.
+      expect((await ask(`${svc.service.url}/runs/${run.id}/auth/oauth/token`)).status).toBe(404);
+      // The control: at its address, the same request is answered.
+      expect((await ask(run.tokenUrl)).status).toBe(200);
+      const judged = (
+        await api(svc.service.url, partner.apiKey, 'POST', `/api/runs/${run.id}/finish`, {})
+      ).json();
+      expect(judged.report.journey.calls.token).toBe(1);
+    });
+
     it('scopes as one string is refused with a message that shows the array', async () => {
       const refused = await post({ scopes: 'read:loans create:loan_draft' });
       expect(refused.status).toBe(400);

@@ -97,7 +97,7 @@ describe('two instances on one PostgreSQL behind a round-robin proxy', () => {
 
     // Ended: neither instance serves the run any more, though both had it open (each answers 404).
     for (const instance of instances) {
-      const late = await fetch(`${instance.service.url}/runs/${together.run.id}/auth/oauth/token`, {
+      const late = await fetch(`${instance.service.url}${new URL(together.run.tokenUrl).pathname}`, {
         method: 'POST',
         body: new URLSearchParams({
           grant_type: 'client_credentials',

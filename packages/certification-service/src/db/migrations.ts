@@ -107,11 +107,13 @@ CREATE INDEX rate_events_partner ON rate_events (partner_id, at);
   {
     id: 2,
     name: 'certification plan and decisions',
-    // A run keeps the plan it followed (null: a practice run). Decisions get text ids, system decisions
+    // A run keeps the plan it followed (null: a practice run) and its address, a capability apart from its
+    // id (null for the runs before: their address is their id). Decisions get text ids, system decisions
     // (no reviewer), the production scopes approved and how long an approval holds; the rows of
     // migration 1 are kept, renamed `dec_legacy_<n>`.
     sql: `
 ALTER TABLE runs ADD COLUMN plan jsonb;
+ALTER TABLE runs ADD COLUMN address text UNIQUE;
 CREATE TABLE decisions_v2 (
   id text PRIMARY KEY,
   partner_id text NOT NULL REFERENCES partners(id),

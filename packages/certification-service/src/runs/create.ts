@@ -12,7 +12,7 @@ import {
 } from '@partner-lending/conformance';
 import { scopes as allScopes } from '@partner-lending/spec';
 import type { Queryable } from '../db/database.js';
-import { newId } from '../secrets.js';
+import { newId, newRunAddress } from '../secrets.js';
 import { RunRefusal, type RunRequest, type RunsContext, type StoredStage } from './types.js';
 
 /** The fields a certification run takes from the vendor's plan, never from the partner. */
@@ -33,6 +33,7 @@ export async function createRun(ctx: RunsContext, partnerId: string, request: Ru
       `a certification run ("certify": true) follows the vendor's certification plan ${ctx.plan.id} (${ctx.plan.digest.slice(0, 12)}…), which the partner cannot change: remove ${overridden.map((field) => `"${field}"`).join(', ')}, or leave out "certify" for a practice run (overrides allowed, never approvable)`,
     );
   const id = newId('run');
+  const address = newRunAddress();
   const enabled: ScenarioName[] = certify
     ? [...ctx.plan.scenarios]
     : (request.scenarios ?? [...scenarioNames]);
@@ -40,8 +41,8 @@ export async function createRun(ctx: RunsContext, partnerId: string, request: Ru
   const grant = narrowed ? (request.scopes ?? [...defaultScopes]) : [...allScopes];
   const client = newStageClient(grant);
   const stage: StoredStage = {
-    authUrl: `${publicUrl}/runs/${id}/auth`,
-    baseUrl: `${publicUrl}/runs/${id}/api`,
+    authUrl: `${publicUrl}/runs/${address}/auth`,
+    baseUrl: `${publicUrl}/runs/${address}/api`,
     partnerId: client.partnerId,
     authorizedScopes: grant,
     enabled,
@@ -60,8 +61,8 @@ export async function createRun(ctx: RunsContext, partnerId: string, request: Ru
     await admit(tx, ctx, partnerId);
     await tx.query(
       `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, integration,
-         stage, client_id, client_secret, signing_key, max_exchanges, scenario_state, plan)
-       VALUES ($1, $2, 'open', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+         stage, client_id, client_secret, signing_key, max_exchanges, scenario_state, plan, address)
+       VALUES ($1, $2, 'open', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
       [
         id,
         partnerId,
@@ -77,6 +78,7 @@ export async function createRun(ctx: RunsContext, partnerId: string, request: Ru
         limits.maxExchanges,
         JSON.stringify(scenarioState),
         certify ? JSON.stringify(ctx.plan) : null,
+        address,
       ],
     );
   });

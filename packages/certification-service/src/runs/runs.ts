@@ -26,6 +26,8 @@ const closedAnswer = JSON.stringify({
 export function createRuns(options: RunsOptions) {
   const { db } = options;
   const stages = new Map<string, Promise<HostedStage>>();
+  /** The run id of each address this instance holds a stage for. */
+  const held = new Map<string, string>();
   const journal = runJournal(db);
 
   async function row(id: string): Promise<RunRow | undefined> {
@@ -62,7 +64,11 @@ export function createRuns(options: RunsOptions) {
         apiDelayMs: run.stage.apiDelayMs,
       });
       stages.set(run.id, stage);
-      stage.catch(() => stages.delete(run.id));
+      held.set(run.address ?? run.id, run.id);
+      stage.catch(() => {
+        stages.delete(run.id);
+        held.delete(run.address ?? run.id);
+      });
     }
     return stage;
   }
@@ -70,6 +76,7 @@ export function createRuns(options: RunsOptions) {
   async function closeStage(id: string): Promise<void> {
     const stage = stages.get(id);
     stages.delete(id);
+    for (const [address, runId] of held) if (runId === id) held.delete(address);
     journal.forget(id);
     if (stage) await (await stage).close().catch(() => {});
   }
@@ -85,11 +92,11 @@ export function createRuns(options: RunsOptions) {
   };
 
   /**
-   * Serves a request of a run's stage: `server` and the target below the run's prefix. A run that is
-   * not open (unknown, ended, past its deadline) is answered 404 and recorded nowhere.
+   * Serves a request of a run's stage, reached at its address: `server` and the target below the run's
+   * prefix. A run that is not open (unknown, ended, past its deadline) is answered 404 and recorded nowhere.
    */
   async function serveStage(
-    runId: string,
+    address: string,
     server: StageServer,
     req: IncomingMessage,
     res: ServerResponse,
@@ -97,12 +104,17 @@ export function createRuns(options: RunsOptions) {
   ): Promise<void> {
     // A stage this instance holds needs no read: its ledger refuses the call (404) once the run ended
     // or passed its deadline.
-    const held = stages.get(runId);
-    if (held) {
-      await (await held).handle(server, req, res, target);
+    const heldId = held.get(address);
+    const stage = heldId === undefined ? undefined : stages.get(heldId);
+    if (stage) {
+      await (await stage).handle(server, req, res, target);
       return;
     }
-    const run = await row(runId);
+    // Runs made before addresses existed are reached at their id.
+    const [run] = await db.query<RunRow & Record<string, unknown>>(
+      'SELECT * FROM runs WHERE address = $1 OR (address IS NULL AND id = $1)',
+      [address],
+    );
     if (run?.status !== 'open' || new Date(run.expires_at).getTime() <= Date.now()) {
       if (run) void closeStage(run.id);
       req.resume();
@@ -110,8 +122,7 @@ export function createRuns(options: RunsOptions) {
       res.end(closedAnswer);
       return;
     }
-    const stage = await stageOf(run);
-    await stage.handle(server, req, res, target);
+    await (await stageOf(run)).handle(server, req, res, target);
   }
 
   /** Judges the runs that idled or passed their deadline; run by every instance now and then. */

@@ -74,6 +74,8 @@ export interface RunRow {
   verdict: string | null;
   /** The certification plan the run followed; null for a practice run. */
   plan: CertificationPlan | null;
+  /** The run's address (the capability in its URLs); null for runs made before addresses (their id). */
+  address: string | null;
 }
 
 /** Why a run was refused: a request against the plan (400), a limit reached (429) or a conflict with its state (409). */
