@@ -370,7 +370,11 @@ describe('serve and admin on the embedded store', () => {
           /SIGNING_KEY_FILE .* cannot be read/,
         ],
         [['serve', '--port', '0'], { DATABASE_URL: 'mysql://x' }, /expected postgres:\/\//],
+        [['serve', '--plan', join(dir, 'no-plan.json')], {}, /--plan .*no-plan\.json: cannot read it/],
+        [['serve', '--plan', join(dir, 'bad-plan.json')], {}, /--plan .*bad-plan\.json: operations/],
+        [['admin', 'add-partner', '--name', 'X', '--plan', 'p.json'], {}, /--plan is an option of serve/],
       ];
+      writeFileSync(join(dir, 'bad-plan.json'), JSON.stringify({ id: 'bad', operations: ['getEverything'] }));
       for (const [args, extra, message] of cases) {
         const result = await runCommand(process.execPath, [bin, ...args], {
           cwd: dir,
