@@ -11,6 +11,6 @@ export {
 } from './decisions/decisions.js';
 export { ServiceError, type ServiceErrorCode } from './errors.js';
 export { jwksOf, loadSigningKey, publishKey, type SigningKey } from './keys.js';
-export { type CertificationPlan, defaultPlan, loadPlanFile, makePlan, type PlanFile } from './plan/plan.js';
+export { type DigestedPlan, defaultPlan, loadPlanFile, makePlan, type PlanFile } from './plan/plan.js';
 export { defaultRunLimits, type RunLimits, type RunRequest } from './runs/runs.js';
 export { type RunningService, type ServiceOptions, startService } from './server.js';

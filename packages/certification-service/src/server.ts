@@ -6,7 +6,7 @@ import { migrate } from './db/migrations.js';
 import { type Audit, mountApi } from './http/api.js';
 import { problem } from './http/problem.js';
 import { publishKey, type SigningKey } from './keys.js';
-import type { CertificationPlan } from './plan/plan.js';
+import type { DigestedPlan } from './plan/plan.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { mountUi } from './ui/routes.js';
 
@@ -27,7 +27,7 @@ export interface ServiceOptions {
   /** Run limits (idle time, duration, exchanges, rate limits). Default `defaultRunLimits`. */
   limits?: Partial<RunLimits>;
   /** The certification plan every certification run follows (see `makePlan`). Default `defaultPlan`. */
-  plan?: CertificationPlan;
+  plan?: DigestedPlan;
   /** How often this instance judges idle and expired runs, in ms. Default 5000. */
   sweepIntervalMs?: number;
   /** Stage delays in ms (the CLI's defaults: 100 for token answers, 20 for API calls). */

@@ -1,8 +1,14 @@
+import { fileURLToPath } from 'node:url';
+import { parseEnvelope } from '@partner-lending/conformance';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePlan, recordDecision } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
-import { api, type CreatedRun } from './support/service.js';
+import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
+
+const referenceClient = fileURLToPath(
+  new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
+);
 
 // Certification runs follow the vendor's plan; practice runs take overrides and are never approvable;
 // coverage decides approvability; decisions are read through the API. On both stores.
@@ -96,6 +102,52 @@ describe.each(['embedded', 'postgres'] as const)(
       ).json();
       expect(judged.report.journey.calls.token).toBe(1);
     });
+
+    it('under the default plan a correct client certifies on all four operations with the narrowed grant met, in one run; a token-per-call client asking for four scopes and one bursting after a 429 are not approvable', async () => {
+      const journey = async (extra: Record<string, string>) => {
+        const run = (
+          await post({ certify: true, integration: { name: 'ref', version: '1' } })
+        ).json() as CreatedRun;
+        const ran = await runCommand(process.execPath, [referenceClient], {
+          env: { ...journeyEnv(run), JOURNEY_SECONDS: '12', ...extra },
+          timeoutMs: 90_000,
+        });
+        await api(svc.service.url, partner.apiKey, 'POST', `/api/runs/${run.id}/finish`, {
+          journeyExitCode: ran.code,
+        });
+        return (await api(svc.service.url, partner.apiKey, 'GET', `/api/runs/${run.id}`)).json();
+      };
+      const [correct, perCall, burst] = await Promise.all([
+        journey({}),
+        journey({ BUG: 'token-per-call', ASK_ALL: '1' }),
+        journey({ BUG: 'burst-after-429' }),
+      ]);
+      expect(correct.notApprovable).toEqual([]);
+      expect(correct.approvable).toBe(true);
+      expect(correct.verdict).toBe('PASS');
+      for (const operation of correct.coverage.operations)
+        expect(operation.succeeded, operation.operationId).toBeGreaterThan(0);
+      expect(correct.coverage.operations).toHaveLength(4);
+      expect(
+        correct.coverage.scenarios.find((item: { id: string }) => item.id === 'narrowed-grant').met,
+      ).toBe(true);
+      // Named in what is signed: the partner, the plan, the service.
+      expect(correct.report.partner).toEqual({ id: partner.partnerId, name: 'Plan Partner' });
+      expect(correct.report.plan).toEqual({ id: 'test-plan', digest: plan.digest });
+      expect(correct.report.service.url).toBe(svc.service.url);
+      const attestation = (
+        await api(svc.service.url, partner.apiKey, 'GET', `/api/runs/${correct.id}/attestation`)
+      ).text;
+      const statement = JSON.parse(
+        Buffer.from(parseEnvelope(attestation).payload, 'base64').toString('utf8'),
+      );
+      expect(JSON.stringify(statement.predicate)).toContain(partner.partnerId);
+      // The controls: each faulty client is refused approval, with the decisive check named.
+      expect(perCall.approvable).toBe(false);
+      expect(perCall.notApprovable.join('\n')).toContain('client-token-reuse');
+      expect(burst.approvable).toBe(false);
+      expect(burst.notApprovable.join('\n')).toContain('client-retry-after');
+    }, 240_000);
 
     it('scopes as one string is refused with a message that shows the array', async () => {
       const refused = await post({ scopes: 'read:loans create:loan_draft' });

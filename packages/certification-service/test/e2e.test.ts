@@ -371,7 +371,11 @@ describe('serve and admin on the embedded store', () => {
         ],
         [['serve', '--port', '0'], { DATABASE_URL: 'mysql://x' }, /expected postgres:\/\//],
         [['serve', '--plan', join(dir, 'no-plan.json')], {}, /--plan .*no-plan\.json: cannot read it/],
-        [['serve', '--plan', join(dir, 'bad-plan.json')], {}, /--plan .*bad-plan\.json: operations/],
+        [
+          ['serve', '--plan', join(dir, 'bad-plan.json')],
+          {},
+          /--plan .*bad-plan\.json: certification plan: operation "getEverything" is not one of the API's/,
+        ],
         [['admin', 'add-partner', '--name', 'X', '--plan', 'p.json'], {}, /--plan is an option of serve/],
       ];
       writeFileSync(join(dir, 'bad-plan.json'), JSON.stringify({ id: 'bad', operations: ['getEverything'] }));

@@ -1,105 +1,80 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import {
-  defaultLongTtlSeconds,
-  defaultTtlSeconds,
+  type CertificationPlan,
+  ConformanceError,
+  certificationPlan,
+  type DigestedPlan,
+  definePlan,
   type ScenarioName,
-  scenarioNames,
 } from '@partner-lending/conformance';
-import { type ApiOperationId, scopes as allScopes, apiOperationIds, operations } from '@partner-lending/spec';
-import { z } from 'zod';
+import { type ApiOperationId, operations, type Scope } from '@partner-lending/spec';
 import { ServiceError } from '../errors.js';
 
-/** The should-checks that may decide approval like a must (the plan names which do). */
-export const decisiveCandidates = ['client-token-reuse', 'client-retry-after'] as const;
+export type { DigestedPlan };
 
 /**
- * The vendor's certification plan: what a certification run (`certify: true`) exercises and what it
- * must show to be approvable. The partner cannot change it; the operator configures it (`serve --plan FILE`).
+ * What an operator's plan file holds: the plan's id, and any field of the conformance suite's
+ * certification plan to change (the default plan fills the rest); operations are named by operationId.
  */
-export interface CertificationPlan {
-  /** A name the operator gives the plan (e.g. "default-2026"). */
+export interface PlanFile {
   id: string;
-  /** SHA-256 (hex) of the plan's canonical JSON (every field but this one, keys sorted). */
-  digest: string;
-  /** The operations of the API a run must call with success at least once, each with its scope. */
-  operations: Array<{ operationId: ApiOperationId; scope: string }>;
-  /** The fault scenarios the run plays; each must be met. */
-  scenarios: ScenarioName[];
-  /** Token lifetime of the run's short phase, and of its long phase (s). */
-  ttlSeconds: number;
-  longTtlSeconds: number;
-  /** Should-checks that decide approval like a must. */
-  decisiveShouldChecks: string[];
+  operations?: ApiOperationId[];
+  scopes?: Scope[];
+  scenarios?: ScenarioName[];
+  ttlSeconds?: number;
+  longTtlSeconds?: number;
+  renewal?: boolean;
+  decisiveShouldChecks?: string[];
 }
 
-/** What a plan file holds (everything optional but its id; the defaults fill the rest). */
-const planFileSchema = z.strictObject({
-  id: z
-    .string()
-    .min(1)
-    .max(64)
-    .regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" and "-" only'),
-  operations: z
-    .array(z.enum(apiOperationIds as [ApiOperationId, ...ApiOperationId[]]))
-    .min(1)
-    .refine((list) => new Set(list).size === list.length, 'each operation at most once')
-    .optional(),
-  scenarios: z
-    .array(z.enum(scenarioNames as [ScenarioName, ...ScenarioName[]]))
-    .refine((list) => new Set(list).size === list.length, 'each scenario at most once')
-    .optional(),
-  ttlSeconds: z.number().int().min(1).max(86_400).optional(),
-  longTtlSeconds: z
-    .number()
-    .int()
-    .min(600)
-    .max(10 * 365 * 86_400)
-    .optional(),
-  decisiveShouldChecks: z.array(z.enum(decisiveCandidates)).optional(),
-});
-
-export type PlanFile = z.input<typeof planFileSchema>;
-
-const canonical = (value: unknown): string =>
-  Array.isArray(value)
-    ? `[${value.map(canonical).join(',')}]`
-    : value !== null && typeof value === 'object'
-      ? `{${Object.keys(value)
-          .sort()
-          .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
-          .join(',')}}`
-      : JSON.stringify(value);
-
-/** A plan from its fields: the defaults for what is absent, and its digest. */
-export function makePlan(file: PlanFile): CertificationPlan {
-  const parsed = planFileSchema.parse(file);
-  const body: Omit<CertificationPlan, 'digest'> = {
-    id: parsed.id,
-    operations: (parsed.operations ?? apiOperationIds).map((operationId) => ({
-      operationId,
-      scope: operations[operationId].scope,
-    })),
-    scenarios: parsed.scenarios ?? [...scenarioNames],
-    ttlSeconds: parsed.ttlSeconds ?? defaultTtlSeconds,
-    longTtlSeconds: parsed.longTtlSeconds ?? defaultLongTtlSeconds,
-    decisiveShouldChecks: parsed.decisiveShouldChecks ?? [...decisiveCandidates],
-  };
-  return { ...body, digest: createHash('sha256').update(canonical(body)).digest('hex') };
-}
+const fields = [
+  'id',
+  'operations',
+  'scopes',
+  'scenarios',
+  'ttlSeconds',
+  'longTtlSeconds',
+  'renewal',
+  'decisiveShouldChecks',
+] as const;
 
 /**
- * The default plan: every operation of the API (§4.2) with its scope, every fault scenario, the
- * CLI's lifetimes, token reuse and Retry-After deciding like musts.
+ * The vendor's certification plan from the operator's fields: the suite's default plan
+ * (`partner-lending-default-v1`: the four operations with the scopes production grants, every fault
+ * scenario, a renewal, token reuse and Retry-After deciding like musts) with the fields given replaced,
+ * checked and digested by the suite. Throws a ConformanceError naming what is wrong.
  */
-export const defaultPlan: CertificationPlan = makePlan({ id: 'default' });
+export function makePlan(file: PlanFile): DigestedPlan {
+  const unknown = Object.keys(file).filter((key) => !(fields as readonly string[]).includes(key));
+  if (unknown.length > 0)
+    throw new ConformanceError(
+      'ERR_USAGE',
+      `certification plan: unknown field ${unknown.map((key) => JSON.stringify(key.slice(0, 40))).join(', ')} (the fields are ${fields.join(', ')})`,
+    );
+  const { digest: _digest, ...defaults } = certificationPlan;
+  const plan: CertificationPlan = {
+    ...defaults,
+    ...file,
+    operations: (file.operations ?? defaults.operations.map((item) => item.operationId)).map(
+      (operationId) => ({
+        operationId,
+        scope: (operations as Record<string, { scope: string | null }>)[operationId]?.scope as Scope,
+      }),
+    ),
+  };
+  return definePlan(plan);
+}
 
-/** The scopes production grants a partner certified under `plan`: those of its operations. */
-export const planScopes = (plan: CertificationPlan): string[] =>
-  allScopes.filter((scope) => plan.operations.some((operation) => operation.scope === scope));
+/** The default plan: the conformance suite's. */
+export const defaultPlan: DigestedPlan = certificationPlan;
+
+/** The production scopes a run certified under `plan` is approved for: those of its operations. */
+export const planScopes = (plan: CertificationPlan): string[] => [
+  ...new Set(plan.operations.map((operation) => operation.scope)),
+];
 
 /** Reads an operator's plan file (JSON); a clear error names what is wrong. */
-export function loadPlanFile(file: string): CertificationPlan {
+export function loadPlanFile(file: string): DigestedPlan {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -112,16 +87,22 @@ export function loadPlanFile(file: string): CertificationPlan {
   } catch {
     throw new ServiceError('ERR_CONFIG', `--plan ${file}: not valid JSON`);
   }
-  const parsed = planFileSchema.safeParse(json);
-  if (!parsed.success)
-    throw new ServiceError(
-      'ERR_CONFIG',
-      `--plan ${file}: ${parsed.error.issues
-        .slice(0, 5)
-        .map((issue) => `${issue.path.join('.') || 'the file'}: ${issue.message}`)
-        .join(
-          '; ',
-        )} (expected {"id": "...", "operations"?: [...], "scenarios"?: [...], "ttlSeconds"?, "longTtlSeconds"?, "decisiveShouldChecks"?})`,
-    );
-  return makePlan(parsed.data);
+  const expected = `expected {"id": "...", ${fields
+    .slice(1)
+    .map((field) => `"${field}"?`)
+    .join(', ')}}`;
+  if (
+    json === null ||
+    typeof json !== 'object' ||
+    Array.isArray(json) ||
+    typeof (json as { id?: unknown }).id !== 'string'
+  )
+    throw new ServiceError('ERR_CONFIG', `--plan ${file}: ${expected}`);
+  try {
+    return makePlan(json as PlanFile);
+  } catch (error) {
+    if (error instanceof ConformanceError || error instanceof TypeError)
+      throw new ServiceError('ERR_CONFIG', `--plan ${file}: ${(error as Error).message} (${expected})`);
+    throw error;
+  }
 }

@@ -37,8 +37,14 @@ export async function createRun(ctx: RunsContext, partnerId: string, request: Ru
   const enabled: ScenarioName[] = certify
     ? [...ctx.plan.scenarios]
     : (request.scenarios ?? [...scenarioNames]);
+  // A certification run's client is authorised for the plan's scopes (what production grants); the
+  // narrowed grant is then played by its token endpoint. A practice run keeps the CLI's settings.
   const narrowed = enabled.includes('narrowed-grant');
-  const grant = narrowed ? (request.scopes ?? [...defaultScopes]) : [...allScopes];
+  const grant: string[] = certify
+    ? [...ctx.plan.scopes]
+    : narrowed
+      ? (request.scopes ?? [...defaultScopes])
+      : [...allScopes];
   const client = newStageClient(grant);
   const stage: StoredStage = {
     authUrl: `${publicUrl}/runs/${address}/auth`,

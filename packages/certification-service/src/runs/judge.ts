@@ -34,19 +34,18 @@ const notes: Record<RunEnding['how'], (run: RunRow) => string | undefined> = {
 };
 
 /**
- * Who and what a hosted run certifies: the partner as the vendor knows it, the integration, the plan
- * (null for practice) and the service. Added to the report the service signs; the suite's session and
- * attestation take them too once it accepts them.
+ * Who and what a hosted run certifies, as its session, report and attestation name them: the partner as
+ * the vendor knows it, the service, and the plan a certification run followed.
  */
-async function hostedContext(ctx: RunsContext, run: RunRow) {
+async function namesOf(ctx: RunsContext, run: RunRow) {
   const [partner] = await ctx.db.query<{ id: string; name: string }>(
     'SELECT id, name FROM partners WHERE id = $1',
     [run.partner_id],
   );
   return {
     partner: { id: partner!.id, name: partner!.name },
-    plan: run.plan ? { id: run.plan.id, digest: run.plan.digest } : null,
     service: { url: ctx.publicUrl, version: ctx.version ?? tool.version },
+    ...(run.plan && { plan: run.plan }),
   };
 }
 
@@ -94,6 +93,7 @@ export async function judgeRun(
     contents,
     maxExchanges: run.max_exchanges,
     integration: run.integration ?? undefined,
+    names: await namesOf(ctx, run),
     redact: (text) => text,
   });
   const sessionText = formatSession(session);
@@ -103,11 +103,7 @@ export async function judgeRun(
     provenance: { source: 'service', sessionSha256 },
   });
   const runUrl = `${publicUrl}/api/runs/${id}`;
-  const report = {
-    ...judged,
-    run: { id, url: runUrl },
-    ...(await hostedContext(ctx, run)),
-  } as ClientReport;
+  const report = { ...judged, run: { id, url: runUrl } } as ClientReport;
   const reportJson = formatJsonReport(report);
   const statement = testResultStatement({
     sessionBytes: sessionText,

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
+  grantsEveryScope,
   type IssuedToken,
   type LedgerContents,
   playScenarios,
@@ -60,6 +61,9 @@ export function databaseLedger(
    */
   const tokens = new Map<string, IssuedToken>();
   let generation = 0;
+  /** A client authorised for every scope meets the narrowed grant at its token endpoint, once. */
+  const everyScope = grantsEveryScope(run.grant);
+  let narrowedFired = false;
   const remember = (value: string, token: IssuedToken) => {
     if (tokens.size >= maxCachedTokens) tokens.clear();
     tokens.set(value, token);
@@ -136,8 +140,15 @@ export function databaseLedger(
       return issued;
     },
     async tokenRequested(scopes, at, seq) {
-      if (!run.enabled.has('narrowed-grant') || scopes.every((scope) => run.grant.includes(scope))) return;
-      await withScenarios((player) => player.tokenRequested(scopes, at, seq));
+      // The narrowed grant plays once: after it fired, or when this request cannot fire it, no lock.
+      if (!run.enabled.has('narrowed-grant') || narrowedFired) return undefined;
+      if (!everyScope && scopes.every((scope) => run.grant.includes(scope))) return undefined;
+      return withScenarios((player) => {
+        const answer = player.tokenRequested(scopes, at, seq);
+        if (player.records.find((item) => item.name === 'narrowed-grant')?.firedAt !== undefined)
+          narrowedFired = true;
+        return answer;
+      });
     },
     async play(method, path, issued, now, at, seq) {
       if (!issued) return undefined;

@@ -2,7 +2,7 @@ import type { HostedStage, JourneyRecord, ScenarioName, StageSigningKey } from '
 import { defaultMaxExchanges } from '@partner-lending/conformance';
 import type { Database } from '../db/database.js';
 import type { SigningKey } from '../keys.js';
-import type { CertificationPlan } from '../plan/plan.js';
+import type { DigestedPlan } from '../plan/plan.js';
 import type { RunJournal } from './journal.js';
 
 /** What a partner may ask of a run (the body of `POST /api/runs`); everything optional. */
@@ -73,7 +73,7 @@ export interface RunRow {
   report_json: string | null;
   verdict: string | null;
   /** The certification plan the run followed; null for a practice run. */
-  plan: CertificationPlan | null;
+  plan: DigestedPlan | null;
   /** The run's address (the capability in its URLs); null for runs made before addresses (their id). */
   address: string | null;
 }
@@ -98,7 +98,7 @@ export interface RunsOptions {
   key: SigningKey;
   limits: RunLimits;
   /** The vendor's plan that every certification run follows. Default `defaultPlan`. */
-  plan?: CertificationPlan;
+  plan?: DigestedPlan;
   /** The service's version, named in every report (default the package's). */
   version?: string;
   /** Delays of the stage (ms); the CLI's defaults. */
@@ -109,7 +109,7 @@ export interface RunsOptions {
 
 /** What the parts of the runs room share: the options, the journal, and this instance's stages. */
 export interface RunsContext extends RunsOptions {
-  plan: CertificationPlan;
+  plan: DigestedPlan;
   journal: RunJournal;
   stages: Map<string, Promise<HostedStage>>;
   row(id: string): Promise<RunRow | undefined>;

@@ -3,7 +3,7 @@ import { approvability, type Coverage, coverageOf } from '../coverage/coverage.j
 import type { Database } from '../db/database.js';
 import { listDecisions } from '../decisions/decisions.js';
 import { jwksOf } from '../keys.js';
-import type { CertificationPlan } from '../plan/plan.js';
+import type { DigestedPlan } from '../plan/plan.js';
 import { iso } from '../runs/runs.js';
 import { h } from './html.js';
 
@@ -19,7 +19,7 @@ export interface UiRun {
   session_text: string | null;
   session_sha256: string | null;
   report_json: string | null;
-  plan: CertificationPlan | null;
+  plan: DigestedPlan | null;
   created_at: string;
   finished_at: string | null;
   integration: { name?: string; version?: string } | null;
@@ -66,7 +66,7 @@ async function signatureOf(
   }
 }
 
-const coverageHtml = (coverage: Coverage, plan: CertificationPlan | null): string => {
+const coverageHtml = (coverage: Coverage, plan: DigestedPlan | null): string => {
   const planned = new Set<string>(plan?.operations.map((item) => item.operationId));
   const operations = coverage.operations
     .map(
