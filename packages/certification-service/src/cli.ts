@@ -24,8 +24,9 @@ serve
   --max-open-runs N  open runs per partner at once (default 5)
   --max-runs-per-hour N  runs a partner may create per hour (default 60)
   --plan FILE        the certification plan every certification run ("certify": true) follows, as JSON:
-                     {"id", "operations"?, "scenarios"?, "ttlSeconds"?, "longTtlSeconds"?, "decisiveShouldChecks"?}
-                     (default: plan "default": the four operations, every scenario, ttl 5 s, long ttl 3600 s,
+                     {"id", "operations"?, "scopes"?, "scenarios"?, "ttlSeconds"?, "longTtlSeconds"?, "renewal"?,
+                     "decisiveShouldChecks"?}; absent fields take the default plan's (partner-lending-default-v1:
+                     the four operations and scopes, every scenario, ttl 5 s, long ttl 3600 s, a renewal,
                      client-token-reuse and client-retry-after deciding like musts)
 
 admin (the same storage options as serve)
