@@ -103,22 +103,47 @@ describe.each(['embedded', 'postgres'] as const)(
       expect(judged.report.journey.calls.token).toBe(1);
     });
 
-    it('under the default plan a correct client certifies on all four operations with the narrowed grant met, in one run; a token-per-call client asking for four scopes and one bursting after a 429 are not approvable', async () => {
-      const journey = async (extra: Record<string, string>) => {
+    it('under the default plan a correct client certifies on all four operations with the narrowed grant met, in one run, a third party hitting it without credentials notwithstanding; a token-per-call client asking for four scopes and one bursting after a 429 are not approvable', async () => {
+      // A third party who learnt the correct client's addresses: wrong secrets, calls without a token
+      // or with a made-up one, while the journey runs.
+      const outsider = async (run: CreatedRun) => {
+        for (let round = 0; round < 3; round += 1) {
+          await new Promise((resolve) => setTimeout(resolve, 1500));
+          const refused = await fetch(run.tokenUrl, {
+            method: 'POST',
+            body: new URLSearchParams({
+              grant_type: 'client_credentials',
+              client_id: run.clientId,
+              client_secret: 'not-the-secret',
+            }),
+          });
+          await refused.arrayBuffer();
+          for (const authorization of [undefined, 'Bearer made.up.token']) {
+            const call = await fetch(`${run.baseUrl}/v3/partner/anyone/loans`, {
+              headers: authorization ? { authorization } : {},
+            });
+            await call.arrayBuffer();
+          }
+        }
+      };
+      const journey = async (extra: Record<string, string>, thirdParty = false) => {
         const run = (
           await post({ certify: true, integration: { name: 'ref', version: '1' } })
         ).json() as CreatedRun;
-        const ran = await runCommand(process.execPath, [referenceClient], {
-          env: { ...journeyEnv(run), JOURNEY_SECONDS: '12', ...extra },
-          timeoutMs: 90_000,
-        });
+        const [ran] = await Promise.all([
+          runCommand(process.execPath, [referenceClient], {
+            env: { ...journeyEnv(run), JOURNEY_SECONDS: '12', ...extra },
+            timeoutMs: 90_000,
+          }),
+          thirdParty ? outsider(run) : undefined,
+        ]);
         await api(svc.service.url, partner.apiKey, 'POST', `/api/runs/${run.id}/finish`, {
           journeyExitCode: ran.code,
         });
         return (await api(svc.service.url, partner.apiKey, 'GET', `/api/runs/${run.id}`)).json();
       };
       const [correct, perCall, burst] = await Promise.all([
-        journey({}),
+        journey({}, true),
         journey({ BUG: 'token-per-call', ASK_ALL: '1' }),
         journey({ BUG: 'burst-after-429' }),
       ]);
@@ -131,6 +156,8 @@ describe.each(['embedded', 'postgres'] as const)(
       expect(
         correct.coverage.scenarios.find((item: { id: string }) => item.id === 'narrowed-grant').met,
       ).toBe(true);
+      // The third party's traffic was recorded apart and swayed nothing.
+      expect(correct.report.outsideTraffic.exchanges).toBeGreaterThanOrEqual(9);
       // Named in what is signed: the partner, the plan, the service.
       expect(correct.report.partner).toEqual({ id: partner.partnerId, name: 'Plan Partner' });
       expect(correct.report.plan).toEqual({ id: 'test-plan', digest: plan.digest });

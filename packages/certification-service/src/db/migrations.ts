@@ -108,12 +108,15 @@ CREATE INDEX rate_events_partner ON rate_events (partner_id, at);
     id: 2,
     name: 'certification plan and decisions',
     // A run keeps the plan it followed (null: a practice run) and its address, a capability apart from its
-    // id (null for the runs before: their address is their id). Decisions get text ids, system decisions
+    // id (null for the runs before: their address is their id), and counts the traffic from outside it
+    // (none of its credentials or tokens) apart from its own, under a cap of its own. Decisions get text ids, system decisions
     // (no reviewer), the production scopes approved and how long an approval holds; the rows of
     // migration 1 are kept, renamed `dec_legacy_<n>`.
     sql: `
 ALTER TABLE runs ADD COLUMN plan jsonb;
 ALTER TABLE runs ADD COLUMN address text UNIQUE;
+ALTER TABLE runs ADD COLUMN outside_recorded integer NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN outside_dropped integer NOT NULL DEFAULT 0;
 CREATE TABLE decisions_v2 (
   id text PRIMARY KEY,
   partner_id text NOT NULL REFERENCES partners(id),

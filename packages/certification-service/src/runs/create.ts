@@ -1,6 +1,7 @@
 import {
   defaultApiDelayMs,
   defaultLongTtlSeconds,
+  defaultMaxExchanges,
   defaultScopes,
   defaultTokenDelayMs,
   defaultTtlSeconds,
@@ -81,7 +82,8 @@ export async function createRun(ctx: RunsContext, partnerId: string, request: Ru
         clientId,
         clientSecret,
         JSON.stringify(signingKey),
-        limits.maxExchanges,
+        // Never more than a session file may hold: a run's own session always judges again.
+        Math.min(limits.maxExchanges, defaultMaxExchanges),
         JSON.stringify(scenarioState),
         certify ? JSON.stringify(ctx.plan) : null,
         address,

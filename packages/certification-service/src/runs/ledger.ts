@@ -3,6 +3,7 @@ import {
   grantsEveryScope,
   type IssuedToken,
   type LedgerContents,
+  maxOutsideExchanges,
   playScenarios,
   type RecordedExchange,
   type ScenarioName,
@@ -179,6 +180,25 @@ export function databaseLedger(
       await withScenarios((player) => player.apiAnswered(status, challenge, at, seq));
     },
     async record(exchange) {
+      // Traffic from outside the run (none of its credentials or tokens) is kept apart, under a cap of
+      // its own: an outsider never uses up the run's own recording, and is never judged.
+      if (exchange.outside) {
+        const [kept] = await db.query<{ id: string }>(
+          `WITH open AS (
+               SELECT id, outside_recorded FROM runs WHERE id = $1 AND status = 'open' AND expires_at > now() FOR UPDATE),
+             counted AS (
+               UPDATE runs r SET outside_recorded = o.outside_recorded + (o.outside_recorded < $2)::int,
+                 outside_dropped = r.outside_dropped + (o.outside_recorded >= $2)::int, seq = greatest(r.seq, $3)
+               FROM open o WHERE r.id = o.id),
+             kept AS (
+               INSERT INTO exchanges (run_id, seq, exchange) SELECT $1, $3, $4::jsonb FROM open o
+               WHERE o.outside_recorded < $2)
+           SELECT id FROM open`,
+          [id, maxOutsideExchanges, exchange.seq, storableJson(JSON.stringify(exchange))],
+        );
+        if (!kept) throw new RunClosedError();
+        return;
+      }
       // Committed before the answer leaves: a service killed right after loses nothing it answered.
       // Only an open run records: once judging has claimed the run, a call still in flight is refused
       // rather than answered and left out of the session.
@@ -203,8 +223,8 @@ export async function ledgerContents(
   db: Queryable,
   runId: string,
 ): Promise<LedgerContents & { state: ScenarioState }> {
-  const [run] = await db.query<{ scenario_state: ScenarioState; dropped: number }>(
-    'SELECT scenario_state, dropped FROM runs WHERE id = $1',
+  const [run] = await db.query<{ scenario_state: ScenarioState; dropped: number; outside_dropped: number }>(
+    'SELECT scenario_state, dropped, outside_dropped FROM runs WHERE id = $1',
     [runId],
   );
   const exchanges = await db.query<{ exchange: RecordedExchange }>(
@@ -221,6 +241,7 @@ export async function ledgerContents(
     tokens: tokens.map((row) => row.token),
     scenarios: state.records.map((item) => ({ ...item })),
     dropped: run!.dropped,
+    ...(run!.outside_dropped > 0 && { outsideDropped: run!.outside_dropped }),
     state,
   };
 }
