@@ -8,6 +8,7 @@ import { freePort, startPostgres, type ThrowawayPostgres } from './support/postg
 import {
   admin,
   api,
+  bin,
   type CreatedRun,
   conformanceBin,
   curlJourney,
@@ -53,6 +54,22 @@ describe.each(storages)('on %s storage', (storage) => {
 
   it('serve starts with no configuration; a curl-only journey certifies; its attestation verifies offline, and a one-byte change to it does not', async () => {
     const { apiKey, partnerId } = await admin('add-partner', 'Acme Lending', { cwd: dir, env });
+    // admin says which store it wrote to (a partner added in another shell must not land elsewhere).
+    const reviewerAdded = await runCommand(
+      process.execPath,
+      [bin, 'admin', 'add-reviewer', '--name', 'Rita'],
+      {
+        cwd: dir,
+        env: { DATABASE_URL: '', ...env },
+      },
+    );
+    expect(reviewerAdded.code).toBe(0);
+    expect(reviewerAdded.stderr).toMatch(
+      storage === 'postgres'
+        ? /wrote reviewer rev_\S+ to PostgreSQL at 127\.0\.0\.1:/
+        : /wrote reviewer rev_\S+ to embedded PGlite in /,
+    );
+    expect(reviewerAdded.stdout).toMatch(/reusable until replaced/);
     expect(apiKey).toMatch(/^pcs_key_/);
     const service = await startServe({ cwd: dir, env, args: planArgs });
     try {
