@@ -69,8 +69,8 @@ plays the scenario plan, and judges the traffic it recorded.
   --service-key-file FILE   the file holding your API key for --service (never the key itself on the command line)
   --attestation FILE     with --service: write the run's signed attestation (partner-conformance verify checks it)
 
-Exit: 0 no must check failed, 1 a must check failed (or, with --certify, was not verified, or the
-journey failed), 2 usage error (a missing or non-executable COMMAND, a port in use, a bad flag).
+Exit: 0 no must check failed, 1 a must check failed (or, with --certify, the run did not certify: the
+verdict lists why), 2 usage error (a missing or non-executable COMMAND, a port in use, a bad flag).
 `;
 
 const flags = {

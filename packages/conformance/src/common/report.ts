@@ -324,7 +324,9 @@ export function decisionLines(report: ClientReport): string[] {
         ? `must checks: ${must.length - mustSkipped.length} of ${must.length} passed, ${mustSkipped.length} not verified (${mustSkipped.map((c) => c.id).join(', ')}) — certification (--certify) needs them verified`
         : `must checks: all ${must.length} passed — the rules an approval requires hold for what the journey did`,
     shouldBad.length > 0
-      ? `should checks: ${shouldBad.length} failed (${shouldBad.map((c) => c.id).join(', ')}) — recommendations: they do not block approval, and a reviewer may ask for them`
+      ? report.certification
+        ? `should checks: ${shouldBad.length} failed (${shouldBad.map((c) => c.id).join(', ')}) — recommendations, except those the certification plan makes decisive (the certification line says which block it)`
+        : `should checks: ${shouldBad.length} failed (${shouldBad.map((c) => c.id).join(', ')}) — recommendations: they do not block approval, and a reviewer may ask for them`
       : 'should checks: none failed',
   ];
   const exercised = report.operations.filter((operation) => operation.exercised);
