@@ -234,16 +234,12 @@ export async function runView(db: Database, run: RunRow) {
     [run.partner_id],
   );
   const report = run.report_json ? JSON.parse(run.report_json) : null;
-  const [attested] = await db.query<{ attested: boolean }>(
-    'SELECT attestation IS NOT NULL AS attested FROM runs WHERE id = $1',
-    [run.id],
-  );
   const decision = await latestDecisionOn(db, run.id);
   const { approvable, notApprovable } = approvability({
     status: publicStatus(run.status),
     certify: run.certify,
     verdict: run.verdict,
-    attestation: attested?.attested === true,
+    attestation: typeof run.attestation === 'string',
     plan: run.plan,
     report,
   });

@@ -72,6 +72,8 @@ export interface RunRow {
   journey: JourneyRecord | null;
   report_json: string | null;
   verdict: string | null;
+  /** The signed DSSE envelope, once judged. */
+  attestation: string | null;
   /** The certification plan the run followed; null for a practice run. */
   plan: DigestedPlan | null;
   /** The run's address (the capability in its URLs); null for runs made before addresses (their id). */
