@@ -3,6 +3,9 @@ import { addPartner, addReviewer } from './admin.js';
 import { type Database, openDatabase } from './db/database.js';
 import { ServiceError } from './errors.js';
 import { loadSigningKey } from './keys.js';
+import { createLogger } from './observability/logger.js';
+import { type MetricsServer, serveMetrics } from './observability/metrics.js';
+import { startTracing } from './observability/tracing.js';
 import { loadPlanFile } from './plan/plan.js';
 import type { RunLimits } from './runs/runs.js';
 import { startService } from './server.js';
@@ -23,6 +26,12 @@ serve
   --max-run-duration S  a run is judged at the latest S seconds after it was created (default 3600)
   --max-open-runs N  open runs per partner at once (default 5)
   --max-runs-per-hour N  runs a partner may create per hour (default 60)
+  --retain-days N    purge the sessions, reports, attestations and exchanges of runs ended N days ago that
+                     no decision rests on (their digests stay in the audit log) (default: keep everything)
+  --metrics-port N   serve GET /metrics (Prometheus text format) on this port (default: no metrics served)
+  --metrics-host H   the interface of the metrics port (default 127.0.0.1)
+  --log-format F     json: one JSON line per event on stdout; text: lines for a person on stderr
+                     (default: text when stdout is a terminal, json otherwise)
   --plan FILE        the certification plan every certification run ("certify": true) follows, as JSON:
                      {"id", "operations"?, "scopes"?, "scenarios"?, "ttlSeconds"?, "longTtlSeconds"?, "renewal"?,
                      "decisiveShouldChecks"?}; absent fields take the default plan's (partner-lending-default-v1:
@@ -41,6 +50,8 @@ admin (the same storage options as serve)
 Environment
   DATABASE_URL       postgres://USER:PASSWORD@HOST:PORT/DB: PostgreSQL instead of the embedded database
   SIGNING_KEY_FILE   the attestation key (private JWK or PEM, Ed25519 or ES256); generated into --data-dir when unset
+  OTEL_EXPORTER_OTLP_ENDPOINT  export traces over OTLP/HTTP (JSON) to this collector (default: no traces);
+                     the other standard OTEL_* variables apply (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS…)
 
   --help             this text      --version   the version`;
 
@@ -66,6 +77,10 @@ async function main(argv: string[]): Promise<void> {
         'max-open-runs': { type: 'string' },
         'max-runs-per-hour': { type: 'string' },
         plan: { type: 'string' },
+        'metrics-port': { type: 'string' },
+        'retain-days': { type: 'string' },
+        'metrics-host': { type: 'string' },
+        'log-format': { type: 'string' },
         name: { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -97,6 +112,10 @@ async function main(argv: string[]): Promise<void> {
       'max-open-runs',
       'max-runs-per-hour',
       'plan',
+      'metrics-port',
+      'metrics-host',
+      'retain-days',
+      'log-format',
     ] as const)
       if (values[flag] !== undefined) fail(`--${flag} is an option of serve, not of admin`);
     if (values.name === undefined) fail(`admin ${sub} needs --name NAME`);
@@ -172,11 +191,23 @@ async function main(argv: string[]): Promise<void> {
   const hourly = whole('max-runs-per-hour', values['max-runs-per-hour'], 1, 1_000_000);
   if (hourly !== undefined) limits.maxRunsPerHour = hourly;
   const plan = values.plan === undefined ? undefined : loadPlanFile(values.plan);
+  const retainDays = whole('retain-days', values['retain-days'], 1, 36_500);
+  const metricsPort = whole('metrics-port', values['metrics-port'], 0, 65_535);
+  if (values['metrics-host'] !== undefined && metricsPort === undefined)
+    fail('--metrics-host needs --metrics-port N');
+  const logFormat = values['log-format'] ?? (process.stdout.isTTY ? 'text' : 'json');
+  if (logFormat !== 'json' && logFormat !== 'text')
+    fail(`--log-format takes json or text, got ${JSON.stringify(logFormat.slice(0, 40))}`);
+  const logger = logFormat === 'json' ? createLogger() : undefined;
+  const tracing = await startTracing().catch((error: unknown) => fail((error as Error).message));
   const db = await openStorage(databaseUrl, dataDir);
   const key = await loadSigningKey({
     file: process.env.SIGNING_KEY_FILE || undefined,
     dataDir: databaseUrl && !values['data-dir'] ? await ensureDir(dataDir) : await ensureDir(dataDir),
-    warn: (line) => process.stderr.write(`partner-certification-service: warning: ${line}\n`),
+    warn: (line) =>
+      logger
+        ? logger.warn({ event: 'signing-key.generated' }, line)
+        : process.stderr.write(`partner-certification-service: warning: ${line}\n`),
   }).catch(async (error: unknown) => {
     await db.close();
     throw error;
@@ -189,26 +220,62 @@ async function main(argv: string[]): Promise<void> {
     limits,
     ...(plan && { plan }),
     ...(publicUrl && { publicUrl }),
+    ...(logger && { logger }),
+    ...(retainDays !== undefined && { retainDays }),
   }).catch(async (error: unknown) => {
     await db.close();
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE')
       fail(`port ${port} is in use: choose another with --port`);
     throw error;
   });
-  process.stderr.write(
+  let metrics: MetricsServer | undefined;
+  if (metricsPort !== undefined)
+    metrics = await serveMetrics({
+      db,
+      port: metricsPort,
+      ...(values['metrics-host'] && { host: values['metrics-host'] }),
+    }).catch(async (error: unknown) => {
+      await service.close();
+      await db.close();
+      fail(
+        (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
+          ? `metrics port ${metricsPort} is in use: choose another with --metrics-port`
+          : `cannot serve the metrics: ${(error as Error).message}`,
+      );
+    });
+  const storage = `${storeName(db)}; attestation key ${key.kid} from ${key.source}`;
+  const human =
     `partner-certification-service ${tool.version} listening on ${service.url} (public URL ${service.publicUrl})\n` +
-      `storage: ${storeName(db)}; attestation key ${key.kid} from ${key.source}\n` +
-      `certification plan ${service.runs.plan.id} (sha256 ${service.runs.plan.digest})${values.plan ? ` from ${values.plan}` : ''}\n`,
-  );
+    `storage: ${storage}${metrics ? `; metrics at ${metrics.url}` : ''}${tracing ? '; traces exported over OTLP' : ''}\n` +
+    `certification plan ${service.runs.plan.id} (sha256 ${service.runs.plan.digest})${values.plan ? ` from ${values.plan}` : ''}\n`;
+  if (logger) {
+    logger.info(
+      {
+        event: 'service.started',
+        url: service.url,
+        publicUrl: service.publicUrl,
+        storage: db.kind,
+        kid: key.kid,
+        plan: { id: service.runs.plan.id, digest: service.runs.plan.digest },
+        ...(metrics && { metricsUrl: metrics.url }),
+        tracing: tracing !== undefined,
+      },
+      human.split('\n')[0]!,
+    );
+    // The person who started it in a terminal still reads where it listens.
+    if (process.stderr.isTTY) process.stderr.write(human);
+  } else process.stderr.write(human);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write(
-      `partner-certification-service: ${signal}: stopping (open runs continue on the next start)\n`,
-    );
+    const line = `partner-certification-service: ${signal}: stopping (open runs continue on the next start)`;
+    if (logger) logger.info({ event: 'service.stopping', signal }, line);
+    else process.stderr.write(`${line}\n`);
     void service
       .close()
+      .then(() => metrics?.close())
+      .then(() => tracing?.shutdown().catch(() => {}))
       .then(() => db.close())
       .then(() => process.exit(0));
   };

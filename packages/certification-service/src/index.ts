@@ -11,6 +11,10 @@ export {
 } from './decisions/decisions.js';
 export { ServiceError, type ServiceErrorCode } from './errors.js';
 export { jwksOf, loadSigningKey, publishKey, type SigningKey } from './keys.js';
+export { createLogger, type Logger } from './observability/logger.js';
+export { type MetricsServer, registry as metricsRegistry, serveMetrics } from './observability/metrics.js';
+export { startTracing, type Tracing } from './observability/tracing.js';
 export { type DigestedPlan, defaultPlan, loadPlanFile, makePlan, type PlanFile } from './plan/plan.js';
+export { type PurgeResult, purgeExpired } from './retention/retention.js';
 export { defaultRunLimits, type RunLimits, type RunRequest } from './runs/runs.js';
 export { type RunningService, type ServiceOptions, startService } from './server.js';

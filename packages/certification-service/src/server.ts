@@ -1,12 +1,17 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
+import { defaultApiDelayMs, defaultTokenDelayMs } from '@partner-lending/conformance';
 import { Hono } from 'hono';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
 import { type Audit, mountApi } from './http/api.js';
 import { problem } from './http/problem.js';
 import { publishKey, type SigningKey } from './keys.js';
+import type { Logger } from './observability/logger.js';
+import { signInFailures } from './observability/metrics.js';
+import { notePartner, requestObserver } from './observability/requests.js';
 import type { DigestedPlan } from './plan/plan.js';
+import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { mountUi } from './ui/routes.js';
 
@@ -33,8 +38,15 @@ export interface ServiceOptions {
   /** Stage delays in ms (the CLI's defaults: 100 for token answers, 20 for API calls). */
   tokenDelayMs?: number;
   apiDelayMs?: number;
-  /** Where lines of the service go (never a secret). Default stderr. */
-  log?: (line: string) => void;
+  /** Where lines of the service go (never a secret). Default `logger`, else stderr. */
+  log?: (line: string, fields?: Record<string, unknown>) => void;
+  /** A structured logger (see `createLogger`): one JSON line per request and per event of the service. */
+  logger?: Logger;
+  /**
+   * Days a run that no decision rests on keeps its session, reports, attestation and exchanges after it
+   * ended (see `purgeExpired`); purged at start and hourly. Default: kept for ever.
+   */
+  retainDays?: number;
 }
 
 export interface RunningService {
@@ -51,7 +63,12 @@ const stagePath = /^\/runs\/([A-Za-z0-9_-]{1,64})\/(auth|api)(\/.*)?$/s;
 /** Starts one instance of the certification service on an open database. */
 export async function startService(options: ServiceOptions): Promise<RunningService> {
   const { db } = options;
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const { logger } = options;
+  const log =
+    options.log ??
+    (logger
+      ? (line: string, fields?: Record<string, unknown>) => logger.info(fields ?? {}, line)
+      : (line: string) => process.stderr.write(`${line}\n`));
   const host = options.host ?? '127.0.0.1';
   await migrate(db);
   await publishKey(db, options.signingKey);
@@ -80,6 +97,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     log,
   });
   const audit: Audit = async (actor, action, subject, detail) => {
+    if (action.startsWith('signin.')) signInFailures.inc({ reason: action.slice('signin.'.length, 40) });
     await db.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
       actor,
       action,
@@ -91,10 +109,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const app = new Hono<any>();
   app.use('*', async (c, next) => {
     await next();
+    notePartner(c.env?.incoming, c.get('partnerId'));
     c.res.headers.set('x-content-type-options', 'nosniff');
     if (!c.res.headers.has('content-security-policy'))
       c.res.headers.set('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
   });
+  app.use('/api/runs/*', purgedRunAnswers(db));
   mountApi(app, { db, runs, publicUrl, audit });
   mountUi(app, { db, publicUrl, audit });
   app.notFound((c) =>
@@ -105,7 +125,13 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     return problem(c, 500, 'Internal error', 'the service failed to answer; the error is in its log');
   });
   const listener = getRequestListener(app.fetch);
-  server.on('request', (req, res) => {
+  const observe = requestObserver({
+    ...(logger && { logger }),
+    tokenDelayMs: options.tokenDelayMs ?? defaultTokenDelayMs,
+    apiDelayMs: options.apiDelayMs ?? defaultApiDelayMs,
+    partnerOf: async (runId) => (await runs.row(runId))?.partner_id,
+  });
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const match = stagePath.exec((req.url ?? '/').split('?')[0]!);
     if (match) {
       const query = (req.url ?? '').includes('?') ? (req.url ?? '').slice((req.url ?? '').indexOf('?')) : '';
@@ -127,7 +153,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       return;
     }
     void listener(req, res);
-  });
+  };
+  server.on('request', (req, res) => observe(req, res, handle));
   const startedAt = Date.now();
   let sweeping: Promise<void> | undefined;
   const sweeper = setInterval(() => {
@@ -139,6 +166,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       });
   }, options.sweepIntervalMs ?? 5000);
   sweeper.unref();
+  const stopRetention =
+    options.retainDays === undefined
+      ? undefined
+      : retentionSweeper({ db, retainDays: options.retainDays, log });
   let closing: Promise<void> | undefined;
   return {
     url,
@@ -154,6 +185,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
           setTimeout(() => server.closeAllConnections(), 2000).unref();
         });
         await sweeping;
+        await stopRetention?.();
         await runs.close();
       })();
       return closing;

@@ -74,7 +74,7 @@ describe.each(storages)('on %s storage', (storage) => {
     const service = await startServe({ cwd: dir, env, args: planArgs });
     try {
       expect(service.output()).toContain('generated an Ed25519 attestation key');
-      expect(service.output()).toContain('certification plan shell-two-ops');
+      expect(service.output()).toContain('shell-two-ops');
       const created = await api(service.url, apiKey, 'POST', '/api/runs', {
         certify: true,
         integration: { name: 'acme-shell', version: '1.2.3' },

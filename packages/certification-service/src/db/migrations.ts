@@ -136,6 +136,14 @@ CREATE INDEX decisions_partner ON decisions (partner_id, created_at DESC);
 CREATE INDEX decisions_run ON decisions (run_id, created_at DESC)
 `,
   },
+  {
+    id: 5,
+    name: 'retention',
+    sql: `
+ALTER TABLE runs ADD COLUMN purged_at timestamptz;
+CREATE INDEX runs_retention ON runs (finished_at) WHERE purged_at IS NULL AND status IN ('judged', 'interrupted')
+`,
+  },
 ];
 
 /**
@@ -166,9 +174,10 @@ export async function migrate(db: Database): Promise<number[]> {
       applied.push(migration.id);
     }
     const newest = Math.max(0, ...done);
-    if (newest > migrations.length)
+    const known = Math.max(...migrations.map((migration) => migration.id));
+    if (newest > known)
       throw new Error(
-        `the database's schema is at migration ${newest}, newer than this service knows (${migrations.length}): run the newer version of the service`,
+        `the database's schema is at migration ${newest}, newer than this service knows (${known}): run the newer version of the service`,
       );
     return applied;
   });

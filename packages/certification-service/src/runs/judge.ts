@@ -137,6 +137,12 @@ export async function judgeRun(
     id,
     JSON.stringify({ how: ending.how, status, verdict, certification: run.certify }),
   ]);
-  ctx.log(`run ${id}: ${status}, ${verdict} (${contents.exchanges.length} exchanges)`);
+  ctx.log(`run ${id}: ${status}, ${verdict} (${contents.exchanges.length} exchanges)`, {
+    event: 'run.judged',
+    runId: id,
+    partnerId: run.partner_id,
+    status,
+    verdict,
+  });
   return { status, verdict };
 }

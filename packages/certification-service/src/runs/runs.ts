@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type HostedStage, openHostedStage, type StageServer } from '@partner-lending/conformance';
+import { observeJudge } from '../observability/judging.js';
 import { defaultPlan } from '../plan/plan.js';
 import { createRun } from './create.js';
 import { runJournal } from './journal.js';
@@ -125,6 +126,15 @@ export function createRuns(options: RunsOptions) {
     await (await stageOf(run)).handle(server, req, res, target);
   }
 
+  /**
+   * Judges a run once, whichever instance asks first (see `judgeRun`), in a span and timed by outcome;
+   * resolves with false when another claim won.
+   */
+  const judge = observeJudge(
+    async (id: string, ending: RunEnding) => (await judgeRun(ctx, id, ending)) !== undefined,
+    (_, ending) => (ending.how === 'interrupted' ? 'interrupted' : 'judged'),
+  );
+
   /** Judges the runs that idled or passed their deadline; run by every instance now and then. */
   async function sweep(startedAt: number): Promise<void> {
     // The stages this instance holds for runs another instance ended.
@@ -148,7 +158,7 @@ export function createRuns(options: RunsOptions) {
         : new Date(run.expires_at).getTime() < startedAt
           ? 'interrupted'
           : 'duration';
-      await judgeRun(ctx, run.id, { how }).catch((error: unknown) =>
+      await judge(run.id, { how }).catch((error: unknown) =>
         options.log(`run ${run.id}: judging failed: ${(error as Error).message}`),
       );
     }
@@ -163,7 +173,7 @@ export function createRuns(options: RunsOptions) {
     create: (partnerId: string, request: RunRequest) => createRun(ctx, partnerId, request),
     row,
     serveStage,
-    judge: (id: string, ending: RunEnding) => judgeRun(ctx, id, ending),
+    judge,
     sweep,
     close,
   };

@@ -106,7 +106,7 @@ export interface RunsOptions {
   /** Delays of the stage (ms); the CLI's defaults. */
   tokenDelayMs?: number;
   apiDelayMs?: number;
-  log: (line: string) => void;
+  log: (line: string, fields?: Record<string, unknown>) => void;
 }
 
 /** What the parts of the runs room share: the options, the journal, and this instance's stages. */

@@ -417,7 +417,7 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
     const journey = report.journey;
     io.stdout.write(
       terminalSafe(
-        `\njourney  ${journey.command.join(' ') || '(none)'} — ${journey.ending === 'exited' ? `exit ${journey.exitCode ?? `signal ${journey.signal}`}` : journey.ending}${journey.note ? ` (${journey.note})` : ''}, ${(journey.durationMs / 1000).toFixed(2)} s; ${journey.calls.token} token requests, ${journey.calls.api} API calls${report.recording.dropped > 0 ? `; ${report.recording.dropped} exchanges not recorded (cap ${report.recording.maxExchanges})` : ''}${journey.survivors ? `\n         ${journey.survivors.length} process${journey.survivors.length === 1 ? '' : 'es'} had left the journey's process group and outlived it (stopped): ${journey.survivors.join('; ')}` : ''}\n`,
+        `\njourney  ${journey.command.join(' ') || '(none)'} — ${journey.ending === 'exited' ? `exit ${journey.exitCode ?? `signal ${journey.signal}`}` : journey.ending}${journey.note ? ` (${journey.note})` : ''}, ${(journey.durationMs / 1000).toFixed(2)} s; ${journey.calls.token} token requests, ${journey.calls.api} API calls${report.recording.dropped > 0 ? `; ${report.recording.dropped} exchanges not recorded (cap ${report.recording.maxExchanges})` : ''}${report.recording.clamped ? `; ${report.recording.clamped} recorded values shortened to the session's bounds (marked "…[N chars]")` : ''}${journey.survivors ? `\n         ${journey.survivors.length} process${journey.survivors.length === 1 ? '' : 'es'} had left the journey's process group and outlived it (stopped): ${journey.survivors.join('; ')}` : ''}\n`,
       ),
     );
     reporter.finish(report);

@@ -141,7 +141,8 @@ export interface ClientReport extends ReportBase {
   /** The scenario plan, each step with when it fired (absent: the journey never reached it). */
   scenarios: ScenarioRecord[];
   /** Exchanges recorded and dropped past the cap (a dropped exchange makes every pass "not verified"). */
-  recording: { exchanges: number; dropped: number; maxExchanges: number };
+  /** `clamped`: recorded values the stage shortened to the session's bounds (each marked "…[N chars]"). */
+  recording: { exchanges: number; dropped: number; maxExchanges: number; clamped?: number };
   /** The integration certified: the partner's name and its version or commit, as given (or `git describe`). */
   integration?: IntegrationRecord;
   /** Where the verdicts come from, and what they prove. */
@@ -182,6 +183,18 @@ export interface Provenance {
   mark: string;
   /** What this kind of report proves, in a sentence for the reviewer. */
   note: string;
+}
+
+/**
+ * A report's attestation flag and mark as the reporters show them: a report from an older service
+ * without them is not attested (only `attested: true` is).
+ */
+export function attestationOf(provenance: Provenance): { attested: boolean; mark: string } {
+  const attested = provenance.attested === true;
+  return {
+    attested,
+    mark: typeof provenance.mark === 'string' ? provenance.mark : provenanceMark({ ...provenance, attested }),
+  };
 }
 
 /** The mark of a report's provenance, the same words in every format (console, JSON, JUnit, HTML). */

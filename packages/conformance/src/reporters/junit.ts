@@ -1,5 +1,5 @@
 import { categoryOrder } from '../common/check-meta.js';
-import type { AnyReport, CheckResult } from '../common/report.js';
+import { type AnyReport, attestationOf, type CheckResult } from '../common/report.js';
 
 /** Escapes text for XML content and attributes, dropping characters XML 1.0 cannot hold. */
 export function xmlEscape(text: string): string {
@@ -60,8 +60,8 @@ export function formatJunitReport(report: AnyReport): string {
     const properties: Array<[string, string]> = [
       ['session-sha256', report.provenance.sessionSha256],
       ['provenance', report.provenance.source],
-      ['attested', String(report.provenance.attested)],
-      ['provenance-mark', report.provenance.mark],
+      ['attested', String(attestationOf(report.provenance).attested)],
+      ['provenance-mark', attestationOf(report.provenance).mark],
       ...(report.integration?.name
         ? ([['integration', report.integration.name]] as Array<[string, string]>)
         : []),
