@@ -129,7 +129,15 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     ...(logger && { logger }),
     tokenDelayMs: options.tokenDelayMs ?? defaultTokenDelayMs,
     apiDelayMs: options.apiDelayMs ?? defaultApiDelayMs,
-    partnerOf: async (runId) => (await runs.row(runId))?.partner_id,
+    runOf: async (segment, via) => {
+      const [run] = await db.query<{ id: string; partner_id: string }>(
+        via === 'stage'
+          ? 'SELECT id, partner_id FROM runs WHERE address = $1 OR (address IS NULL AND id = $1)'
+          : 'SELECT id, partner_id FROM runs WHERE id = $1',
+        [segment],
+      );
+      return run ? { runId: run.id, partnerId: run.partner_id } : undefined;
+    },
   });
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const match = stagePath.exec((req.url ?? '/').split('?')[0]!);
