@@ -7,12 +7,13 @@ import { loadSigningKey } from './keys.js';
 import { createLogger } from './observability/logger.js';
 import { type MetricsServer, serveMetrics } from './observability/metrics.js';
 import { startTracing } from './observability/tracing.js';
+import { loadPlanFile } from './plan/plan.js';
 import type { RunLimits } from './runs/runs.js';
 import { startService } from './server.js';
 import { tool } from './version.js';
 
 const usage = `Usage:
-  partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR] [--trust-forwarded-for]
+  partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR] [--plan FILE] [--trust-forwarded-for]
   partner-certification-service admin add-partner --name NAME [--json] [--data-dir DIR]
   partner-certification-service admin add-reviewer --name NAME [--json] [--data-dir DIR]
 
@@ -34,10 +35,18 @@ serve
   --metrics-host H   the interface of the metrics port (default 127.0.0.1)
   --log-format F     json: one JSON line per event on stdout; text: lines for a person on stderr
                      (default: text when stdout is a terminal, json otherwise)
+  --plan FILE        the certification plan every certification run ("certify": true) follows, as JSON:
+                     {"id", "operations"?, "scopes"?, "scenarios"?, "ttlSeconds"?, "longTtlSeconds"?, "renewal"?,
+                     "decisiveShouldChecks"?}; absent fields take the default plan's (partner-lending-default-v1:
+                     the four operations and scopes, every scenario, ttl 5 s, long ttl 3600 s, a renewal,
+                     client-token-reuse and client-retry-after deciding like musts)
 
 admin (the same storage options as serve)
   add-partner        prints the partner id and its API key, once (only a hash is stored)
-  add-reviewer       prints a reviewer id and a one-time credential to sign in to the reviewer UI
+  add-reviewer       prints a reviewer id and the reviewer's sign-in credential, once (reusable until
+                     replaced; only a hash is stored)
+                     both print which store they wrote to (on stderr): set DATABASE_URL in this shell too
+                     when serve uses PostgreSQL, or the same --data-dir
   --name NAME        the partner's or reviewer's name
   --json             print one line of JSON: {"partnerId","apiKey"} or {"reviewerId","credential"}
 
@@ -73,6 +82,7 @@ async function main(argv: string[]): Promise<void> {
         'max-open-runs': { type: 'string' },
         'max-runs-per-hour': { type: 'string' },
         'trust-forwarded-for': { type: 'boolean' },
+        plan: { type: 'string' },
         'metrics-port': { type: 'string' },
         'retain-days': { type: 'string' },
         'metrics-host': { type: 'string' },
@@ -108,6 +118,7 @@ async function main(argv: string[]): Promise<void> {
       'max-open-runs',
       'max-runs-per-hour',
       'trust-forwarded-for',
+      'plan',
       'metrics-port',
       'metrics-host',
       'retain-days',
@@ -116,6 +127,7 @@ async function main(argv: string[]): Promise<void> {
       if (values[flag] !== undefined) fail(`--${flag} is an option of serve, not of admin`);
     if (values.name === undefined) fail(`admin ${sub} needs --name NAME`);
     const db = await openStorage(databaseUrl, dataDir);
+    const store = storeName(db);
     try {
       if (sub === 'add-partner') {
         const { partnerId, apiKey } = await addPartner(db, values.name);
@@ -124,13 +136,15 @@ async function main(argv: string[]): Promise<void> {
             ? `${JSON.stringify({ partnerId, apiKey })}\n`
             : `partner ${partnerId} added.\nAPI key (shown once; only its hash is stored): ${apiKey}\n`,
         );
+        process.stderr.write(`partner-certification-service: wrote partner ${partnerId} to ${store}\n`);
       } else {
         const { reviewerId, credential } = await addReviewer(db, values.name);
         process.stdout.write(
           values.json
             ? `${JSON.stringify({ reviewerId, credential })}\n`
-            : `reviewer ${reviewerId} added.\nSign-in credential (shown once; only its hash is stored): ${credential}\n`,
+            : `reviewer ${reviewerId} added.\nSign-in credential (shown once, reusable until replaced; only its hash is stored): ${credential}\n`,
         );
+        process.stderr.write(`partner-certification-service: wrote reviewer ${reviewerId} to ${store}\n`);
       }
     } catch (error) {
       if (error instanceof TypeError) fail(error.message);
@@ -183,6 +197,7 @@ async function main(argv: string[]): Promise<void> {
   if (open !== undefined) limits.maxOpenRunsPerPartner = open;
   const hourly = whole('max-runs-per-hour', values['max-runs-per-hour'], 1, 1_000_000);
   if (hourly !== undefined) limits.maxRunsPerHour = hourly;
+  const plan = values.plan === undefined ? undefined : loadPlanFile(values.plan);
   const retainDays = whole('retain-days', values['retain-days'], 1, 36_500);
   const metricsPort = whole('metrics-port', values['metrics-port'], 0, 65_535);
   if (values['metrics-host'] !== undefined && metricsPort === undefined)
@@ -213,6 +228,7 @@ async function main(argv: string[]): Promise<void> {
     host: values.host ?? '127.0.0.1',
     port,
     limits,
+    ...(plan && { plan }),
     ...(publicUrl && { publicUrl }),
     ...(logger && { logger }),
     ...(retainDays !== undefined && { retainDays }),
@@ -237,10 +253,11 @@ async function main(argv: string[]): Promise<void> {
           : `cannot serve the metrics: ${(error as Error).message}`,
       );
     });
-  const storage = `${db.kind === 'embedded' ? `embedded PGlite in ${db.where}` : `PostgreSQL at ${db.where}`}; attestation key ${key.kid} from ${key.source}`;
+  const storage = `${storeName(db)}; attestation key ${key.kid} from ${key.source}`;
   const human =
     `partner-certification-service ${tool.version} listening on ${service.url} (public URL ${service.publicUrl})\n` +
-    `storage: ${storage}${metrics ? `; metrics at ${metrics.url}` : ''}${tracing ? '; traces exported over OTLP' : ''}\n`;
+    `storage: ${storage}${metrics ? `; metrics at ${metrics.url}` : ''}${tracing ? '; traces exported over OTLP' : ''}\n` +
+    `certification plan ${service.runs.plan.id} (sha256 ${service.runs.plan.digest})${values.plan ? ` from ${values.plan}` : ''}\n`;
   if (logger) {
     logger.info(
       {
@@ -249,6 +266,7 @@ async function main(argv: string[]): Promise<void> {
         publicUrl: service.publicUrl,
         storage: db.kind,
         kid: key.kid,
+        plan: { id: service.runs.plan.id, digest: service.runs.plan.digest },
         ...(metrics && { metricsUrl: metrics.url }),
         tracing: tracing !== undefined,
       },
@@ -279,6 +297,9 @@ async function ensureDir(dir: string): Promise<string> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   return dir;
 }
+
+const storeName = (db: Database) =>
+  db.kind === 'embedded' ? `embedded PGlite in ${db.where}` : `PostgreSQL at ${db.where}`;
 
 async function openStorage(databaseUrl: string | undefined, dataDir: string): Promise<Database> {
   return openDatabase({ databaseUrl, dataDir });

@@ -32,8 +32,17 @@ export function sameText(a: string, b: string): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
-/** A random id with a readable prefix (`run_…`, `ptn_…`, `rev_…`). */
-export function newId(prefix: 'run' | 'ptn' | 'rev'): string {
+/**
+ * A run's address: the path segment of its token endpoint and partner API, 192 random bits. It is a
+ * capability shown only to the run's partner (in the answer that creates the run), kept apart from the run's
+ * id, which reviewers, the audit log and the service's log lines name.
+ */
+export function newRunAddress(): string {
+  return `ra_${randomBytes(24).toString('base64url')}`;
+}
+
+/** A random id with a readable prefix (`run_…`, `ptn_…`, `rev_…`, `dec_…`). */
+export function newId(prefix: 'run' | 'ptn' | 'rev' | 'dec'): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
 }
 

@@ -14,6 +14,7 @@ import { publishKey, type SigningKey } from './keys.js';
 import type { Logger } from './observability/logger.js';
 import { signInFailures } from './observability/metrics.js';
 import { notePartner, requestObserver } from './observability/requests.js';
+import type { DigestedPlan } from './plan/plan.js';
 import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { secretsKeyFrom } from './secrets.js';
@@ -53,6 +54,8 @@ export interface ServiceOptions {
    * operator guide's nginx does) instead of the socket's. Default false.
    */
   trustForwardedFor?: boolean;
+  /** The certification plan every certification run follows (see `makePlan`). Default `defaultPlan`. */
+  plan?: DigestedPlan;
   /** How often this instance judges idle and expired runs, in ms. Default 5000. */
   sweepIntervalMs?: number;
   /** Stage delays in ms (the CLI's defaults: 100 for token answers, 20 for API calls). */
@@ -113,6 +116,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     ...(options.preparedStageKeys !== undefined && { preparedStageKeys: options.preparedStageKeys }),
     secretsKey: secretsKeyFrom(options.secretsKey ?? options.signingKey.privateKey),
     limits: { ...defaultRunLimits, ...options.limits },
+    ...(options.plan && { plan: options.plan }),
     ...(options.tokenDelayMs !== undefined && { tokenDelayMs: options.tokenDelayMs }),
     ...(options.apiDelayMs !== undefined && { apiDelayMs: options.apiDelayMs }),
     log,
@@ -180,7 +184,15 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     ...(logger && { logger }),
     tokenDelayMs: options.tokenDelayMs ?? defaultTokenDelayMs,
     apiDelayMs: options.apiDelayMs ?? defaultApiDelayMs,
-    partnerOf: async (runId) => (await runs.row(runId))?.partner_id,
+    runOf: async (segment, via) => {
+      const [run] = await db.query<{ id: string; partner_id: string }>(
+        via === 'stage'
+          ? 'SELECT id, partner_id FROM runs WHERE address = $1 OR (address IS NULL AND id = $1)'
+          : 'SELECT id, partner_id FROM runs WHERE id = $1',
+        [segment],
+      );
+      return run ? { runId: run.id, partnerId: run.partner_id } : undefined;
+    },
   });
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const match = stagePath.exec((req.url ?? '/').split('?')[0]!);
@@ -189,7 +201,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       runs
         .serveStage(match[1]!, match[2] as 'auth' | 'api', req, res, `${match[3] ?? '/'}${query}`)
         .catch((error: unknown) => {
-          log(`stage error on run ${match[1]}: ${(error as Error).message}`);
+          // The address is the run's capability: only its first characters go to the log.
+          log(`stage error on run address ${match[1]!.slice(0, 7)}…: ${(error as Error).message}`);
           if (!res.headersSent)
             res.writeHead(503, {
               'content-type': 'application/json',

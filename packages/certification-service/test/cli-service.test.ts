@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makePlan } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { conformanceBin, runCommand } from './support/service.js';
 
@@ -15,7 +16,7 @@ let keyFile: string;
 let apiKey: string;
 
 beforeAll(async () => {
-  svc = await inProcessService();
+  svc = await inProcessService({ plan: makePlan({ id: 'short', ttlSeconds: 2 }) });
   ({ apiKey } = await svc.partner('CLI Partner'));
   keyFile = join(svc.dir, 'service-key.txt');
   writeFileSync(keyFile, `${apiKey}\n`, { mode: 0o600 });
@@ -35,8 +36,6 @@ describe('partner-conformance client --service', () => {
         '--service-key-file',
         keyFile,
         '--certify',
-        '--ttl',
-        '2',
         '--partner',
         'CLI Partner',
         '--integration-version',

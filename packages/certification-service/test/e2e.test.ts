@@ -8,6 +8,7 @@ import { freePort, startPostgres, type ThrowawayPostgres } from './support/postg
 import {
   admin,
   api,
+  bin,
   type CreatedRun,
   conformanceBin,
   curlJourney,
@@ -33,21 +34,49 @@ const storages = ['embedded', 'postgres'] as const;
 describe.each(storages)('on %s storage', (storage) => {
   let dir: string;
   let env: Record<string, string>;
+  let planArgs: string[];
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), `pcs-e2e-${storage}-`));
+    // The operator's plan: the two operations a shell journey with the default grant exercises, short tokens.
+    writeFileSync(
+      join(dir, 'plan.json'),
+      JSON.stringify({
+        id: 'shell-two-ops',
+        operations: ['listLoans', 'createLoanDraft'],
+        scenarios: ['revocation', 'throttle', 'unavailable'],
+        ttlSeconds: 3,
+      }),
+    );
+    planArgs = ['--plan', join(dir, 'plan.json')];
     env = storage === 'postgres' ? { DATABASE_URL: await postgres.database(`e2e_${Date.now()}`) } : {};
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('serve starts with no configuration; a curl-only journey certifies; its attestation verifies offline, and a one-byte change to it does not', async () => {
     const { apiKey, partnerId } = await admin('add-partner', 'Acme Lending', { cwd: dir, env });
+    // admin says which store it wrote to (a partner added in another shell must not land elsewhere).
+    const reviewerAdded = await runCommand(
+      process.execPath,
+      [bin, 'admin', 'add-reviewer', '--name', 'Rita'],
+      {
+        cwd: dir,
+        env: { DATABASE_URL: '', ...env },
+      },
+    );
+    expect(reviewerAdded.code).toBe(0);
+    expect(reviewerAdded.stderr).toMatch(
+      storage === 'postgres'
+        ? /wrote reviewer rev_\S+ to PostgreSQL at 127\.0\.0\.1:/
+        : /wrote reviewer rev_\S+ to embedded PGlite in /,
+    );
+    expect(reviewerAdded.stdout).toMatch(/reusable until replaced/);
     expect(apiKey).toMatch(/^pcs_key_/);
-    const service = await startServe({ cwd: dir, env });
+    const service = await startServe({ cwd: dir, env, args: planArgs });
     try {
       expect(service.output()).toContain('generated an Ed25519 attestation key');
+      expect(service.output()).toContain('shell-two-ops');
       const created = await api(service.url, apiKey, 'POST', '/api/runs', {
         certify: true,
-        ttlSeconds: 3,
         integration: { name: 'acme-shell', version: '1.2.3' },
       });
       expect(created.status).toBe(201);
@@ -85,6 +114,20 @@ describe.each(storages)('on %s storage', (storage) => {
         body.report.scenarios.filter((item: { firedAt?: number }) => item.firedAt !== undefined).length,
       ).toBeGreaterThanOrEqual(3);
       expect(body.report.summary.passed).toBeGreaterThanOrEqual(12);
+      // Under the operator's plan (two operations), the run is approvable; the partner and plan are named.
+      expect(body.kind).toBe('certification');
+      expect(body.notApprovable).toEqual([]);
+      expect(body.approvable).toBe(true);
+      expect(body.partner).toEqual({ id: partnerId, name: 'Acme Lending' });
+      expect(body.plan.id).toBe('shell-two-ops');
+      expect(body.plan.digest).toMatch(/^[0-9a-f]{64}$/);
+      expect(
+        body.coverage.operations.find(
+          (item: { operationId: string }) => item.operationId === 'createLoanDraft',
+        ).succeeded,
+      ).toBeGreaterThan(0);
+      expect(body.decision).toBeNull();
+      expect((await api(service.url, apiKey, 'GET', '/api/decisions')).json()).toEqual({ decisions: [] });
 
       const again = await api(service.url, apiKey, 'POST', `/api/runs/${run.id}/finish`, {});
       expect(again.status).toBe(409);
@@ -157,7 +200,7 @@ describe.each(storages)('on %s storage', (storage) => {
 
   it('a journey that never calls and a journey with a bug are not certified: the pass above is not vacuous', async () => {
     const { apiKey } = await admin('add-partner', 'Vacuous Ltd', { cwd: dir, env });
-    const service = await startServe({ cwd: dir, env });
+    const service = await startServe({ cwd: dir, env, args: planArgs });
     try {
       const idle = (
         await api(service.url, apiKey, 'POST', '/api/runs', { certify: true })
@@ -169,7 +212,7 @@ describe.each(storages)('on %s storage', (storage) => {
       expect(nothing.report.notVerified.length).toBeGreaterThan(0);
 
       const buggy = (
-        await api(service.url, apiKey, 'POST', '/api/runs', { certify: true, ttlSeconds: 3 })
+        await api(service.url, apiKey, 'POST', '/api/runs', { certify: true })
       ).json() as CreatedRun;
       const journey = await runCommand(process.execPath, [referenceClient], {
         env: { ...journeyEnv(buggy), BUG: 'token-in-query', JOURNEY_SECONDS: '4' },
@@ -195,9 +238,9 @@ describe.each(storages)('on %s storage', (storage) => {
     // A fixed port: the run's addresses are the service's, and they stay the same across the restart.
     const port = String(await freePort());
     let service = await startServe({ cwd: dir, env, args: ['--max-run-duration', '600', '--port', port] });
-    // Tokens for a minute: the restart below may take longer than the default 5 s on a loaded machine.
+    // A practice run (overrides allowed): no scenario, tokens that outlive the restart.
     const run = (
-      await api(service.url, apiKey, 'POST', '/api/runs', { scenarios: [], ttlSeconds: 60 })
+      await api(service.url, apiKey, 'POST', '/api/runs', { scenarios: [], ttlSeconds: 3600 })
     ).json() as CreatedRun;
     const token = await (
       await fetch(run.tokenUrl, {
@@ -253,19 +296,40 @@ describe.each(storages)('on %s storage', (storage) => {
       await service.stop();
     }
 
-    // A run open when the service died, past its deadline when it comes back: interrupted.
-    service = await startServe({ cwd: dir, env, args: ['--max-run-duration', '2'] });
-    const doomed = (await api(service.url, apiKey, 'POST', '/api/runs', {})).json() as CreatedRun;
+    // A certification run open when the service died, past its deadline when it comes back, and its
+    // journey calling on after the restart: interrupted, the late calls not recorded, never approvable.
+    const deadlinePort = String(await freePort());
+    const short = ['--max-run-duration', '3', '--port', deadlinePort, ...planArgs];
+    service = await startServe({ cwd: dir, env, args: short });
+    const doomed = (
+      await api(service.url, apiKey, 'POST', '/api/runs', { certify: true })
+    ).json() as CreatedRun;
+    const askToken = () =>
+      fetch(doomed.tokenUrl, {
+        method: 'POST',
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: doomed.clientId,
+          client_secret: doomed.clientSecret,
+        }),
+      });
+    expect((await askToken()).status).toBe(200);
     await service.stop('SIGKILL');
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    service = await startServe({ cwd: dir, env, args: ['--max-run-duration', '2'] });
+    await new Promise((resolve) => setTimeout(resolve, 3500));
+    service = await startServe({ cwd: dir, env, args: short });
     try {
-      let state = '';
-      for (let i = 0; i < 40 && state !== 'interrupted'; i += 1) {
+      // The journey goes on after the restart: refused, not recorded.
+      for (let i = 0; i < 3; i += 1) expect((await askToken()).status).toBe(404);
+      let state: any = {};
+      for (let i = 0; i < 40 && state.status !== 'interrupted'; i += 1) {
         await new Promise((resolve) => setTimeout(resolve, 500));
-        state = (await api(service.url, apiKey, 'GET', `/api/runs/${doomed.id}`)).json().status;
+        state = (await api(service.url, apiKey, 'GET', `/api/runs/${doomed.id}`)).json();
       }
-      expect(state).toBe('interrupted');
+      expect(state.status).toBe('interrupted');
+      expect(state.kind).toBe('certification');
+      expect(state.approvable).toBe(false);
+      expect(state.notApprovable.join(' ')).toContain('interrupted');
+      expect(state.report.journey.calls.token).toBe(1);
       const attestation = await api(service.url, apiKey, 'GET', `/api/runs/${doomed.id}/attestation`);
       expect(attestation.status).toBe(200);
     } finally {
@@ -323,7 +387,15 @@ describe('serve and admin on the embedded store', () => {
           /SIGNING_KEY_FILE .* cannot be read/,
         ],
         [['serve', '--port', '0'], { DATABASE_URL: 'mysql://x' }, /expected postgres:\/\//],
+        [['serve', '--plan', join(dir, 'no-plan.json')], {}, /--plan .*no-plan\.json: cannot read it/],
+        [
+          ['serve', '--plan', join(dir, 'bad-plan.json')],
+          {},
+          /--plan .*bad-plan\.json: certification plan: operation "getEverything" is not one of the API's/,
+        ],
+        [['admin', 'add-partner', '--name', 'X', '--plan', 'p.json'], {}, /--plan is an option of serve/],
       ];
+      writeFileSync(join(dir, 'bad-plan.json'), JSON.stringify({ id: 'bad', operations: ['getEverything'] }));
       for (const [args, extra, message] of cases) {
         const result = await runCommand(process.execPath, [bin, ...args], {
           cwd: dir,

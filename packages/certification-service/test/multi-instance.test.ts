@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makePlan } from '../src/index.js';
 import { ed25519Pem, type InProcessService, inProcessService } from './support/in-process.js';
 import { freePort, startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
@@ -28,7 +29,13 @@ beforeAll(async () => {
   writeFileSync(keyFile, ed25519Pem(), { mode: 0o600 });
   for (let i = 0; i < 2; i += 1)
     instances.push(
-      await inProcessService({ databaseUrl, publicUrl: proxyUrl, keyFile, sweepIntervalMs: 500 }),
+      await inProcessService({
+        databaseUrl,
+        publicUrl: proxyUrl,
+        keyFile,
+        sweepIntervalMs: 500,
+        plan: makePlan({ id: 'short', ttlSeconds: 2 }),
+      }),
     );
   // A round-robin proxy in front of both, as a load balancer without affinity would be.
   let next = 0;
@@ -58,9 +65,7 @@ afterAll(async () => {
 });
 
 async function certify(url: string, apiKey: string): Promise<{ run: CreatedRun; judged: any; session: any }> {
-  const run = (
-    await api(url, apiKey, 'POST', '/api/runs', { certify: true, ttlSeconds: 2 })
-  ).json() as CreatedRun;
+  const run = (await api(url, apiKey, 'POST', '/api/runs', { certify: true })).json() as CreatedRun;
   const journey = await runCommand(process.execPath, [referenceClient], {
     env: { ...journeyEnv(run), JOURNEY_SECONDS: '9' },
     timeoutMs: 60_000,
@@ -92,7 +97,7 @@ describe('two instances on one PostgreSQL behind a round-robin proxy', () => {
 
     // Ended: neither instance serves the run any more, though both had it open (each answers 404).
     for (const instance of instances) {
-      const late = await fetch(`${instance.service.url}/runs/${together.run.id}/auth/oauth/token`, {
+      const late = await fetch(`${instance.service.url}${new URL(together.run.tokenUrl).pathname}`, {
         method: 'POST',
         body: new URLSearchParams({
           grant_type: 'client_credentials',

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makePlan } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
 
@@ -29,7 +30,16 @@ beforeAll(async () => {
       '--no-first-run',
     ],
   });
-  svc = await inProcessService();
+  // The operator's plan, relaxed: the two operations the reference client completes when no grant is
+  // narrowed (its one loan draft meets the 503 of the unavailable scenario, and it never replays a create).
+  svc = await inProcessService({
+    plan: makePlan({
+      id: 'two-ops',
+      operations: ['listLoans', 'createRepayment'],
+      scenarios: ['revocation', 'throttle', 'unavailable'],
+      ttlSeconds: 2,
+    }),
+  });
   partner = await svc.partner(hostileName);
   reviewer = await svc.reviewer('Rita Reviewer');
   const url = svc.service.url;
@@ -37,7 +47,6 @@ beforeAll(async () => {
   passing = (
     await api(url, partner.apiKey, 'POST', '/api/runs', {
       certify: true,
-      ttlSeconds: 2,
       integration: { name: '<b>bold</b>' },
     })
   ).json();
@@ -107,7 +116,8 @@ describe('the reviewer UI in Chromium', () => {
     const response = await page.goto(`${svc.service.url}/ui/runs/${uncertified.id}`);
     expect(response!.headers()['content-security-policy']).toContain("default-src 'none'");
     expect(await page.locator('button[value=approved]').count()).toBe(0);
-    expect(await page.textContent('main')).toContain('not judged under --certify rules');
+    expect(await page.textContent('#kind')).toContain('practice run');
+    expect(await page.textContent('#approvable')).toContain('practice run');
     // The form posted by hand, CSRF token included: still refused, and audited.
     const csrf = await page.locator('input[name=csrf]').first().getAttribute('value');
     const forged = await page.request.post(`${svc.service.url}/ui/runs/${uncertified.id}/decision`, {
@@ -117,6 +127,7 @@ describe('the reviewer UI in Chromium', () => {
     });
     expect(forged.status()).toBe(409);
     expect(await forged.text()).toContain('cannot be approved');
+    expect(await forged.text()).toContain('practice run');
     expect((await svc.db.query('SELECT id FROM decisions')).length).toBe(0);
     expect((await svc.db.query("SELECT id FROM audit_log WHERE action = 'decision.refused'")).length).toBe(1);
     await page.close();
@@ -131,6 +142,13 @@ describe('the reviewer UI in Chromium', () => {
     expect(await page.textContent('body')).toContain('<b>bold</b>');
     expect(await page.locator('b', { hasText: 'bold' }).count()).toBe(0);
     await page.goBack();
+    // The page decides alone: plan, coverage, the signature checked against the JWKS, approvable.
+    expect(await page.textContent('#plan')).toContain('two-ops');
+    expect(await page.textContent('#operations')).toContain('createLoanDraft');
+    expect(await page.textContent('#scenarios')).toContain('revocation');
+    expect(await page.textContent('#must-not-verified')).toContain('none');
+    expect(await page.textContent('#signature')).toMatch(/verified against this service’s JWKS, key \S+/);
+    expect(await page.textContent('#approvable')).toContain('yes');
     await page.fill('#note', 'Reviewed the attested run; token reuse and Retry-After handled.');
     await Promise.all([page.waitForURL(/\/partners\//), page.click('button[value=approved]')]);
     const decisions = await page.locator('table').first().textContent();
@@ -141,10 +159,26 @@ describe('the reviewer UI in Chromium', () => {
       'SELECT decision, run_id, reviewer_id FROM decisions',
     );
     expect(row).toEqual({ decision: 'approved', run_id: passing.id, reviewer_id: reviewer.reviewerId });
+    // The same decision again on the run: refused, said so, logged.
+    await page.goto(`${svc.service.url}/ui/runs/${passing.id}`);
+    await page.fill('#note', 'approving twice');
+    const [second] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/decision') && r.request().method() === 'POST'),
+      page.click('button[value=approved]'),
+    ]);
+    expect(second.status()).toBe(409);
+    expect(await page.textContent('main')).toContain('already approved');
+    expect((await svc.db.query('SELECT id FROM decisions')).length).toBe(1);
     await page.goto(`${svc.service.url}/audit`);
-    expect(await page.textContent('main')).toContain('partner.approved');
+    const audit = await page.textContent('main');
+    expect(audit).toContain('partner.approved');
+    expect(audit).toContain('Rita Reviewer');
+    expect(audit).toContain('run.finished');
+    expect(audit).toContain('"verdict":"PASS"');
     await page.goto(`${svc.service.url}/`);
-    expect(await page.locator('tr', { hasText: 'Acme' }).textContent()).toContain('approved');
+    const partnerRow = await page.locator('tr', { hasText: 'Acme' }).textContent();
+    expect(partnerRow).toContain('approved');
+    expect(partnerRow).toContain(`on run ${passing.id}`);
     // Signed out: the UI is closed again.
     await Promise.all([page.waitForURL(/\/signin$/), page.click('header button')]);
     await page.goto(`${svc.service.url}/`);

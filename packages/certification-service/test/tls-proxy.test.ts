@@ -144,7 +144,8 @@ describe('behind a TLS-terminating nginx', () => {
     ]);
     expect(created.code, created.stderr + created.stdout).toBe(0);
     const run = JSON.parse(created.stdout) as CreatedRun;
-    expect(run.tokenUrl.startsWith(`${origin}/runs/${run.id}/`)).toBe(true);
+    expect(run.tokenUrl.startsWith(`${origin}/runs/ra_`)).toBe(true);
+    expect(run.tokenUrl).not.toContain(run.id);
     const token = await curl([
       '--fail-with-body',
       '-u',

@@ -94,6 +94,12 @@ export function writeGenerated(root = docsRoot): SiteSources {
   writeFileSync(join(publicDir, referenceAssets.download), `${JSON.stringify(sources.spec, null, 2)}\n`);
   // The diagrams of the guides: SVG sources kept in diagrams/, served by the site itself (no CDN).
   cpSync(join(root, 'diagrams'), join(publicDir, 'diagrams'), { recursive: true });
+  // The shell journey of the certification guides, downloadable from the site as it ships in the package.
+  mkdirSync(join(publicDir, 'examples'), { recursive: true });
+  cpSync(
+    join(root, '../../packages/certification-service/examples/curl-journey.sh'),
+    join(publicDir, 'examples/curl-journey.sh'),
+  );
   writeFileSync(
     join(publicDir, referenceAssets.spec),
     `${JSON.stringify(referenceSpec(sources.spec, sources.links))}\n`,

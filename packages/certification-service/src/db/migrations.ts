@@ -105,6 +105,38 @@ CREATE INDEX rate_events_partner ON rate_events (partner_id, at);
 `,
   },
   {
+    id: 2,
+    name: 'certification plan and decisions',
+    // A run keeps the plan it followed (null: a practice run) and its address, a capability apart from its
+    // id (null for the runs before: their address is their id), and counts the traffic from outside it
+    // (none of its credentials or tokens) apart from its own, under a cap of its own. Decisions get text ids, system decisions
+    // (no reviewer), the production scopes approved and how long an approval holds; the rows of
+    // migration 1 are kept, renamed `dec_legacy_<n>`.
+    sql: `
+ALTER TABLE runs ADD COLUMN plan jsonb;
+ALTER TABLE runs ADD COLUMN address text UNIQUE;
+ALTER TABLE runs ADD COLUMN outside_recorded integer NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN outside_dropped integer NOT NULL DEFAULT 0;
+CREATE TABLE decisions_v2 (
+  id text PRIMARY KEY,
+  partner_id text NOT NULL REFERENCES partners(id),
+  run_id text NOT NULL REFERENCES runs(id),
+  reviewer_id text NULL REFERENCES reviewers(id),
+  decision text NOT NULL CHECK (decision IN ('approved', 'rejected', 'revoked', 'expired')),
+  note text NOT NULL,
+  scopes jsonb NOT NULL DEFAULT '[]',
+  valid_until timestamptz NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO decisions_v2 (id, partner_id, run_id, reviewer_id, decision, note, created_at)
+  SELECT 'dec_legacy_' || id, partner_id, run_id, reviewer_id, decision, note, created_at FROM decisions;
+DROP TABLE decisions;
+ALTER TABLE decisions_v2 RENAME TO decisions;
+CREATE INDEX decisions_partner ON decisions (partner_id, created_at DESC);
+CREATE INDEX decisions_run ON decisions (run_id, created_at DESC)
+`,
+  },
+  {
     id: 3,
     name: 'secrets at rest and security events',
     // A run's client secret is derived again from the service's secrets key and checked against its

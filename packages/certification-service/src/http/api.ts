@@ -1,7 +1,9 @@
 import { reportContentSecurityPolicy } from '@partner-lending/conformance';
 import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { approvability, coverageOf } from '../coverage/coverage.js';
 import type { Database } from '../db/database.js';
+import { latestDecisionOn, listDecisions } from '../decisions/decisions.js';
 import { jwksOf } from '../keys.js';
 import { iso, RunRefusal, type RunRow, type Runs } from '../runs/runs.js';
 import { hashSecret } from '../secrets.js';
@@ -186,21 +188,12 @@ export function mountApi(
   app.get('/api/runs/:id', async (c) => {
     const run = await ownRun(c);
     if (run instanceof Response) return run;
-    return c.json(
-      {
-        id: run.id,
-        status: publicStatus(run.status),
-        createdAt: iso(run.created_at),
-        expiresAt: iso(run.expires_at),
-        finishedAt: iso(run.finished_at),
-        integration: run.integration,
-        verdict: run.verdict,
-        report: run.report_json ? JSON.parse(run.report_json) : null,
-      },
-      200,
-      { 'cache-control': 'no-store' },
-    );
+    return c.json(await runView(db, run), 200, { 'cache-control': 'no-store' });
   });
+
+  app.get('/api/decisions', async (c) =>
+    c.json({ decisions: await listDecisions(db, c.get('partnerId')) }, 200, { 'cache-control': 'no-store' }),
+  );
 
   app.post('/api/runs/:id/finish', async (c) => {
     const admitted = deps.limiter.create(c.get('partnerId'));
@@ -227,23 +220,11 @@ export function mountApi(
       );
     const judged = await runs.judge(run.id, {
       how: 'finished',
+      actor: `partner:${c.get('partnerId')}`,
       ...(parsed.data.journeyExitCode !== undefined && { journeyExitCode: parsed.data.journeyExitCode }),
     });
     if (!judged) return problem(c, 409, 'Run already ended', 'the run was finished or ended meanwhile');
-    await deps.audit(`partner:${c.get('partnerId')}`, 'run.finished', run.id, {});
-    const done = (await runs.row(run.id))!;
-    return c.json(
-      {
-        id: done.id,
-        status: publicStatus(done.status),
-        createdAt: iso(done.created_at),
-        finishedAt: iso(done.finished_at),
-        integration: done.integration,
-        verdict: done.verdict,
-        report: JSON.parse(done.report_json!),
-      },
-      200,
-    );
+    return c.json(await runView(db, (await runs.row(run.id))!), 200, { 'cache-control': 'no-store' });
   };
 
   app.get('/api/runs/:id/report.html', async (c) => {
@@ -291,6 +272,52 @@ const tooMany = (c: Context, refusal: { refused: string; retryAfterSeconds: numb
       'retry-after': String(refusal.retryAfterSeconds),
     },
   );
+
+/**
+ * A run as the API shows it to its partner: its state, the partner and plan, what it covered, whether a
+ * reviewer may approve it (and if not, why), the latest decision on it, and its report once judged.
+ */
+export async function runView(db: Database, run: RunRow) {
+  const [partner] = await db.query<{ id: string; name: string }>(
+    'SELECT id, name FROM partners WHERE id = $1',
+    [run.partner_id],
+  );
+  const report = run.report_json ? JSON.parse(run.report_json) : null;
+  const decision = await latestDecisionOn(db, run.id);
+  const { approvable, notApprovable } = approvability({
+    status: publicStatus(run.status),
+    certify: run.certify,
+    verdict: run.verdict,
+    attestation: typeof run.attestation === 'string',
+    plan: run.plan,
+    report,
+  });
+  return {
+    id: run.id,
+    kind: run.certify ? 'certification' : 'practice',
+    status: publicStatus(run.status),
+    createdAt: iso(run.created_at),
+    expiresAt: iso(run.expires_at),
+    finishedAt: iso(run.finished_at),
+    partner: partner ? { id: partner.id, name: partner.name } : null,
+    integration: run.integration,
+    plan: run.plan ? { id: run.plan.id, digest: run.plan.digest } : null,
+    verdict: run.verdict,
+    coverage: report ? coverageOf(report) : null,
+    approvable,
+    notApprovable,
+    decision: decision
+      ? {
+          id: decision.id,
+          decision: decision.decision,
+          at: decision.at,
+          note: decision.note,
+          validUntil: decision.validUntil,
+        }
+      : null,
+    report,
+  };
+}
 
 /** `closing` is an instant of judging: outside, the run is still open until it is judged. */
 export const publicStatus = (status: RunRow['status']) => (status === 'closing' ? 'open' : status);

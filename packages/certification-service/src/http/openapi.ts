@@ -145,6 +145,17 @@ export function openApiDocument(publicUrl: string) {
           responses: { '200': json('The envelope.'), ...noRun, ...notJudged, ...common },
         },
       },
+      '/api/decisions': {
+        get: {
+          operationId: 'listDecisions',
+          summary:
+            'Your production decisions (which run, when, approved or rejected, the note), newest first',
+          responses: {
+            '200': json('Decisions.', { $ref: '#/components/schemas/Decisions' }),
+            ...common,
+          },
+        },
+      },
       '/.well-known/jwks.json': {
         get: {
           operationId: 'getJwks',
@@ -224,8 +235,40 @@ export function openApiDocument(publicUrl: string) {
             ttlSeconds: { type: 'integer' },
             longTtlSeconds: { type: 'integer' },
             certify: { type: 'boolean' },
+            kind: { enum: ['certification', 'practice'] },
+            certificationPlan: {
+              type: ['object', 'null'],
+              properties: { id: { type: 'string' }, digest: { type: 'string' } },
+            },
             expiresAt: { type: 'string', format: 'date-time' },
             idleSeconds: { type: 'integer' },
+          },
+        },
+        Decisions: {
+          type: 'object',
+          required: ['decisions'],
+          properties: {
+            decisions: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['id', 'runId', 'decision', 'at', 'reviewer', 'note', 'validUntil'],
+                properties: {
+                  id: { type: 'string' },
+                  runId: { type: 'string' },
+                  decision: { enum: ['approved', 'rejected', 'revoked', 'expired'] },
+                  at: { type: 'string', format: 'date-time' },
+                  reviewer: {
+                    type: ['object', 'null'],
+                    description: 'Who decided (null for a decision of the service itself).',
+                    properties: { name: { type: 'string' } },
+                  },
+                  note: { type: 'string' },
+                  scopes: { type: 'array', items: { type: 'string' } },
+                  validUntil: { type: ['string', 'null'], format: 'date-time' },
+                },
+              },
+            },
           },
         },
         Run: {
@@ -237,7 +280,32 @@ export function openApiDocument(publicUrl: string) {
             createdAt: { type: 'string', format: 'date-time' },
             finishedAt: { type: ['string', 'null'], format: 'date-time' },
             integration: { type: ['object', 'null'] },
-            verdict: { type: ['string', 'null'] },
+            verdict: { type: ['string', 'null'], enum: ['PASS', 'FAIL', null] },
+            kind: { enum: ['certification', 'practice'] },
+            partner: {
+              type: ['object', 'null'],
+              properties: { id: { type: 'string' }, name: { type: 'string' } },
+            },
+            plan: {
+              type: ['object', 'null'],
+              description: 'The certification plan the run followed (null for a practice run).',
+              properties: { id: { type: 'string' }, digest: { type: 'string' } },
+            },
+            coverage: {
+              type: ['object', 'null'],
+              description:
+                'Once judged: each operation (calls, successes), each scenario of the plan (met or not), the must checks not verified.',
+            },
+            approvable: { type: 'boolean' },
+            notApprovable: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Why a reviewer cannot approve on this run (empty when approvable).',
+            },
+            decision: {
+              type: ['object', 'null'],
+              description: 'The latest production decision on this run.',
+            },
             report: {
               type: ['object', 'null'],
               description: 'The JSON report of partner-conformance, with run: {id, url}.',

@@ -16,6 +16,10 @@ export const hostileText =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: the pattern finds control characters to refuse them
   /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+const scopeList = scopes.map((scope) => `"${scope}"`).join(', ');
+const scopesMessage = `an array of 1 to ${scopes.length} scope names, e.g. ["read:loans", "create:loan_draft"] (not one space-separated string); the scopes are ${scopeList}`;
+const scopeMessage = `each scope is one of ${scopeList}`;
+
 /** The body of `POST /api/runs`: every field optional, nothing else allowed. */
 export const runRequestSchema = z.strictObject({
   ttlSeconds: z
@@ -38,13 +42,21 @@ export const runRequestSchema = z.strictObject({
     .refine((list) => new Set(list).size === list.length, 'each scenario at most once')
     .meta({ uniqueItems: true })
     .optional()
-    .describe('The scenario steps to play, each at most once (default all; [] for none).'),
+    .describe(
+      'The scenario steps to play, each at most once (default all; [] for none). Practice runs only.',
+    ),
+  // An array of scope names: a string (the form `scope` parameter's space-separated list) is refused
+  // with a message that shows the array.
   scopes: z
-    .array(z.enum(scopes as unknown as [string, ...string[]]))
-    .min(1)
-    .max(scopes.length)
+    .array(z.enum(scopes as unknown as [string, ...string[]], { error: scopeMessage }), {
+      error: scopesMessage,
+    })
+    .min(1, { error: scopesMessage })
+    .max(scopes.length, { error: scopesMessage })
+    .refine((list) => new Set(list).size === list.length, 'each scope at most once')
+    .meta({ uniqueItems: true })
     .optional()
-    .describe('The grant under narrowed-grant (default read:loans create:loan_draft).'),
+    .describe('The grant under narrowed-grant (default read:loans create:loan_draft). Practice runs only.'),
   integration: z.strictObject({ name: text(100).optional(), version: text(100).optional() }).optional(),
   certify: z
     .boolean()

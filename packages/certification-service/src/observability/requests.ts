@@ -32,8 +32,11 @@ export interface RequestObserverOptions {
   /** This instance's stage delays (ms), taken off a stage call's duration to give the added latency. */
   tokenDelayMs: number;
   apiDelayMs: number;
-  /** The partner a run belongs to (read once per run, then kept), for the log lines of stage calls. */
-  partnerOf(runId: string): Promise<string | undefined>;
+  /**
+   * The run and partner behind a stage address or a run id (read once, then kept), for the log lines
+   * and spans of stage calls: a stage's address is a capability, never logged whole.
+   */
+  runOf(segment: string, via: 'stage' | 'api'): Promise<{ runId: string; partnerId: string } | undefined>;
 }
 
 /**
@@ -42,14 +45,18 @@ export interface RequestObserverOptions {
  * a header value, a query string or a body: they may hold a client secret or a token.
  */
 export function requestObserver(options: RequestObserverOptions) {
-  const partners = new Map<string, string>();
-  async function partnerOfRun(runId: string): Promise<string | undefined> {
-    const known = partners.get(runId);
+  const runs = new Map<string, { runId: string; partnerId: string }>();
+  async function runOf(
+    segment: string,
+    via: 'stage' | 'api',
+  ): Promise<{ runId: string; partnerId: string } | undefined> {
+    const key = `${via}:${segment}`;
+    const known = runs.get(key);
     if (known) return known;
-    const found = await options.partnerOf(runId).catch(() => undefined);
+    const found = await options.runOf(segment, via).catch(() => undefined);
     if (found) {
-      if (partners.size >= 10_000) partners.delete(partners.keys().next().value!);
-      partners.set(runId, found);
+      if (runs.size >= 10_000) runs.delete(runs.keys().next().value!);
+      runs.set(key, found);
     }
     return found;
   }
@@ -64,13 +71,15 @@ export function requestObserver(options: RequestObserverOptions) {
     const requestId =
       typeof incomingId === 'string' && requestIdShape.test(incomingId) ? incomingId : randomUUID();
     res.setHeader('x-request-id', requestId);
-    const path = (req.url ?? '/').split('?')[0]!;
-    const stage = stagePath.exec(path);
+    const fullPath = (req.url ?? '/').split('?')[0]!;
+    const stage = stagePath.exec(fullPath);
+    // A stage's address is the run's capability: its first characters only in a span or a log line.
+    const path = stage ? fullPath.replace(stage[1]!, `${stage[1]!.slice(0, 6)}…`) : fullPath;
     const kind: StageKind | undefined = stage
       ? stageKind(stage[2] as 'auth' | 'api', stage[3] ?? '/')
       : undefined;
     const area = stage ? undefined : areaOf(path);
-    const runId = stage?.[1] ?? apiRunPath.exec(path)?.[1];
+    const apiRunId = stage ? undefined : apiRunPath.exec(path)?.[1];
     const method = (req.method ?? 'GET').slice(0, 16);
     const parent = propagation.extract(context.active(), req.headers);
     const span = tracer.startSpan(
@@ -81,7 +90,7 @@ export function requestObserver(options: RequestObserverOptions) {
           'http.request.method': method,
           'url.path': path.slice(0, 200),
           'request.id': requestId,
-          ...(runId && { 'certification.run.id': runId }),
+          ...(apiRunId && { 'certification.run.id': apiRunId }),
         },
       },
       parent,
@@ -101,10 +110,14 @@ export function requestObserver(options: RequestObserverOptions) {
         span.setStatus({ code: SpanStatusCode.ERROR, ...(aborted && { message: 'answer cut' }) });
       const partnerId = learned.get(req)?.partnerId;
       if (partnerId) span.setAttribute('certification.partner.id', partnerId);
-      span.end();
+      const segment = stage?.[1] ?? apiRunId;
       const { logger } = options;
-      if (!logger) return;
-      const write = (partner: string | undefined) =>
+      const write = (runId: string | undefined, partner: string | undefined) => {
+        if (stage && runId) span.setAttribute('certification.run.id', runId);
+        span.end();
+        if (logger) log(logger, runId, partner);
+      };
+      const log = (logger: Logger, runId: string | undefined, partner: string | undefined) =>
         logger[res.statusCode >= 500 || aborted ? 'warn' : 'info'](
           {
             event: 'request',
@@ -121,8 +134,11 @@ export function requestObserver(options: RequestObserverOptions) {
           },
           `${method} ${path.slice(0, 200)} ${res.statusCode}`,
         );
-      if (partnerId || !runId) write(partnerId);
-      else void partnerOfRun(runId).then(write);
+      if (!segment || (partnerId && !stage)) write(apiRunId, partnerId);
+      else
+        void runOf(segment, stage ? 'stage' : 'api').then((found) =>
+          write(found?.runId ?? apiRunId, partnerId ?? found?.partnerId),
+        );
     });
     context.with(trace.setSpan(parent, span), () => handle(req, res));
   };

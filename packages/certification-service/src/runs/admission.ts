@@ -1,16 +1,7 @@
 import type { Queryable } from '../db/database.js';
+import { RunRefusal } from './types.js';
 
-/** Why a run was refused: a limit reached (429) or a conflict with its state (409). */
-export class RunRefusal extends Error {
-  constructor(
-    readonly status: 409 | 429,
-    readonly title: string,
-    message: string,
-    readonly retryAfterSeconds?: number,
-  ) {
-    super(message);
-  }
-}
+export { RunRefusal };
 
 /**
  * Refuses a creation the partner's limits forbid (open runs at once, runs per hour), with reads only:

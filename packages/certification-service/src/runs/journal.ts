@@ -49,7 +49,7 @@ export function runJournal(db: Database): RunJournal {
       // commit does not wait for the disk: a number matters once its call is recorded, and recording
       // (which waits) flushes it too, or keeps the run's number past it (`greatest` below).
       const rows = await db.queryUnflushed<{ id: string; seq: number }>(
-        `WITH locked AS (SELECT id FROM runs WHERE id = ANY($1) AND status = 'open' ORDER BY id FOR UPDATE)
+        `WITH locked AS (SELECT id FROM runs WHERE id = ANY($1) AND status = 'open' AND expires_at > now() ORDER BY id FOR UPDATE)
          UPDATE runs r SET seq = r.seq + ($2::int[])[array_position($1::text[], r.id)], last_activity_at = now()
          FROM locked WHERE r.id = locked.id
          RETURNING r.id, r.seq`,
@@ -79,10 +79,12 @@ export function runJournal(db: Database): RunJournal {
       const highest = new Map<string, number>();
       for (const item of items) highest.set(item.runId, Math.max(highest.get(item.runId) ?? 0, item.seq));
       // One statement: lock the open runs (in id order), keep each run's exchanges up to its cap, count
-      // the rest as dropped. A run that is not open records nothing, and is not in the answer.
+      // the rest as dropped. A run that is not open, or past its deadline (the service may have been
+      // down when it passed), records nothing, and is not in the answer.
       const rows = await db.query<{ id: string }>(
         `WITH open AS (
-             SELECT id, recorded, max_exchanges FROM runs WHERE id = ANY($1) AND status = 'open' ORDER BY id FOR UPDATE),
+             SELECT id, recorded, max_exchanges FROM runs WHERE id = ANY($1) AND status = 'open' AND expires_at > now()
+             ORDER BY id FOR UPDATE),
            counted AS (
              UPDATE runs r SET recorded = o.recorded + least(w.n, greatest(0, o.max_exchanges - o.recorded)),
                dropped = r.dropped + w.n - least(w.n, greatest(0, o.max_exchanges - o.recorded)),

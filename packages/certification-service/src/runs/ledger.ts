@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import {
+  grantsEveryScope,
   type IssuedToken,
   type LedgerContents,
+  maxOutsideExchanges,
   playScenarios,
   type RecordedExchange,
   type ScenarioName,
@@ -62,6 +64,9 @@ export function databaseLedger(
    */
   const tokens = new Map<string, IssuedToken>();
   let generation = 0;
+  /** A client authorised for every scope meets the narrowed grant at its token endpoint, once. */
+  const everyScope = grantsEveryScope(run.grant);
+  let narrowedFired = false;
   const remember = (value: string, token: IssuedToken) => {
     if (tokens.size >= maxCachedTokens) tokens.clear();
     tokens.set(value, token);
@@ -71,11 +76,11 @@ export function databaseLedger(
     change: (player: ReturnType<typeof playScenarios>, tx: Queryable) => Promise<T> | T,
   ): Promise<T> {
     return db.transaction(async (tx) => {
-      const [row] = await tx.query<{ scenario_state: ScenarioState; status: string }>(
-        'SELECT scenario_state, status FROM runs WHERE id = $1 FOR UPDATE',
+      const [row] = await tx.query<{ scenario_state: ScenarioState; status: string; in_time: boolean }>(
+        'SELECT scenario_state, status, expires_at > now() AS in_time FROM runs WHERE id = $1 FOR UPDATE',
         [id],
       );
-      if (row?.status !== 'open') throw new RunClosedError();
+      if (row?.status !== 'open' || !row.in_time) throw new RunClosedError();
       const player = playScenarios(run.enabled, run.grant, row.scenario_state);
       const before = JSON.stringify(player.state());
       const result = await change(player, tx);
@@ -125,7 +130,7 @@ export function databaseLedger(
       // with its reference (`T1`, `T2`, …); listed in the session while the run keeps exchanges.
       const [row] = await db.query<{ number: number }>(
         `WITH counted AS (
-           UPDATE runs SET token_count = token_count + 1 WHERE id = $1 AND status = 'open'
+           UPDATE runs SET token_count = token_count + 1 WHERE id = $1 AND status = 'open' AND expires_at > now()
            RETURNING token_count, recorded < max_exchanges AS listed)
          INSERT INTO run_tokens (run_id, value_sha256, number, listed, token)
          SELECT $1, $2, token_count, listed, $3::jsonb || jsonb_build_object('ref', 'T' || token_count) FROM counted
@@ -138,8 +143,15 @@ export function databaseLedger(
       return issued;
     },
     async tokenRequested(scopes, at, seq) {
-      if (!run.enabled.has('narrowed-grant') || scopes.every((scope) => run.grant.includes(scope))) return;
-      await withScenarios((player) => player.tokenRequested(scopes, at, seq));
+      // The narrowed grant plays once: after it fired, or when this request cannot fire it, no lock.
+      if (!run.enabled.has('narrowed-grant') || narrowedFired) return undefined;
+      if (!everyScope && scopes.every((scope) => run.grant.includes(scope))) return undefined;
+      return withScenarios((player) => {
+        const answer = player.tokenRequested(scopes, at, seq);
+        if (player.records.find((item) => item.name === 'narrowed-grant')?.firedAt !== undefined)
+          narrowedFired = true;
+        return answer;
+      });
     },
     async play(method, path, issued, now, at, seq) {
       if (!issued) return undefined;
@@ -170,6 +182,25 @@ export function databaseLedger(
       await withScenarios((player) => player.apiAnswered(status, challenge, at, seq));
     },
     async record(exchange) {
+      // Traffic from outside the run (none of its credentials or tokens) is kept apart, under a cap of
+      // its own: an outsider never uses up the run's own recording, and is never judged.
+      if (exchange.outside) {
+        const [kept] = await db.query<{ id: string }>(
+          `WITH open AS (
+               SELECT id, outside_recorded FROM runs WHERE id = $1 AND status = 'open' AND expires_at > now() FOR UPDATE),
+             counted AS (
+               UPDATE runs r SET outside_recorded = o.outside_recorded + (o.outside_recorded < $2)::int,
+                 outside_dropped = r.outside_dropped + (o.outside_recorded >= $2)::int, seq = greatest(r.seq, $3)
+               FROM open o WHERE r.id = o.id),
+             kept AS (
+               INSERT INTO exchanges (run_id, seq, exchange) SELECT $1, $3, $4::jsonb FROM open o
+               WHERE o.outside_recorded < $2)
+           SELECT id FROM open`,
+          [id, maxOutsideExchanges, exchange.seq, storableJson(JSON.stringify(exchange))],
+        );
+        if (!kept) throw new RunClosedError();
+        return;
+      }
       // Committed before the answer leaves: a service killed right after loses nothing it answered.
       // Only an open run records: once judging has claimed the run, a call still in flight is refused
       // rather than answered and left out of the session.
@@ -208,8 +239,8 @@ export async function ledgerContents(
   db: Queryable,
   runId: string,
 ): Promise<LedgerContents & { state: ScenarioState }> {
-  const [run] = await db.query<{ scenario_state: ScenarioState; dropped: number }>(
-    'SELECT scenario_state, dropped FROM runs WHERE id = $1',
+  const [run] = await db.query<{ scenario_state: ScenarioState; dropped: number; outside_dropped: number }>(
+    'SELECT scenario_state, dropped, outside_dropped FROM runs WHERE id = $1',
     [runId],
   );
   const exchanges = await db.query<{ exchange: RecordedExchange }>(
@@ -226,6 +257,7 @@ export async function ledgerContents(
     tokens: tokens.map((row) => row.token),
     scenarios: state.records.map((item) => ({ ...item })),
     dropped: run!.dropped,
+    ...(run!.outside_dropped > 0 && { outsideDropped: run!.outside_dropped }),
     state,
   };
 }

@@ -31,9 +31,15 @@ export async function auditPage(
     action: string;
     subject: string | null;
     detail: unknown;
+    actor_name: string | null;
   }>(
-    `SELECT id, at, actor, action, subject, detail FROM audit_log ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-     ORDER BY id DESC LIMIT ${auditPageSize + 1}`,
+    // The actor's name beside its id: reviewers and partners are named, the service is itself.
+    `SELECT a.id, a.at, a.actor, a.action, a.subject, a.detail, coalesce(r.name, p.name) AS actor_name
+     FROM audit_log a
+     LEFT JOIN reviewers r ON a.actor = 'reviewer:' || r.id
+     LEFT JOIN partners p ON a.actor = 'partner:' || p.id
+     ${where.length ? `WHERE ${where.map((clause) => `a.${clause}`).join(' AND ')}` : ''}
+     ORDER BY a.id DESC LIMIT ${auditPageSize + 1}`,
     params,
   );
   const more = entries.length > auditPageSize;
@@ -42,7 +48,7 @@ export async function auditPage(
   const rows = shown
     .map(
       (e) =>
-        `<tr><td>${h(iso(e.at))}</td><td>${h(e.actor)}</td><td>${h(e.action)}</td><td>${h(e.subject ?? '')}</td><td><code>${h(JSON.stringify(e.detail ?? {}))}</code></td></tr>`,
+        `<tr><td>${h(iso(e.at))}</td><td>${e.actor_name ? `${h(e.actor_name)} <span class="muted">${h(e.actor)}</span>` : h(e.actor)}</td><td>${h(e.action)}</td><td>${h(e.subject ?? '')}</td><td><code>${h(JSON.stringify(e.detail ?? {}))}</code></td></tr>`,
     )
     .join('\n');
   const link = (extra: Record<string, string>) =>

@@ -2,12 +2,15 @@ import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Database } from '../db/database.js';
+import { DecisionRefusal, recordDecision } from '../decisions/decisions.js';
 import { type Audit, reportResponse } from '../http/api.js';
 import { hostileText } from '../http/schemas.js';
+import { planScopes } from '../plan/plan.js';
 import { iso } from '../runs/runs.js';
 import { derivedSecret, hashSecret, newSecret, sameText } from '../secrets.js';
 import { auditPage } from './audit.js';
 import { h, page, stylesheet, uiContentSecurityPolicy } from './html.js';
+import { approvalOf, runForUi, runPageBody } from './run-page.js';
 import type { SigninGuard } from './signin-guard.js';
 
 const cookieName = 'pcs_session';
@@ -153,26 +156,29 @@ export function mountUi(
       finished_at: string | null;
       decision: string | null;
       decided_at: string | null;
+      decided_run: string | null;
     }>(
-      `SELECT p.id, p.name, r.id AS run_id, r.verdict, r.finished_at, d.decision, d.created_at AS decided_at
+      `SELECT p.id, p.name, r.id AS run_id, r.verdict, r.finished_at, d.decision, d.created_at AS decided_at,
+         d.run_id AS decided_run
        FROM partners p
        LEFT JOIN LATERAL (SELECT id, verdict, finished_at FROM runs WHERE partner_id = p.id AND attestation IS NOT NULL
                           ORDER BY finished_at DESC LIMIT 1) r ON true
-       LEFT JOIN LATERAL (SELECT decision, created_at FROM decisions WHERE partner_id = p.id ORDER BY id DESC LIMIT 1) d ON true
+       LEFT JOIN LATERAL (SELECT decision, created_at, run_id FROM decisions WHERE partner_id = p.id
+                          ORDER BY created_at DESC, id DESC LIMIT 1) d ON true
        ORDER BY p.name, p.id`,
     );
     const rows = partners
       .map(
         (p) => `<tr><td><a href="/partners/${h(p.id)}">${h(p.name)}</a></td>
 <td>${p.run_id ? `<a href="/ui/runs/${h(p.run_id)}">${h(p.run_id)}</a> <span class="${h(p.verdict)}">${h(p.verdict)}</span> <span class="muted">${h(iso(p.finished_at))}</span>` : '<span class="muted">no attested run yet</span>'}</td>
-<td>${p.decision ? `<span class="${h(p.decision)}">${h(p.decision)}</span> <span class="muted">${h(iso(p.decided_at))}</span>` : '<span class="muted">undecided</span>'}</td></tr>`,
+<td>${p.decision ? `<span class="${h(p.decision)}">${h(p.decision)}</span> on run <a href="/ui/runs/${h(p.decided_run)}">${h(p.decided_run)}</a> <span class="muted">${h(iso(p.decided_at))}</span>` : '<span class="muted">undecided</span>'}</td></tr>`,
       )
       .join('\n');
     return html(
       c,
       page(
         'Partners',
-        `<table><thead><tr><th>Partner</th><th>Latest attested run</th><th>Production</th></tr></thead><tbody>${rows || '<tr><td colspan="3" class="muted">No partner yet: add one with <code>partner-certification-service admin add-partner</code>.</td></tr>'}</tbody></table>`,
+        `<table><thead><tr><th>Partner</th><th>Latest attested run</th><th>Production (latest decision, on which run)</th></tr></thead><tbody>${rows || '<tr><td colspan="3" class="muted">No partner yet: add one with <code>partner-certification-service admin add-partner</code>.</td></tr>'}</tbody></table>`,
         c.get('reviewer'),
       ),
     );
@@ -203,7 +209,7 @@ export function mountUi(
         (
           run,
         ) => `<tr><td><a href="/ui/runs/${h(run.id)}">${h(run.id)}</a></td><td>${h(run.status === 'closing' ? 'open' : run.status)}</td>
-<td class="${h(run.verdict)}">${h(run.verdict ?? '—')}</td><td>${run.certify ? 'yes' : 'no'}</td>
+<td class="${h(run.verdict)}">${h(run.verdict ?? '—')}</td><td>${run.certify ? 'certification' : 'practice'}</td>
 <td>${h([run.integration?.name, run.integration?.version].filter(Boolean).join(' ') || '—')}</td><td>${h(iso(run.created_at))}</td></tr>`,
       )
       .join('\n');
@@ -212,7 +218,7 @@ export function mountUi(
       page(
         partner.name,
         `<p class="muted">${h(partner.id)}</p><h2>Decisions</h2>${decisions}<h2>Runs</h2>
-<table><thead><tr><th>Run</th><th>Status</th><th>Verdict</th><th>--certify</th><th>Integration</th><th>Created</th></tr></thead><tbody>${rows || '<tr><td colspan="6" class="muted">No run yet.</td></tr>'}</tbody></table>`,
+<table><thead><tr><th>Run</th><th>Status</th><th>Verdict</th><th>Kind</th><th>Integration</th><th>Created</th></tr></thead><tbody>${rows || '<tr><td colspan="6" class="muted">No run yet.</td></tr>'}</tbody></table>`,
         c.get('reviewer'),
       ),
     );
@@ -221,39 +227,8 @@ export function mountUi(
   app.get('/ui/runs/:id', async (c) => {
     const run = await runForUi(db, c.req.param('id'));
     if (!run) return html(c, page('No such run', '<p>No run has this id.</p>', c.get('reviewer')), 404);
-    const approvable = approvalRefusal(run);
     const reviewer = c.get('reviewer');
-    const form =
-      run.status === 'open' || run.status === 'closing'
-        ? '<p class="muted">The run is still open: it can be decided on once it is judged.</p>'
-        : `<form method="post" action="/ui/runs/${h(run.id)}/decision">
-<input type="hidden" name="csrf" value="${h(reviewer.csrf)}">
-<p><label for="note">Note (required, recorded with your name and the time)</label><textarea id="note" name="note" maxlength="2000" required></textarea></p>
-${approvable ? `<p class="muted">Approval is not possible on this run: ${h(approvable)}.</p>` : '<button name="decision" value="approved">Approve for production</button>'}
-<button name="decision" value="rejected">Reject</button></form>`;
-    return html(
-      c,
-      page(
-        `Run ${run.id}`,
-        `<table><tbody>
-<tr><th>Partner</th><td><a href="/partners/${h(run.partner_id)}">${h(run.partner_name)}</a></td></tr>
-<tr><th>Status</th><td>${h(run.status === 'closing' ? 'open' : run.status)}</td></tr>
-<tr><th>Verdict</th><td class="${h(run.verdict)}">${h(run.verdict ?? '—')}</td></tr>
-<tr><th>Judged under --certify</th><td>${run.certify ? 'yes' : 'no'}</td></tr>
-<tr><th>Integration</th><td>${h([run.integration?.name, run.integration?.version].filter(Boolean).join(' ') || '—')}</td></tr>
-<tr><th>Created / finished</th><td>${h(iso(run.created_at))} / ${h(iso(run.finished_at) ?? '—')}</td></tr>
-<tr><th>Session SHA-256</th><td><code>${h(run.session_sha256 ?? '—')}</code></td></tr>
-</tbody></table>
-${
-  run.attestation
-    ? `<p><a href="/ui/runs/${h(run.id)}/report.html">Open the report</a> · <a href="/ui/runs/${h(run.id)}/attestation">Download the attestation</a> · <a href="/ui/runs/${h(run.id)}/session">Download the session</a></p>
-<p class="muted">Verify offline: <code>partner-conformance verify ${h(run.id)}.attestation.json --keys ${h(deps.publicUrl)}/.well-known/jwks.json --session ${h(run.id)}.session.json</code></p>`
-    : ''
-}
-<h2>Decide</h2>${form}`,
-        reviewer,
-      ),
-    );
+    return html(c, page(`Run ${run.id}`, await runPageBody(db, run, reviewer, deps.publicUrl), reviewer));
   });
 
   for (const [suffix, column, type] of [
@@ -296,7 +271,7 @@ ${
         c,
         page(
           'Not recorded',
-          `<p class="error">A decision needs approve or reject and a note of 1 to 2000 characters, with no control characters.</p>${back}`,
+          `<p class="error">A decision is "approved" or "rejected" (the Approve and Reject buttons) with a note of 1 to 2000 characters, with no control characters.</p>${back}`,
           reviewer,
         ),
         400,
@@ -307,31 +282,52 @@ ${
         page('Not recorded', `<p class="error">The run is not judged and attested yet.</p>${back}`, reviewer),
         409,
       );
-    const refusal = decision === 'approved' ? approvalRefusal(run) : undefined;
-    if (refusal) {
-      await deps.audit(`reviewer:${reviewer.id}`, 'decision.refused', run.id, { decision, reason: refusal });
+    const { approvable, notApprovable } = approvalOf(run);
+    if (decision === 'approved' && !approvable) {
+      await deps.audit(`reviewer:${reviewer.id}`, 'decision.refused', run.id, {
+        decision,
+        reasons: notApprovable,
+      });
       return html(
         c,
         page(
           'Not approved',
-          `<p class="error">This run cannot be approved: ${h(refusal)}.</p>${back}`,
+          `<p class="error">This run cannot be approved:</p><ul class="error">${notApprovable.map((reason) => `<li>${h(reason)}</li>`).join('')}</ul>${back}`,
           reviewer,
         ),
         409,
       );
     }
-    await db.transaction(async (tx) => {
-      await tx.query(
-        'INSERT INTO decisions (partner_id, run_id, reviewer_id, decision, note) VALUES ($1, $2, $3, $4, $5)',
-        [run.partner_id, run.id, reviewer.id, decision, note],
+    try {
+      await db.transaction(async (tx) => {
+        const recorded = await recordDecision(tx, {
+          partnerId: run.partner_id,
+          runId: run.id,
+          reviewerId: reviewer.id,
+          decision,
+          note,
+          scopes: decision === 'approved' && run.plan ? planScopes(run.plan) : [],
+          validUntil: null,
+        });
+        await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
+          `reviewer:${reviewer.id}`,
+          `partner.${decision}`,
+          run.partner_id,
+          JSON.stringify({ run: run.id, decision: recorded.id, note, sessionSha256: run.session_sha256 }),
+        ]);
+      });
+    } catch (error) {
+      if (!(error instanceof DecisionRefusal)) throw error;
+      await deps.audit(`reviewer:${reviewer.id}`, 'decision.refused', run.id, {
+        decision,
+        reasons: [error.message],
+      });
+      return html(
+        c,
+        page('Not recorded', `<p class="error">Not recorded: ${h(error.message)}.</p>${back}`, reviewer),
+        409,
       );
-      await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-        `reviewer:${reviewer.id}`,
-        `partner.${decision}`,
-        run.partner_id,
-        JSON.stringify({ run: run.id, note, sessionSha256: run.session_sha256 }),
-      ]);
-    });
+    }
     return c.redirect(`/partners/${encodeURIComponent(run.partner_id)}`, 303);
   });
 
@@ -356,54 +352,16 @@ function signinPage(error?: string): string {
   );
 }
 
-interface UiRun {
-  id: string;
-  partner_id: string;
-  partner_name: string;
-  status: string;
-  verdict: string | null;
-  certify: boolean;
-  attestation: string | null;
-  session_sha256: string | null;
-  created_at: string;
-  finished_at: string | null;
-  integration: { name?: string; version?: string } | null;
-}
-
-async function runForUi(db: Database, id: string | undefined): Promise<UiRun | undefined> {
-  const [run] = await db.query<UiRun>(
-    `SELECT r.id, r.partner_id, p.name AS partner_name, r.status, r.verdict, r.certify, r.attestation, r.session_sha256,
-       r.created_at, r.finished_at, r.integration
-     FROM runs r JOIN partners p ON p.id = r.partner_id WHERE r.id = $1`,
-    [id ?? ''],
-  );
-  return run;
-}
-
-/** Why a run cannot be approved, or undefined when it can: attested, judged under --certify, passed. */
-export function approvalRefusal(
-  run: Pick<UiRun, 'status' | 'verdict' | 'certify' | 'attestation'>,
-): string | undefined {
-  if (run.status !== 'judged')
-    return run.status === 'interrupted'
-      ? 'it was interrupted (the service stopped during it)'
-      : 'it is not judged yet';
-  if (!run.attestation) return 'it has no attestation';
-  if (!run.certify) return 'it was not judged under --certify rules (create the run with "certify": true)';
-  if (run.verdict !== 'PASS') return 'it failed';
-  return undefined;
-}
-
 async function decisionsHtml(db: Database, partnerId: string): Promise<string> {
   const rows = await db.query<{
     decision: string;
     note: string;
     created_at: string;
     run_id: string;
-    reviewer: string;
+    reviewer: string | null;
   }>(
-    `SELECT d.decision, d.note, d.created_at, d.run_id, r.name AS reviewer FROM decisions d JOIN reviewers r ON r.id = d.reviewer_id
-     WHERE d.partner_id = $1 ORDER BY d.id DESC`,
+    `SELECT d.decision, d.note, d.created_at, d.run_id, r.name AS reviewer FROM decisions d LEFT JOIN reviewers r ON r.id = d.reviewer_id
+     WHERE d.partner_id = $1 ORDER BY d.created_at DESC, d.id DESC`,
     [partnerId],
   );
   if (rows.length === 0) return '<p class="muted">No decision yet.</p>';
@@ -411,7 +369,7 @@ async function decisionsHtml(db: Database, partnerId: string): Promise<string> {
     .map(
       (
         d,
-      ) => `<tr><td class="${h(d.decision)}">${h(d.decision)}</td><td>${h(d.reviewer)}</td><td>${h(iso(d.created_at))}</td>
+      ) => `<tr><td class="${h(d.decision)}">${h(d.decision)}</td><td>${h(d.reviewer ?? 'the service')}</td><td>${h(iso(d.created_at))}</td>
 <td><a href="/ui/runs/${h(d.run_id)}">${h(d.run_id)}</a></td><td>${h(d.note)}</td></tr>`,
     )
     .join('\n')}</tbody></table>`;

@@ -1,0 +1,108 @@
+import { readFileSync } from 'node:fs';
+import {
+  type CertificationPlan,
+  ConformanceError,
+  certificationPlan,
+  type DigestedPlan,
+  definePlan,
+  type ScenarioName,
+} from '@partner-lending/conformance';
+import { type ApiOperationId, operations, type Scope } from '@partner-lending/spec';
+import { ServiceError } from '../errors.js';
+
+export type { DigestedPlan };
+
+/**
+ * What an operator's plan file holds: the plan's id, and any field of the conformance suite's
+ * certification plan to change (the default plan fills the rest); operations are named by operationId.
+ */
+export interface PlanFile {
+  id: string;
+  operations?: ApiOperationId[];
+  scopes?: Scope[];
+  scenarios?: ScenarioName[];
+  ttlSeconds?: number;
+  longTtlSeconds?: number;
+  renewal?: boolean;
+  decisiveShouldChecks?: string[];
+}
+
+const fields = [
+  'id',
+  'operations',
+  'scopes',
+  'scenarios',
+  'ttlSeconds',
+  'longTtlSeconds',
+  'renewal',
+  'decisiveShouldChecks',
+] as const;
+
+/**
+ * The vendor's certification plan from the operator's fields: the suite's default plan
+ * (`partner-lending-default-v1`: the four operations with the scopes production grants, every fault
+ * scenario, a renewal, token reuse and Retry-After deciding like musts) with the fields given replaced,
+ * checked and digested by the suite. Throws a ConformanceError naming what is wrong.
+ */
+export function makePlan(file: PlanFile): DigestedPlan {
+  const unknown = Object.keys(file).filter((key) => !(fields as readonly string[]).includes(key));
+  if (unknown.length > 0)
+    throw new ConformanceError(
+      'ERR_USAGE',
+      `certification plan: unknown field ${unknown.map((key) => JSON.stringify(key.slice(0, 40))).join(', ')} (the fields are ${fields.join(', ')})`,
+    );
+  const { digest: _digest, ...defaults } = certificationPlan;
+  const plan: CertificationPlan = {
+    ...defaults,
+    ...file,
+    operations: (file.operations ?? defaults.operations.map((item) => item.operationId)).map(
+      (operationId) => ({
+        operationId,
+        scope: (operations as Record<string, { scope: string | null }>)[operationId]?.scope as Scope,
+      }),
+    ),
+  };
+  return definePlan(plan);
+}
+
+/** The default plan: the conformance suite's. */
+export const defaultPlan: DigestedPlan = certificationPlan;
+
+/** The production scopes a run certified under `plan` is approved for: those of its operations. */
+export const planScopes = (plan: CertificationPlan): string[] => [
+  ...new Set(plan.operations.map((operation) => operation.scope)),
+];
+
+/** Reads an operator's plan file (JSON); a clear error names what is wrong. */
+export function loadPlanFile(file: string): DigestedPlan {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ServiceError('ERR_CONFIG', `--plan ${file}: cannot read it (${(error as Error).message})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ServiceError('ERR_CONFIG', `--plan ${file}: not valid JSON`);
+  }
+  const expected = `expected {"id": "...", ${fields
+    .slice(1)
+    .map((field) => `"${field}"?`)
+    .join(', ')}}`;
+  if (
+    json === null ||
+    typeof json !== 'object' ||
+    Array.isArray(json) ||
+    typeof (json as { id?: unknown }).id !== 'string'
+  )
+    throw new ServiceError('ERR_CONFIG', `--plan ${file}: ${expected}`);
+  try {
+    return makePlan(json as PlanFile);
+  } catch (error) {
+    if (error instanceof ConformanceError || error instanceof TypeError)
+      throw new ServiceError('ERR_CONFIG', `--plan ${file}: ${(error as Error).message} (${expected})`);
+    throw error;
+  }
+}
