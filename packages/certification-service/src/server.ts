@@ -12,7 +12,6 @@ import { problem, unavailable } from './http/problem.js';
 import { hostileText } from './http/schemas.js';
 import { publishKey, type SigningKey } from './keys.js';
 import type { Logger } from './observability/logger.js';
-import { signInFailures } from './observability/metrics.js';
 import { notePartner, requestObserver } from './observability/requests.js';
 import type { DigestedPlan } from './plan/plan.js';
 import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
@@ -122,7 +121,6 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     log,
   });
   const audit: Audit = async (actor, action, subject, detail) => {
-    if (action.startsWith('signin.')) signInFailures.inc({ reason: action.slice('signin.'.length, 40) });
     await db.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
       actor,
       action,
