@@ -10,6 +10,7 @@ import { publishKey, type SigningKey } from './keys.js';
 import type { Logger } from './observability/logger.js';
 import { signInFailures } from './observability/metrics.js';
 import { notePartner, requestObserver } from './observability/requests.js';
+import { type OidcOptions, oidcSignIn } from './oidc/oidc.js';
 import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { mountUi } from './ui/routes.js';
@@ -44,6 +45,8 @@ export interface ServiceOptions {
    * ended (see `purgeExpired`); purged at start and hourly. Default: kept for ever.
    */
   retainDays?: number;
+  /** Reviewers sign in through this OpenID Connect provider instead of local credentials. Default: off. */
+  oidc?: OidcOptions;
 }
 
 export interface RunningService {
@@ -51,6 +54,8 @@ export interface RunningService {
   readonly publicUrl: string;
   readonly runs: Runs;
   readonly server: Server;
+  /** With `oidc`: reads the provider's discovery document (rejects, saying why, when it cannot). */
+  readonly oidcReady?: () => Promise<void>;
   /** Stops taking requests, stops the sweeper, closes this instance's stages (the database stays open). */
   close(): Promise<void>;
 }
@@ -112,7 +117,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   });
   app.use('/api/runs/*', purgedRunAnswers(db));
   mountApi(app, { db, runs, publicUrl, audit });
-  mountUi(app, { db, publicUrl, audit });
+  const oidc = options.oidc && oidcSignIn(options.oidc, { db, publicUrl, audit });
+  mountUi(app, { db, publicUrl, audit, ...(oidc && { oidc }) });
   app.notFound((c) =>
     problem(c, 404, 'Not found', `nothing at ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}`),
   );
@@ -171,6 +177,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     publicUrl,
     runs,
     server,
+    ...(oidc && { oidcReady: () => oidc.ready() }),
     close: () => {
       closing ??= (async () => {
         clearInterval(sweeper);

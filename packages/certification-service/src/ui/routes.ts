@@ -3,6 +3,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Database } from '../db/database.js';
 import { type Audit, reportResponse } from '../http/api.js';
+import type { OidcSignIn } from '../oidc/oidc.js';
 import { iso } from '../runs/runs.js';
 import { hashSecret, newSecret, sameText } from '../secrets.js';
 import { h, page, stylesheet, uiContentSecurityPolicy } from './html.js';
@@ -35,7 +36,10 @@ const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 40
  * on an attested run; the audit log. Every form carries the session's CSRF token, and every POST must
  * come from this origin.
  */
-export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string; audit: Audit }) {
+export function mountUi(
+  app: Hono<Env>,
+  deps: { db: Database; publicUrl: string; audit: Audit; oidc?: OidcSignIn },
+) {
   const { db } = deps;
   const secure = deps.publicUrl.startsWith('https:');
   const origin = new URL(deps.publicUrl).origin;
@@ -55,8 +59,31 @@ export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string;
     return from !== undefined && safeOrigin(from) === origin;
   };
 
-  app.get('/signin', (c) => html(c, signinPage()));
+  const startSession = async (c: Context, reviewerId: string) => {
+    const token = newSecret('pcs_session');
+    await db.query(
+      `INSERT INTO reviewer_sessions (token_hash, reviewer_id, csrf_token, expires_at) VALUES ($1, $2, $3, now() + interval '${sessionHours} hours')`,
+      [hashSecret(token), reviewerId, newSecret('pcs_session')],
+    );
+    await db.query('DELETE FROM reviewer_sessions WHERE expires_at < now()');
+    setCookie(c, cookieName, token, {
+      httpOnly: true,
+      sameSite: 'Strict',
+      secure,
+      path: '/',
+      maxAge: sessionHours * 3600,
+    });
+  };
+  // With --oidc-issuer, reviewers sign in through the identity provider only (see src/oidc).
+  deps.oidc?.mount(app, { startSession, html });
+  const oidcPage = () =>
+    page(
+      'Sign in',
+      `<p><a href="/signin/oidc" id="oidc-signin">Sign in with your organisation's account</a></p><p class="muted">${h(deps.oidc?.issuer)}</p>`,
+    );
+  app.get('/signin', (c) => html(c, deps.oidc ? oidcPage() : signinPage()));
   app.post('/signin', async (c) => {
+    if (deps.oidc) return html(c, oidcPage(), 403);
     if (!fromHere(c)) return html(c, signinPage('This form must be sent from this site.'), 403);
     const form = await c.req.parseBody();
     const credential = typeof form.credential === 'string' ? form.credential.trim() : '';
@@ -70,20 +97,8 @@ export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string;
       await deps.audit('anonymous', 'signin.refused', null, {});
       return html(c, signinPage('That credential is not valid.'), 401);
     }
-    const token = newSecret('pcs_session');
-    await db.query(
-      `INSERT INTO reviewer_sessions (token_hash, reviewer_id, csrf_token, expires_at) VALUES ($1, $2, $3, now() + interval '${sessionHours} hours')`,
-      [hashSecret(token), reviewer.id, newSecret('pcs_session')],
-    );
-    await db.query('DELETE FROM reviewer_sessions WHERE expires_at < now()');
+    await startSession(c, reviewer.id);
     await deps.audit(`reviewer:${reviewer.id}`, 'signin', null, {});
-    setCookie(c, cookieName, token, {
-      httpOnly: true,
-      sameSite: 'Strict',
-      secure,
-      path: '/',
-      maxAge: sessionHours * 3600,
-    });
     return c.redirect('/', 303);
   });
 
