@@ -233,13 +233,16 @@ export function oidcSignIn(
           claims = { ...userinfo, ...idClaims };
         } catch (error) {
           const code = (error as { code?: string }).code ?? 'error';
+          // openid-client's own message is generic; the check that failed is in its cause.
+          const cause = (error as { cause?: unknown }).cause;
+          const why = cause instanceof Error ? `: ${cause.message}` : '';
           return refused(
             c,
             ui.html,
             401,
             'invalid-response',
             'The answer from the identity provider did not pass the checks (state, nonce, PKCE or token). Start again from the sign-in page.',
-            { error: `${code}: ${(error as Error).message}`.slice(0, 300) },
+            { error: `${code}: ${(error as Error).message}${why}`.slice(0, 300) },
           );
         }
         const issuer = cfg.serverMetadata().issuer;

@@ -327,7 +327,7 @@ ${
         `reviewer:${reviewer.id}`,
         `partner.${decision}`,
         run.partner_id,
-        JSON.stringify({ run: run.id, note, sessionSha256: run.session_sha256 }),
+        JSON.stringify({ run: run.id, note, sessionSha256: run.session_sha256, reviewer: reviewer.name }),
       ]);
     });
     return c.redirect(`/partners/${encodeURIComponent(run.partner_id)}`, 303);
