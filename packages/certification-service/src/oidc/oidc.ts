@@ -246,7 +246,8 @@ export function oidcSignIn(
           );
         }
         const issuer = cfg.serverMetadata().issuer;
-        const subject = String(claims.sub);
+        // The ID token's checks made sure of `sub`; a subject is at most 255 characters (OpenID Connect Core).
+        const subject = String(claims.sub).slice(0, 255);
         const name = displayName(claims);
         const rule = allowedBy(claims, options.allow);
         if (!rule)
