@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { addPartner, addReviewer } from './admin.js';
 import { type Database, openDatabase } from './db/database.js';
@@ -12,7 +13,7 @@ import { startService } from './server.js';
 import { tool } from './version.js';
 
 const usage = `Usage:
-  partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR]
+  partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR] [--trust-forwarded-for]
   partner-certification-service admin add-partner --name NAME [--json] [--data-dir DIR]
   partner-certification-service admin add-reviewer --name NAME [--json] [--data-dir DIR]
 
@@ -26,6 +27,8 @@ serve
   --max-run-duration S  a run is judged at the latest S seconds after it was created (default 3600)
   --max-open-runs N  open runs per partner at once (default 5)
   --max-runs-per-hour N  runs a partner may create per hour (default 60)
+  --trust-forwarded-for  a reviewer's sign-in address is the last X-Forwarded-For entry (behind a proxy that
+                     sets it), not the socket's; failed sign-ins are limited per address (default off)
   --retain-days N    purge the sessions, reports, attestations and exchanges of runs ended N days ago that
                      no decision rests on (their digests stay in the audit log) (default: keep everything)
   --metrics-port N   serve GET /metrics (Prometheus text format) on this port (default: no metrics served)
@@ -49,6 +52,8 @@ Environment
   DATABASE_URL       postgres://USER:PASSWORD@HOST:PORT/DB: PostgreSQL instead of the embedded database
   SIGNING_KEY_FILE   the attestation key (private JWK or PEM, Ed25519 or ES256); generated into --data-dir when unset
   OIDC_CLIENT_SECRET the OIDC client secret when --oidc-client-secret-file is not given
+  SECRETS_KEY_FILE   a file of at least 32 random characters that seals the secrets the service keeps (a run's
+                     stage key); derived from the attestation key when unset
   OTEL_EXPORTER_OTLP_ENDPOINT  export traces over OTLP/HTTP (JSON) to this collector (default: no traces);
                      the other standard OTEL_* variables apply (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS…)
 
@@ -75,6 +80,7 @@ async function main(argv: string[]): Promise<void> {
         'max-run-duration': { type: 'string' },
         'max-open-runs': { type: 'string' },
         'max-runs-per-hour': { type: 'string' },
+        'trust-forwarded-for': { type: 'boolean' },
         'metrics-port': { type: 'string' },
         'retain-days': { type: 'string' },
         'metrics-host': { type: 'string' },
@@ -117,6 +123,7 @@ async function main(argv: string[]): Promise<void> {
       'max-run-duration',
       'max-open-runs',
       'max-runs-per-hour',
+      'trust-forwarded-for',
       'metrics-port',
       'metrics-host',
       'retain-days',
@@ -218,9 +225,12 @@ async function main(argv: string[]): Promise<void> {
     await db.close();
     throw error;
   });
+  const secretsKey = readSecretsKey(process.env.SECRETS_KEY_FILE || undefined);
   const service = await startService({
     db,
     signingKey: key,
+    ...(secretsKey && { secretsKey }),
+    ...(values['trust-forwarded-for'] && { trustForwardedFor: true }),
     host: values.host ?? '127.0.0.1',
     port,
     limits,
@@ -348,3 +358,21 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof ServiceError) fail(error.message, error.code === 'ERR_STORAGE_IN_USE' ? 3 : 2);
   fail(`unexpected error: ${(error as Error).stack ?? String(error)}`, 1);
 });
+
+/** The text of SECRETS_KEY_FILE (at least 32 characters once trimmed), or undefined when it is not set. */
+function readSecretsKey(file: string | undefined): string | undefined {
+  if (!file) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    fail(
+      `SECRETS_KEY_FILE ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}): give the path of a file holding at least 32 random characters (e.g. openssl rand -base64 32 > FILE).`,
+    );
+  }
+  if (text.length < 32)
+    fail(
+      `SECRETS_KEY_FILE ${file} holds ${text.length} characters, expected at least 32 random ones (e.g. openssl rand -base64 32 > FILE).`,
+    );
+  return text;
+}

@@ -5,6 +5,7 @@ import * as client from 'openid-client';
 import type { Database } from '../db/database.js';
 import type { Audit } from '../http/api.js';
 import { h, page } from '../ui/html.js';
+import type { SigninGuard } from '../ui/signin-guard.js';
 
 /** One `--oidc-allow CLAIM=VALUE` rule; a reviewer is allowed when any rule matches. */
 export interface OidcAllowRule {
@@ -107,7 +108,9 @@ export interface OidcSignIn {
     app: Hono<any>,
     deps: {
       startSession: (c: Context, reviewerId: string) => Promise<void>;
-      html: (c: Context, body: string, status?: 200 | 400 | 401 | 403) => Response | Promise<Response>;
+      html: (c: Context, body: string, status?: 200 | 400 | 401 | 403 | 429) => Response | Promise<Response>;
+      /** Failed sign-ins limited per address and overall, counted apart from the audit log. */
+      signin: SigninGuard;
     },
   ): void;
 }
@@ -119,8 +122,9 @@ export interface OidcSignIn {
  */
 export function oidcSignIn(
   options: OidcOptions,
-  deps: { db: Database; publicUrl: string; audit: Audit },
+  deps: { db: Database; publicUrl: string; audit: Audit; log?: (line: string) => void },
 ): OidcSignIn {
+  const log = deps.log ?? (() => {});
   checkOidcOptions(options);
   const issuerUrl = new URL(options.issuer);
   const redirectUri = `${deps.publicUrl}${oidcCallbackPath}`;
@@ -142,16 +146,22 @@ export function oidcSignIn(
       });
     return configuration;
   };
+  /**
+   * A refused sign-in: counted with the failed sign-ins (per address and overall, apart from the audit
+   * log, so that nobody can flood it with callbacks); one of a person the provider signed in, whom the
+   * claims do not allow, is also in the audit log with who they are.
+   */
   const refused = async (
     c: Context,
-    html: (c: Context, body: string, status?: 200 | 400 | 401 | 403) => Response | Promise<Response>,
+    ui: Parameters<OidcSignIn['mount']>[1],
     status: 400 | 401 | 403,
     reason: string,
     message: string,
-    detail: Record<string, unknown> = {},
+    person?: { issuer: string; subject: string; name: string },
   ) => {
-    await deps.audit('anonymous', 'signin.refused', null, { method: 'oidc', reason, ...detail });
-    return html(
+    await ui.signin.failed(ui.signin.addressOf(c));
+    if (person) await deps.audit('anonymous', 'signin.refused', null, { method: 'oidc', reason, ...person });
+    return ui.html(
       c,
       page(
         'Sign-in refused',
@@ -192,6 +202,16 @@ export function oidcSignIn(
       });
 
       app.get(oidcCallbackPath, async (c) => {
+        const wait = await ui.signin.throttled(ui.signin.addressOf(c));
+        if (wait > 0) {
+          const answer = await ui.html(
+            c,
+            page('Sign-in refused', `<p class="error">Too many failed sign-ins: try again in ${wait} s.</p>`),
+            429,
+          );
+          answer.headers.set('retry-after', String(wait));
+          return answer;
+        }
         const raw = await getSignedCookie(c, cookieKey, flowCookie);
         deleteCookie(c, flowCookie, { path: oidcCallbackPath, secure });
         let flow: { verifier: string; state: string; nonce: string } | undefined;
@@ -201,7 +221,7 @@ export function oidcSignIn(
         if (!flow)
           return refused(
             c,
-            ui.html,
+            ui,
             400,
             'no-flow',
             'This sign-in was not started here or took longer than 10 minutes. Start again from the sign-in page.',
@@ -211,11 +231,10 @@ export function oidcSignIn(
         if (providerError)
           return refused(
             c,
-            ui.html,
+            ui,
             401,
             'provider-error',
             `The identity provider did not sign you in (${providerError.slice(0, 100)}). Start again, or ask your administrator.`,
-            { error: providerError.slice(0, 100) },
           );
         const cfg = await config();
         let claims: Record<string, unknown>;
@@ -236,13 +255,13 @@ export function oidcSignIn(
           // openid-client's own message is generic; the check that failed is in its cause.
           const cause = (error as { cause?: unknown }).cause;
           const why = cause instanceof Error ? `: ${cause.message}` : '';
+          log(`OIDC sign-in refused: ${`${code}: ${(error as Error).message}${why}`.slice(0, 300)}`);
           return refused(
             c,
-            ui.html,
+            ui,
             401,
             'invalid-response',
             'The answer from the identity provider did not pass the checks (state, nonce, PKCE or token). Start again from the sign-in page.',
-            { error: `${code}: ${(error as Error).message}${why}`.slice(0, 300) },
           );
         }
         const issuer = cfg.serverMetadata().issuer;
@@ -253,7 +272,7 @@ export function oidcSignIn(
         if (!rule)
           return refused(
             c,
-            ui.html,
+            ui,
             403,
             'not-allowed',
             `You signed in at the identity provider as ${name}, but this service allows only ${options.allow.map((r) => `${r.claim}=${r.value}`).join(' or ')}. Ask your administrator for access.`,
