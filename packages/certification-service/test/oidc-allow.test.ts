@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { allowedBy, parseAllowRule } from '../src/oidc/oidc.js';
+import { inProcessService } from './support/in-process.js';
 
 describe('--oidc-allow rules', () => {
   it('reads CLAIM=VALUE (the value may hold "=") and refuses what is not one', () => {
@@ -45,5 +46,33 @@ describe('--oidc-allow rules', () => {
     const rules = [parseAllowRule('groups=a'), parseAllowRule('roles=b')];
     expect(allowedBy({ roles: ['b'] }, rules)).toEqual(rules[1]);
     expect(allowedBy({ groups: ['b'], roles: ['a'] }, rules)).toBeUndefined();
+  });
+});
+
+describe('a provider that cannot be reached', () => {
+  it('answers the sign-in link 503 with Retry-After and a page saying so, and logs why', async () => {
+    const svc = await inProcessService({
+      oidc: {
+        issuer: 'http://127.0.0.1:1',
+        clientId: 'certification-service',
+        clientSecret: 'unreachable-provider-secret',
+        allow: [parseAllowRule('groups=cert-reviewers')],
+      },
+    });
+    try {
+      const answer = await fetch(`${svc.service.url}/signin/oidc`, { redirect: 'manual' });
+      expect(answer.status).toBe(503);
+      expect(answer.headers.get('retry-after')).toBe('30');
+      expect(answer.headers.get('content-security-policy')).toContain("default-src 'none'");
+      expect(await answer.text()).toContain('cannot be reached just now');
+      expect(svc.lines.join('\n')).toMatch(
+        /cannot read the OpenID provider's discovery document at http:\/\/127\.0\.0\.1:1\/\.well-known/,
+      );
+      expect(svc.lines.join('\n')).not.toContain('unreachable-provider-secret');
+      // The control: the sign-in page itself still answers, with the provider's link.
+      expect(await (await fetch(`${svc.service.url}/signin`)).text()).toContain('href="/signin/oidc"');
+    } finally {
+      await svc.close();
+    }
   });
 });

@@ -4,7 +4,7 @@ import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie';
 import * as client from 'openid-client';
 import type { Database } from '../db/database.js';
 import type { Audit } from '../http/api.js';
-import { h, page } from '../ui/html.js';
+import { h, page, uiContentSecurityPolicy } from '../ui/html.js';
 import type { SigninGuard } from '../ui/signin-guard.js';
 
 /** One `--oidc-allow CLAIM=VALUE` rule; a reviewer is allowed when any rule matches. */
@@ -178,7 +178,24 @@ export function oidcSignIn(
     },
     mount(app, ui) {
       app.get('/signin/oidc', async (c) => {
-        const cfg = await config();
+        let cfg: client.Configuration;
+        try {
+          cfg = await config();
+        } catch (error) {
+          log((error as Error).message);
+          return c.html(
+            page(
+              'Sign-in unavailable',
+              '<p class="error">The identity provider cannot be reached just now (the details are in the service’s log). Try again in a minute.</p>',
+            ),
+            503,
+            {
+              'content-security-policy': uiContentSecurityPolicy,
+              'cache-control': 'no-store',
+              'retry-after': '30',
+            },
+          );
+        }
         const verifier = client.randomPKCECodeVerifier();
         const state = client.randomState();
         const nonce = client.randomNonce();
