@@ -13,6 +13,7 @@ import { hostileText } from './http/schemas.js';
 import { publishKey, type SigningKey } from './keys.js';
 import type { Logger } from './observability/logger.js';
 import { notePartner, requestObserver } from './observability/requests.js';
+import { type OidcOptions, oidcSignIn } from './oidc/oidc.js';
 import type { DigestedPlan } from './plan/plan.js';
 import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
@@ -69,6 +70,8 @@ export interface ServiceOptions {
    * ended (see `purgeExpired`); purged at start and hourly. Default: kept for ever.
    */
   retainDays?: number;
+  /** Reviewers sign in through this OpenID Connect provider instead of local credentials. Default: off. */
+  oidc?: OidcOptions;
 }
 
 export interface RunningService {
@@ -76,6 +79,8 @@ export interface RunningService {
   readonly publicUrl: string;
   readonly runs: Runs;
   readonly server: Server;
+  /** With `oidc`: reads the provider's discovery document (rejects, saying why, when it cannot). */
+  readonly oidcReady?: () => Promise<void>;
   /** Stops taking requests, stops the sweeper, closes this instance's stages (the database stays open). */
   close(): Promise<void>;
 }
@@ -160,7 +165,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     { ...defaultSigninLimits, ...options.signinLimits },
     { trustForwardedFor: options.trustForwardedFor ?? false },
   );
-  mountUi(app, { db, publicUrl, audit, signin });
+  const oidc = options.oidc && oidcSignIn(options.oidc, { db, publicUrl, audit, log });
+  mountUi(app, { db, publicUrl, audit, signin, ...(oidc && { oidc }) });
   app.notFound((c) =>
     problem(c, 404, 'Not found', `nothing at ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}`),
   );
@@ -240,6 +246,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     publicUrl,
     runs,
     server,
+    ...(oidc && { oidcReady: () => oidc.ready() }),
     close: () => {
       closing ??= (async () => {
         clearInterval(sweeper);

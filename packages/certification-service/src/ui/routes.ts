@@ -5,6 +5,7 @@ import type { Database } from '../db/database.js';
 import { DecisionRefusal, recordDecision } from '../decisions/decisions.js';
 import { type Audit, reportResponse } from '../http/api.js';
 import { hostileText } from '../http/schemas.js';
+import type { OidcSignIn } from '../oidc/oidc.js';
 import { planScopes } from '../plan/plan.js';
 import { iso } from '../runs/runs.js';
 import { derivedSecret, hashSecret, newSecret, sameText } from '../secrets.js';
@@ -43,7 +44,7 @@ const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 40
  */
 export function mountUi(
   app: Hono<Env>,
-  deps: { db: Database; publicUrl: string; audit: Audit; signin: SigninGuard },
+  deps: { db: Database; publicUrl: string; audit: Audit; signin: SigninGuard; oidc?: OidcSignIn },
 ) {
   const { db } = deps;
   const secure = deps.publicUrl.startsWith('https:');
@@ -64,8 +65,31 @@ export function mountUi(
     return from !== undefined && safeOrigin(from) === origin;
   };
 
-  app.get('/signin', (c) => html(c, signinPage()));
+  const startSession = async (c: Context, reviewerId: string) => {
+    const token = newSecret('pcs_session');
+    await db.query(
+      `INSERT INTO reviewer_sessions (token_hash, reviewer_id, expires_at) VALUES ($1, $2, now() + interval '${sessionHours} hours')`,
+      [hashSecret(token), reviewerId],
+    );
+    await db.query('DELETE FROM reviewer_sessions WHERE expires_at < now()');
+    setCookie(c, cookieName, token, {
+      httpOnly: true,
+      sameSite: 'Strict',
+      secure,
+      path: '/',
+      maxAge: sessionHours * 3600,
+    });
+  };
+  // With --oidc-issuer, reviewers sign in through the identity provider only (see src/oidc).
+  deps.oidc?.mount(app, { startSession, html, signin: deps.signin });
+  const oidcPage = () =>
+    page(
+      'Sign in',
+      `<p><a href="/signin/oidc" id="oidc-signin">Sign in with your organisation's account</a></p><p class="muted">${h(deps.oidc?.issuer)}</p>`,
+    );
+  app.get('/signin', (c) => html(c, deps.oidc ? oidcPage() : signinPage()));
   app.post('/signin', async (c) => {
+    if (deps.oidc) return html(c, oidcPage(), 403);
     if (!fromHere(c)) return html(c, signinPage('This form must be sent from this site.'), 403);
     // Guessing is slowed before the credential is looked at (see signin-guard.ts).
     const address = deps.signin.addressOf(c);
@@ -87,20 +111,8 @@ export function mountUi(
       await deps.signin.failed(address);
       return html(c, signinPage('That credential is not valid.'), 401);
     }
-    const token = newSecret('pcs_session');
-    await db.query(
-      `INSERT INTO reviewer_sessions (token_hash, reviewer_id, expires_at) VALUES ($1, $2, now() + interval '${sessionHours} hours')`,
-      [hashSecret(token), reviewer.id],
-    );
-    await db.query('DELETE FROM reviewer_sessions WHERE expires_at < now()');
+    await startSession(c, reviewer.id);
     await deps.audit(`reviewer:${reviewer.id}`, 'signin', null, {});
-    setCookie(c, cookieName, token, {
-      httpOnly: true,
-      sameSite: 'Strict',
-      secure,
-      path: '/',
-      maxAge: sessionHours * 3600,
-    });
     return c.redirect('/', 303);
   });
 
@@ -313,7 +325,13 @@ export function mountUi(
           `reviewer:${reviewer.id}`,
           `partner.${decision}`,
           run.partner_id,
-          JSON.stringify({ run: run.id, decision: recorded.id, note, sessionSha256: run.session_sha256 }),
+          JSON.stringify({
+            run: run.id,
+            decision: recorded.id,
+            note,
+            sessionSha256: run.session_sha256,
+            reviewer: reviewer.name,
+          }),
         ]);
       });
     } catch (error) {
