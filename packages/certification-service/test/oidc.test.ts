@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import Provider from 'oidc-provider';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makePlan } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
 
@@ -104,6 +105,8 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve));
   issuer = `http://localhost:${(idp.address() as { port: number }).port}`;
   svc = await inProcessService({
+    // The vendor's plan with 2-s tokens: the journey renews within its 9 s.
+    plan: makePlan({ id: 'oidc-test-plan', ttlSeconds: 2 }),
     oidc: {
       issuer,
       clientId,
@@ -118,7 +121,7 @@ beforeAll(async () => {
   // A passing run judged under --certify rules, for the reviewer to approve.
   const partner = await svc.partner('Acme Lending');
   const url = svc.service.url;
-  passing = (await api(url, partner.apiKey, 'POST', '/api/runs', { certify: true, ttlSeconds: 2 })).json();
+  passing = (await api(url, partner.apiKey, 'POST', '/api/runs', { certify: true })).json();
   const journey = await runCommand(process.execPath, [referenceClient], {
     env: { ...journeyEnv(passing), JOURNEY_SECONDS: '9' },
     timeoutMs: 60_000,
