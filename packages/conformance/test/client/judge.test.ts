@@ -44,6 +44,27 @@ describe('client checks, judged as pure functions of a session', () => {
     );
   });
 
+  it('no-expired-token: a journey that started after the short phase is told so, not to run longer', () => {
+    // The short phase is the first 12 s (4-s tokens); a JVM that took 13 s to start asked only then.
+    const slow = sessionOf(
+      [tokenRequest(13_000, 'T1'), loans(13_200, 'T1'), loans(20_000, 'T1')],
+      [{ ref: 'T1', issuedAt: 13_050, expAt: 3_613_050 }],
+    );
+    const result = verdict(slow, 'client-no-expired-token');
+    expect(result.status).toBe('skipped');
+    expect(result.details).toContain(
+      "the journey's first token request (13.00 s) came after the short phase (the first 12.00 s, tokens of 4 s) had ended",
+    );
+    expect(result.details).not.toContain('run a longer journey');
+    // Negative control: a journey inside the short phase that stopped before its first expiry is told to run longer.
+    const short = sessionOf(
+      [tokenRequest(0, 'T1'), loans(100, 'T1')],
+      [{ ref: 'T1', issuedAt: 50, expAt: 4050 }],
+    );
+    expect(verdict(short, 'client-no-expired-token').details).toContain('run a longer journey');
+    expect(verdict(short, 'client-no-expired-token').details).not.toContain('after the short phase');
+  });
+
   it('retry-after: reads an HTTP date as well as seconds, and fails a follow-up sooner than the time given', () => {
     const throttled = (value: string) =>
       loans(1000, 'T1', 429, { responseHeaders: { 'retry-after': value }, injected: 'throttled', end: 1000 });

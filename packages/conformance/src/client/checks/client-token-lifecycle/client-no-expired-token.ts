@@ -17,13 +17,21 @@ export default defineClientCheck({
   records:
     "every API call with an issued token: its arrival time against the token's exp; the first call after each expiry, and whether the token request came only after that call was refused (reactive renewal)",
   fix: 'keep the expiry of each token (expires_in from the answer, or the JWT exp) and get a new token before it; never send a token past it, nor wait for the API to refuse it',
-  judge({ apiCalls, tokenRequests }) {
+  judge({ apiCalls, tokenRequests, session }) {
     const withToken = apiCalls.filter((call) => call.token !== undefined);
     if (withToken.length === 0)
       return clientNotVerified('the journey made no API call with a token the stage issued');
     const firstExpiry = Math.min(...withToken.map((call) => call.token!.expAt));
     const last = withToken[withToken.length - 1]!.exchange;
     const after = withToken.filter((call) => call.exchange.at >= firstExpiry);
+    // A journey that started after the short phase (a slow start: a loaded machine, a JVM compiling its
+    // source, a container pulled) used long-lived tokens only: say so, not "run a longer journey".
+    const firstRequest = tokenRequests[0];
+    if (after.length === 0 && withToken.every((call) => call.token!.phase === 'long') && firstRequest)
+      return clientNotVerified(
+        `the journey's first token request (${seconds(firstRequest.at)}) came after the short phase (the first ${seconds(session.stage.shortPhaseMs)}, tokens of ${session.stage.ttlSeconds} s) had ended, so every token it used lives ${session.stage.longTtlSeconds} s and none expired while in use; start the journey sooner after the stage is up (its start-up took longer than the short phase), or give a longer --ttl`,
+        [firstRequest, last],
+      );
     if (after.length === 0)
       return clientNotVerified(
         `the journey's last API call (${seconds(last.at)}) came before the first token it used expired (${seconds(firstExpiry)}); run a longer journey or a smaller --ttl`,
