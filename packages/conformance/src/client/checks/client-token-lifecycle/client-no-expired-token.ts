@@ -42,12 +42,31 @@ export default defineClientCheck({
     // in-flight grace when calls are frequent — but it lands there at every expiry, and the token request
     // comes only after the refusal. A client that renews ahead (by any window, 0 included) is late at
     // most by a race, now and then.
+    // Each token's late call answered first: with several workers, the renewal follows whichever
+    // refusal came back first, not the late call that arrived first.
     const lateByToken = new Map<string, (typeof withToken)[number]>();
-    for (const call of withToken)
-      if (call.exchange.at > call.token!.expAt && !lateByToken.has(call.token!.ref))
-        lateByToken.set(call.token!.ref, call);
+    for (const call of withToken) {
+      if (call.exchange.at <= call.token!.expAt) continue;
+      const seen = lateByToken.get(call.token!.ref);
+      if (!seen || call.exchange.end < seen.exchange.end) lateByToken.set(call.token!.ref, call);
+    }
+    // A token expired while in use when an operation it carried was called again after its expiry (a
+    // token used once, for a create made once, is not in use when it expires).
+    const operationOf = (call: (typeof withToken)[number]) =>
+      call.operationId ?? `${call.exchange.method} ${call.exchange.target.split('?')[0]}`;
+    const operationsOf = new Map<string, Set<string>>();
+    for (const call of withToken) {
+      const carried = operationsOf.get(call.token!.ref) ?? new Set<string>();
+      carried.add(operationOf(call));
+      operationsOf.set(call.token!.ref, carried);
+    }
     const expiredInUse = new Set(
-      withToken.filter((call) => call.token!.expAt <= last.at).map((call) => call.token!.ref),
+      [...operationsOf].flatMap(([ref, carried]) => {
+        const expAt = withToken.find((call) => call.token!.ref === ref)!.token!.expAt;
+        return withToken.some((call) => call.exchange.at > expAt && carried.has(operationOf(call)))
+          ? [ref]
+          : [];
+      }),
     );
     const renewedAfterRefusal = [...lateByToken.values()].filter((call) => {
       const next = tokenRequests[firstAtOrAfter(tokenRequests, call.exchange.end)];
