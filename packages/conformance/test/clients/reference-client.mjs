@@ -101,7 +101,15 @@ async function tokenFor(scope) {
       return got;
     });
     lock = turn.catch(() => {});
-    return turn;
+    // Callers go on only once the queue has drained (every queued caller has fetched its own), so no
+    // call uses the first token before the last caller asked again: the herd shows whatever the load.
+    return turn.then(async (got) => {
+      for (let seen; seen !== lock; ) {
+        seen = lock;
+        await seen;
+      }
+      return got;
+    });
   }
   const key = keyOf(scope);
   if (bug !== 'stampede' && inFlight.has(key)) return inFlight.get(key);
