@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { judgeSession } from '../client/judge.js';
-import { parseSession } from '../client/session.js';
+import { type ClientSession, parseSession } from '../client/session.js';
+import type { ClientReport } from '../common/report.js';
 import { type DsseEnvelope, inTotoPayloadType, verifySignature } from './dsse.js';
 import type { AttestationPublicKey } from './keys.js';
 import {
@@ -32,6 +33,14 @@ export interface Verification {
   statement?: TestResultStatement;
   /** Set when a session was given: the verdicts it gives again, and whether they match the statement. */
   rederived?: ReturnType<typeof attestedResult>;
+  /**
+   * Set only when a session was given and the attestation holds for it (a verified signature, its SHA-256
+   * the statement's subject, the same verdicts again): the report it gives, marked attested
+   * (`provenance.attested: true`).
+   */
+  report?: ClientReport;
+  /** The session the report was derived from (for the HTML report's timeline). */
+  session?: ClientSession;
 }
 
 /** Reads an envelope: JSON of the DSSE shape, or a refusal that says what it is not. */
@@ -64,6 +73,7 @@ export function verifyAttestation(
   envelope: DsseEnvelope,
   keys: readonly AttestationPublicKey[],
   sessionBytes?: Buffer,
+  options: { sessionFile?: string } = {},
 ): Verification {
   const problems: string[] = [];
   if (envelope.payloadType !== inTotoPayloadType)
@@ -103,12 +113,21 @@ export function verifyAttestation(
       );
     else {
       const session = parseSession(sessionBytes.toString('utf8'), 'the session');
-      const options = statement.predicate.configuration.find((item) => item.name === 'judge-options')
+      const judged = statement.predicate.configuration.find((item) => item.name === 'judge-options')
         ?.annotations as { certify?: boolean; checks?: string[] } | undefined;
+      // Only here — the signature verified and these are the bytes it signed — is the report attested.
       const report = judgeSession(session, {
-        certify: options?.certify === true,
-        ...(options?.checks && { only: options.checks }),
+        certify: judged?.certify === true,
+        ...(judged?.checks && { only: judged.checks }),
+        provenance: {
+          source: 'rejudged',
+          sessionSha256: digest,
+          ...(options.sessionFile !== undefined && { sessionFile: options.sessionFile }),
+          attested: true,
+        },
       });
+      result.report = report;
+      result.session = session;
       const again = attestedResult(report);
       result.rederived = again;
       const claimed = statement.predicate;
@@ -122,5 +141,9 @@ export function verifyAttestation(
     }
   }
   result.ok = problems.length === 0;
+  if (!result.ok) {
+    delete result.report;
+    delete result.session;
+  }
   return result;
 }

@@ -3,18 +3,25 @@ import { keysOf } from '../attestation/keys.js';
 import { parseEnvelope, verifyAttestation } from '../attestation/verify.js';
 import { isLoopbackHost } from '../common/loopback.js';
 import { readRegularFile } from '../common/regular-file.js';
+import { attestationOf } from '../common/report.js';
 import { terminalSafe } from '../common/terminal.js';
 import { ConformanceError, exitCodeForError, usageError } from '../errors.js';
-import { type CliIo, parseFlags } from './io.js';
+import { formatClientHtmlReport } from '../reporters/html/client.js';
+import { formatJsonReport } from '../reporters/json.js';
+import { formatJunitReport } from '../reporters/junit.js';
+import { type CliIo, parseFlags, reportPath, writeReports } from './io.js';
 
 export const verifyUsageText = `Usage: partner-conformance verify ATTESTATION_FILE --keys URL|FILE [--session FILE] [--require-pass]
+                                  [--report-json FILE] [--report-junit FILE] [--report-html FILE]
        partner-conformance verify DECISION_FILE --keys URL|FILE [--attestation FILE]
 
 Checks an attestation of the certification service offline: its DSSE signature by one of the keys (a
 JWKS: the service's /.well-known/jwks.json, or a saved copy), that it states an in-toto test result, and,
 with --session, that the session file is the one attested (SHA-256) and that judging it again gives the
 same result and the same passed, warned and failed checks. It prints whose run it is (partner, integration,
-plan, service) when the service named them.
+plan, service) when the service named them. The report judged again is marked attested ("attested: its
+signature was verified") only when the signature verifies and the session's SHA-256 is the attested
+subject; a session judged with \`client --judge\` stays "self-recorded, not attested".
 
 Given a decision of the service (approved, rejected, revoked, expired) instead, it checks its signature
 and prints the partner, the decision, the scopes and validUntil; with --attestation, that the decision
@@ -23,6 +30,9 @@ rests on that attestation file (its SHA-256 is the decision's subject).
   --keys URL|FILE       the service's key set (required)
   --session FILE        an attestation only: the session served with it, judged again (default: not judged)
   --require-pass        an attestation only: exit 1 unless the attested result passed (PASSED or WARNED) (default off)
+  --report-json FILE, --report-junit FILE, --report-html FILE
+                        an attestation with --session only: write the report judged again, marked attested
+                        (default: none written; nothing is written when the attestation does not hold for it)
   --attestation FILE    a decision only: the attestation it must rest on (default: not checked)
 
 Exit: 0 it holds (and, with --require-pass, the run passed), 1 it does not (each problem is printed),
@@ -34,6 +44,9 @@ const flags = {
   session: { type: 'string' },
   attestation: { type: 'string' },
   'require-pass': { type: 'boolean' },
+  'report-json': { type: 'string' },
+  'report-junit': { type: 'string' },
+  'report-html': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -102,7 +115,7 @@ export async function verifyMain(argv: readonly string[], io: CliIo): Promise<nu
       throw usageError((error as Error).message);
     }
     if (claimedPredicateType(envelope) === decisionPredicateType) {
-      for (const flag of ['session', 'require-pass'] as const)
+      for (const flag of ['session', 'require-pass', 'report-json', 'report-junit', 'report-html'] as const)
         if (values[flag] !== undefined)
           throw usageError(
             `--${flag} is for an attestation; ${positionals[0]} is a decision (give --attestation FILE)`,
@@ -132,17 +145,32 @@ export async function verifyMain(argv: readonly string[], io: CliIo): Promise<nu
       throw usageError(
         `--attestation is for a decision; ${positionals[0]} is an attestation (give --session FILE)`,
       );
+    const reports = {
+      json: reportPath('report-json', values['report-json']),
+      junit: reportPath('report-junit', values['report-junit']),
+      html: reportPath('report-html', values['report-html']),
+    };
+    if (values.session === undefined && Object.values(reports).some((path) => path !== undefined))
+      throw usageError(
+        '--report-json, --report-junit and --report-html write the report of the session judged again: give --session FILE',
+      );
     const session =
       values.session === undefined
         ? undefined
         : await readRegularFile(values.session, 100 * maxSmallBytes, 'session');
-    const result = verifyAttestation(envelope, keys, session);
+    const result = verifyAttestation(
+      envelope,
+      keys,
+      session,
+      values.session === undefined ? {} : { sessionFile: values.session },
+    );
     const predicate = result.statement?.predicate;
     const lines = result.ok
       ? [
           `attestation holds: signed by ${result.keyid}`,
           `result ${predicate?.result}: ${predicate?.passedTests.length} passed, ${predicate?.warnedTests.length} warned (${predicate?.warnedTests.join(', ') || 'none'}), ${predicate?.failedTests.length} failed (${predicate?.failedTests.join(', ') || 'none'})`,
           `session SHA-256 ${result.statement?.subject[0]?.digest?.sha256}${session ? ': the session given, judged again to the same verdicts' : ' (give --session to judge it again)'}`,
+          ...(result.report ? [`provenance ${attestationOf(result.report.provenance).mark}`] : []),
           predicate?.partner
             ? `partner ${predicate.partner.id} ${predicate.partner.name}`
             : 'partner (not named: the run was not hosted by a service that names its partners)',
@@ -158,6 +186,17 @@ export async function verifyMain(argv: readonly string[], io: CliIo): Promise<nu
     const failedRun = result.ok && values['require-pass'] === true && predicate?.result === 'FAILED';
     if (failedRun) lines.push(`--require-pass: the attested run did not pass (result ${predicate?.result})`);
     io.stdout.write(`${lines.map(terminalSafe).join('\n')}\n`);
+    const writes: Array<[string, string]> = [];
+    if (result.report && result.session) {
+      const { report } = result;
+      if (reports.json) writes.push([reports.json, formatJsonReport(report)]);
+      if (reports.junit) writes.push([reports.junit, formatJunitReport(report)]);
+      if (reports.html) writes.push([reports.html, formatClientHtmlReport(report, result.session)]);
+    } else if (Object.values(reports).some((path) => path !== undefined))
+      io.stdout.write(
+        'no report written: the attestation does not hold for this session (see the problems above)\n',
+      );
+    await writeReports(writes, io);
     return result.ok && !failedRun ? 0 : 1;
   } catch (error) {
     if (error instanceof ConformanceError) {

@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ import {
   judgeSession,
   keysOf,
   parseEnvelope,
+  parseSession,
   publicJwk,
   signEnvelope,
   testResultStatement,
@@ -179,5 +181,115 @@ describe('attestations: DSSE envelopes of in-toto test results, verified offline
     // The signature holds on a failed run (exit 0), but the gate refuses it.
     expect(results.failing).toMatchObject({ plain: 0, gated: 1 });
     expect(results.failing!.out).toContain('--require-pass: the attested run did not pass (result FAILED)');
+  });
+
+  it('marks the report judged again attested only when the signature verifies and the session is the subject', async () => {
+    const { envelope, jwks, sessionBytes, statement } = await attested('ed25519');
+    const subject = statement.subject[0]?.digest?.sha256 ?? '';
+    expect(subject).toMatch(/^[0-9a-f]{64}$/);
+    const held = verifyAttestation(envelope, keysOf(jwks), sessionBytes, { sessionFile: 'session.json' });
+    expect(held.ok).toBe(true);
+    expect(held.report?.provenance).toMatchObject({
+      source: 'rejudged',
+      attested: true,
+      mark: 'attested: its signature was verified',
+      sessionSha256: subject,
+      sessionFile: 'session.json',
+    });
+    // The same bytes judged as `client --judge` judges them: self-recorded, not attested.
+    const session = parseSession(sessionBytes.toString('utf8'), 'the session');
+    const selfJudged = judgeSession(session, {
+      provenance: { source: 'rejudged', sessionSha256: subject },
+    });
+    expect(selfJudged.provenance).toMatchObject({ attested: false, mark: 'self-recorded, not attested' });
+    // Negative controls: no session, another session, a signature by another key: no attested report.
+    expect(verifyAttestation(envelope, keysOf(jwks)).report).toBeUndefined();
+    const other = await attested(
+      'ed25519',
+      sessionOf([tokenRequest(0, 'T1'), loans(20, 'T1')], [{ ref: 'T1', issuedAt: 5, expAt: 4000 }]),
+    );
+    const mismatched = verifyAttestation(envelope, keysOf(jwks), other.sessionBytes);
+    expect(mismatched.ok).toBe(false);
+    expect(mismatched.problems.join('\n')).toContain('not the session attested');
+    expect(mismatched.report).toBeUndefined();
+    const unsigned = verifyAttestation(envelope, keysOf(other.jwks), sessionBytes);
+    expect(unsigned.ok).toBe(false);
+    expect(unsigned.report).toBeUndefined();
+  });
+
+  it('partner-conformance verify --report-json writes the attested report; client --judge stays not attested; another session writes none', async () => {
+    const { envelope, jwks, sessionBytes } = await attested('ec');
+    const other = await attested(
+      'ec',
+      sessionOf([tokenRequest(0, 'T1'), loans(20, 'T1')], [{ ref: 'T1', issuedAt: 5, expAt: 4000 }]),
+    );
+    const dir = await mkdtemp(join(tmpdir(), 'verify-attested-'));
+    const file = (name: string) => join(dir, name);
+    await writeFile(file('attestation.json'), JSON.stringify(envelope));
+    await writeFile(file('jwks.json'), JSON.stringify(jwks));
+    await writeFile(file('session.json'), sessionBytes);
+    await writeFile(file('other-session.json'), other.sessionBytes);
+    const reportOf = async (name: string) =>
+      JSON.parse(await readFile(file(name), 'utf8')) as {
+        provenance: { attested: boolean; mark: string };
+      };
+
+    const verified = run();
+    const verifyArgs = ['verify', file('attestation.json'), '--keys', file('jwks.json')];
+    expect(
+      await main(
+        [
+          ...verifyArgs,
+          '--session',
+          file('session.json'),
+          '--report-json',
+          file('verified.json'),
+          '--report-junit',
+          file('verified.xml'),
+          '--report-html',
+          file('verified.html'),
+        ],
+        verified.io,
+      ),
+      verified.err(),
+    ).toBe(0);
+    expect(verified.out()).toContain('provenance attested: its signature was verified\n');
+    expect((await reportOf('verified.json')).provenance).toMatchObject({
+      attested: true,
+      mark: 'attested: its signature was verified',
+    });
+    expect(await readFile(file('verified.xml'), 'utf8')).toContain(
+      '<property name="attested" value="true"/>',
+    );
+    expect(await readFile(file('verified.html'), 'utf8')).toContain('attested: its signature was verified');
+
+    const judged = run();
+    expect([0, 1]).toContain(
+      await main(
+        ['client', '--judge', file('session.json'), '--report-json', file('judged.json')],
+        judged.io,
+      ),
+    );
+    expect(judged.out()).toContain('self-recorded, not attested');
+    expect((await reportOf('judged.json')).provenance).toMatchObject({
+      attested: false,
+      mark: 'self-recorded, not attested',
+    });
+
+    const mismatched = run();
+    expect(
+      await main(
+        [...verifyArgs, '--session', file('other-session.json'), '--report-json', file('mismatched.json')],
+        mismatched.io,
+      ),
+    ).toBe(1);
+    expect(mismatched.out()).toContain('not the session attested');
+    expect(mismatched.out()).toContain('no report written: the attestation does not hold for this session');
+    expect(mismatched.out()).not.toContain('provenance attested');
+    expect(existsSync(file('mismatched.json'))).toBe(false);
+
+    const noSession = run();
+    expect(await main([...verifyArgs, '--report-json', file('alone.json')], noSession.io)).toBe(2);
+    expect(noSession.err()).toContain('give --session FILE');
   });
 });

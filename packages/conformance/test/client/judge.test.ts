@@ -44,6 +44,27 @@ describe('client checks, judged as pure functions of a session', () => {
     );
   });
 
+  it('no-expired-token: a journey that started after the short phase is told so, not to run longer', () => {
+    // The short phase is the first 12 s (4-s tokens); a JVM that took 13 s to start asked only then.
+    const slow = sessionOf(
+      [tokenRequest(13_000, 'T1'), loans(13_200, 'T1'), loans(20_000, 'T1')],
+      [{ ref: 'T1', issuedAt: 13_050, expAt: 3_613_050 }],
+    );
+    const result = verdict(slow, 'client-no-expired-token');
+    expect(result.status).toBe('skipped');
+    expect(result.details).toContain(
+      "the journey's first token request (13.00 s) came after the short phase (the first 12.00 s, tokens of 4 s) had ended",
+    );
+    expect(result.details).not.toContain('run a longer journey');
+    // Negative control: a journey inside the short phase that stopped before its first expiry is told to run longer.
+    const short = sessionOf(
+      [tokenRequest(0, 'T1'), loans(100, 'T1')],
+      [{ ref: 'T1', issuedAt: 50, expAt: 4050 }],
+    );
+    expect(verdict(short, 'client-no-expired-token').details).toContain('run a longer journey');
+    expect(verdict(short, 'client-no-expired-token').details).not.toContain('after the short phase');
+  });
+
   it('retry-after: reads an HTTP date as well as seconds, and fails a follow-up sooner than the time given', () => {
     const throttled = (value: string) =>
       loans(1000, 'T1', 429, { responseHeaders: { 'retry-after': value }, injected: 'throttled', end: 1000 });
@@ -213,6 +234,57 @@ describe('client checks, judged as pure functions of a session', () => {
       ],
     );
     expect(verdict(race, 'client-no-expired-token').status).toBe('passed');
+  });
+
+  it('no-expired-token: reactive renewal by two workers is seen whichever late call the renewal follows, beside a one-off create token', () => {
+    // Two workers: at each expiry both send the expired token; the one that arrived first is answered
+    // last, and the renewal follows the other's refusal. A create's token, used once, expires unused.
+    const create = (at: number, ref: string) => ({
+      ...loans(at, ref),
+      method: 'POST',
+      target: '/v3/partner/p1/loan_draft',
+      status: 201,
+    });
+    const reads = [1, 2, 3].map((n) => ({ ref: `T${n}`, issuedAt: (n - 1) * 3000 + 30, expAt: n * 3000 }));
+    const exchanges = [
+      tokenRequest(0, 'T1'),
+      loans(100, 'T1'),
+      tokenRequest(200, 'C1'),
+      create(300, 'C1'),
+      ...reads.flatMap((token, index) => [
+        ...(index > 0 ? [tokenRequest(index * 3000 + 25, token.ref)] : []),
+        loans(token.issuedAt + 500, token.ref),
+        loans(token.expAt + 5, token.ref, 401, { end: token.expAt + 40 }),
+        loans(token.expAt + 6, token.ref, 401, { end: token.expAt + 15 }),
+      ]),
+      tokenRequest(9025, 'T4'),
+      loans(9100, 'T4'),
+    ].sort((a, b) => a.at - b.at);
+    const reactive = sessionOf(exchanges, [
+      ...reads,
+      { ref: 'C1', issuedAt: 205, expAt: 3000 },
+      { ref: 'T4', issuedAt: 9030, expAt: 12_000 },
+    ]);
+    const result = verdict(reactive, 'client-no-expired-token');
+    expect(result.status, result.details).toBe('failed');
+    expect(result.details).toContain('3 of the 3 tokens that expired while in use');
+    // Negative control: the same two workers renewing 100 ms ahead pass.
+    const ahead = sessionOf(
+      exchanges
+        .filter((exchange) => exchange.status !== 401)
+        .map((exchange) =>
+          exchange.server === 'auth' && exchange.at > 1000
+            ? { ...exchange, at: exchange.at - 125 }
+            : exchange,
+        )
+        .sort((a, b) => a.at - b.at),
+      [
+        ...reads.map((token, index) => (index > 0 ? { ...token, issuedAt: token.issuedAt - 125 } : token)),
+        { ref: 'C1', issuedAt: 205, expAt: 3000 },
+        { ref: 'T4', issuedAt: 8905, expAt: 12_000 },
+      ],
+    );
+    expect(verdict(ahead, 'client-no-expired-token').status).toBe('passed');
   });
 
   it('retry-after: a call of another operation inside the time given fails; one in flight when the answer left does not', () => {

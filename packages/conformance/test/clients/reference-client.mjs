@@ -101,7 +101,15 @@ async function tokenFor(scope) {
       return got;
     });
     lock = turn.catch(() => {});
-    return turn;
+    // Callers go on only once the queue has drained (every queued caller has fetched its own), so no
+    // call uses the first token before the last caller asked again: the herd shows whatever the load.
+    return turn.then(async (got) => {
+      for (let seen; seen !== lock; ) {
+        seen = lock;
+        await seen;
+      }
+      return got;
+    });
   }
   const key = keyOf(scope);
   if (bug !== 'stampede' && inFlight.has(key)) return inFlight.get(key);
@@ -211,9 +219,15 @@ const repayment =
 if (repayment && /create:repayment/.test(repayment.scope ?? ''))
   statuses.push(await call('POST', 'repayments', 'create:repayment', { amount: 1 }));
 else if (bug === 'ignore-grant') {
-  // Calls the operation it was not granted, again and again, with the token it has.
-  for (let attempt = 0; attempt < 3; attempt++)
-    statuses.push(await call('POST', 'repayments', 'read:loans', { amount: 1, attempt }));
+  // Calls the operation it was not granted, again and again, with the token it has: three more times
+  // once it was refused 403, whatever fault scenario (a revocation, a 429, a 503) took an attempt
+  // before that (8 attempts at most).
+  let refusedAt = -1;
+  for (let attempt = 0; attempt < 8 && (refusedAt < 0 || attempt - refusedAt <= 3); attempt++) {
+    const status = await call('POST', 'repayments', 'read:loans', { amount: 1, attempt });
+    statuses.push(status);
+    if (status === 403 && refusedAt < 0) refusedAt = attempt;
+  }
 }
 const end = Date.now() + seconds * 1000;
 // serialised-herd drops its token once two thirds in (past the stage's short phase, however late the

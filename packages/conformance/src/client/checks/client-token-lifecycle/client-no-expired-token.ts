@@ -17,13 +17,21 @@ export default defineClientCheck({
   records:
     "every API call with an issued token: its arrival time against the token's exp; the first call after each expiry, and whether the token request came only after that call was refused (reactive renewal)",
   fix: 'keep the expiry of each token (expires_in from the answer, or the JWT exp) and get a new token before it; never send a token past it, nor wait for the API to refuse it',
-  judge({ apiCalls, tokenRequests }) {
+  judge({ apiCalls, tokenRequests, session }) {
     const withToken = apiCalls.filter((call) => call.token !== undefined);
     if (withToken.length === 0)
       return clientNotVerified('the journey made no API call with a token the stage issued');
     const firstExpiry = Math.min(...withToken.map((call) => call.token!.expAt));
     const last = withToken[withToken.length - 1]!.exchange;
     const after = withToken.filter((call) => call.exchange.at >= firstExpiry);
+    // A journey that started after the short phase (a slow start: a loaded machine, a JVM compiling its
+    // source, a container pulled) used long-lived tokens only: say so, not "run a longer journey".
+    const firstRequest = tokenRequests[0];
+    if (after.length === 0 && withToken.every((call) => call.token!.phase === 'long') && firstRequest)
+      return clientNotVerified(
+        `the journey's first token request (${seconds(firstRequest.at)}) came after the short phase (the first ${seconds(session.stage.shortPhaseMs)}, tokens of ${session.stage.ttlSeconds} s) had ended, so every token it used lives ${session.stage.longTtlSeconds} s and none expired while in use; start the journey sooner after the stage is up (its start-up took longer than the short phase), or give a longer --ttl`,
+        [firstRequest, last],
+      );
     if (after.length === 0)
       return clientNotVerified(
         `the journey's last API call (${seconds(last.at)}) came before the first token it used expired (${seconds(firstExpiry)}); run a longer journey or a smaller --ttl`,
@@ -34,12 +42,31 @@ export default defineClientCheck({
     // in-flight grace when calls are frequent — but it lands there at every expiry, and the token request
     // comes only after the refusal. A client that renews ahead (by any window, 0 included) is late at
     // most by a race, now and then.
+    // Each token's late call answered first: with several workers, the renewal follows whichever
+    // refusal came back first, not the late call that arrived first.
     const lateByToken = new Map<string, (typeof withToken)[number]>();
-    for (const call of withToken)
-      if (call.exchange.at > call.token!.expAt && !lateByToken.has(call.token!.ref))
-        lateByToken.set(call.token!.ref, call);
+    for (const call of withToken) {
+      if (call.exchange.at <= call.token!.expAt) continue;
+      const seen = lateByToken.get(call.token!.ref);
+      if (!seen || call.exchange.end < seen.exchange.end) lateByToken.set(call.token!.ref, call);
+    }
+    // A token expired while in use when an operation it carried was called again after its expiry (a
+    // token used once, for a create made once, is not in use when it expires).
+    const operationOf = (call: (typeof withToken)[number]) =>
+      call.operationId ?? `${call.exchange.method} ${call.exchange.target.split('?')[0]}`;
+    const operationsOf = new Map<string, Set<string>>();
+    for (const call of withToken) {
+      const carried = operationsOf.get(call.token!.ref) ?? new Set<string>();
+      carried.add(operationOf(call));
+      operationsOf.set(call.token!.ref, carried);
+    }
     const expiredInUse = new Set(
-      withToken.filter((call) => call.token!.expAt <= last.at).map((call) => call.token!.ref),
+      [...operationsOf].flatMap(([ref, carried]) => {
+        const expAt = withToken.find((call) => call.token!.ref === ref)!.token!.expAt;
+        return withToken.some((call) => call.exchange.at > expAt && carried.has(operationOf(call)))
+          ? [ref]
+          : [];
+      }),
     );
     const renewedAfterRefusal = [...lateByToken.values()].filter((call) => {
       const next = tokenRequests[firstAtOrAfter(tokenRequests, call.exchange.end)];
