@@ -156,7 +156,7 @@ export const prerequisites = [
   {
     id: 'java',
     why: "the client-mode interop bed: a partner program on Java 17's java.net.http",
-    foundBy: 'java and javac on PATH (a JDK: the journey is a single source file run by java)',
+    foundBy: 'java and javac on PATH (a JDK: the test compiles the journey with javac, then runs it)',
     apt: ['openjdk-17-jdk-headless'],
     projects: ['conformance'],
     present: (env) => Boolean(onPath('java', env.PATH)) && Boolean(onPath('javac', env.PATH)),
