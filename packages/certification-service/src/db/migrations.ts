@@ -104,6 +104,68 @@ CREATE TABLE rate_events (
 CREATE INDEX rate_events_partner ON rate_events (partner_id, at);
 `,
   },
+  {
+    id: 4,
+    name: 'production flow: decision statements, register readers, webhooks',
+    sql: `
+CREATE TABLE decision_statements (
+  decision_id text PRIMARY KEY,
+  envelope text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE register_readers (
+  id text PRIMARY KEY,
+  name text NOT NULL,
+  key_hash text NOT NULL UNIQUE,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE webhooks (
+  id text PRIMARY KEY,
+  url text NOT NULL,
+  events jsonb NOT NULL,
+  secret_sealed text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE webhook_events (
+  id text PRIMARY KEY,
+  seq bigserial NOT NULL UNIQUE,
+  type text NOT NULL,
+  partner_id text NOT NULL,
+  body text NOT NULL,
+  dedupe_key text UNIQUE,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE webhook_deliveries (
+  id text PRIMARY KEY,
+  seq bigserial NOT NULL UNIQUE,
+  event_id text NOT NULL REFERENCES webhook_events(id),
+  webhook_id text NOT NULL REFERENCES webhooks(id),
+  ordering_key text NOT NULL,
+  status text NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempts integer NOT NULL DEFAULT 0,
+  next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  lease_until timestamptz,
+  last_status integer,
+  last_error text,
+  delivered_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_order ON webhook_deliveries (webhook_id, ordering_key, seq) WHERE status = 'pending';
+CREATE TABLE webhook_attempts (
+  id bigserial PRIMARY KEY,
+  delivery_id text NOT NULL REFERENCES webhook_deliveries(id),
+  attempt integer NOT NULL,
+  at timestamptz NOT NULL DEFAULT now(),
+  duration_ms integer NOT NULL,
+  status integer,
+  error text,
+  response_excerpt text,
+  next_attempt_at timestamptz
+);
+CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id, id)
+`,
+  },
 ];
 
 /**
@@ -134,9 +196,10 @@ export async function migrate(db: Database): Promise<number[]> {
       applied.push(migration.id);
     }
     const newest = Math.max(0, ...done);
-    if (newest > migrations.length)
+    const known = Math.max(...migrations.map((migration) => migration.id));
+    if (newest > known)
       throw new Error(
-        `the database's schema is at migration ${newest}, newer than this service knows (${migrations.length}): run the newer version of the service`,
+        `the database's schema is at migration ${newest}, newer than this service knows (${known}): run the newer version of the service`,
       );
     return applied;
   });
