@@ -6,6 +6,7 @@ import { migrate } from './db/migrations.js';
 import { type Audit, mountApi } from './http/api.js';
 import { problem } from './http/problem.js';
 import { publishKey, type SigningKey } from './keys.js';
+import { type Production, type ProductionOptions, startProduction } from './register/production.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { mountUi } from './ui/routes.js';
 
@@ -32,12 +33,15 @@ export interface ServiceOptions {
   apiDelayMs?: number;
   /** Where lines of the service go (never a secret). Default stderr. */
   log?: (line: string) => void;
+  /** The production flow: approval validity, expiry notices, the register's max-age, webhook retries. */
+  production?: ProductionOptions;
 }
 
 export interface RunningService {
   readonly url: string;
   readonly publicUrl: string;
   readonly runs: Runs;
+  readonly production: Production;
   readonly server: Server;
   /** Stops taking requests, stops the sweeper, closes this instance's stages (the database stays open). */
   close(): Promise<void>;
@@ -91,8 +95,18 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     if (!c.res.headers.has('content-security-policy'))
       c.res.headers.set('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
   });
+  const production = startProduction({
+    db,
+    key: options.signingKey,
+    publicUrl,
+    record: recordDecisionPending,
+    options: options.production ?? {},
+    log,
+  });
   mountApi(app, { db, runs, publicUrl, audit });
+  production.mount(app);
   mountUi(app, { db, publicUrl, audit });
+  production.mountUi(app);
   app.notFound((c) =>
     problem(c, 404, 'Not found', `nothing at ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}`),
   );
@@ -128,6 +142,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const sweeper = setInterval(() => {
     sweeping ??= runs
       .sweep(startedAt)
+      .then(async () => void (await production.sweep()))
       .catch((error: unknown) => log(`sweep failed: ${(error as Error).message}`))
       .finally(() => {
         sweeping = undefined;
@@ -139,6 +154,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     url,
     publicUrl,
     runs,
+    production,
     server,
     close: () => {
       closing ??= (async () => {
@@ -149,9 +165,15 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
           setTimeout(() => server.closeAllConnections(), 2000).unref();
         });
         await sweeping;
+        await production.close();
         await runs.close();
       })();
       return closing;
     },
   };
 }
+
+// Until recordDecision (src/decisions/decisions.ts) lands, signed decisions cannot be recorded.
+const recordDecisionPending = async (): Promise<never> => {
+  throw new Error('recordDecision is not available yet');
+};

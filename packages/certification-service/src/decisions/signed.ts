@@ -208,7 +208,10 @@ export async function sweepApprovals(
           noticed += 1;
           await tx.query(
             "INSERT INTO audit_log (actor, action, subject, detail) VALUES ('system', 'approval.expiring', $1, $2)",
-            [candidate.partner_id, JSON.stringify({ decisionId: String(approval.id), validUntil, event: eventId })],
+            [
+              candidate.partner_id,
+              JSON.stringify({ decisionId: String(approval.id), validUntil, event: eventId }),
+            ],
           );
         }
       }

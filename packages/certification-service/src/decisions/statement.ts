@@ -75,6 +75,9 @@ export function decisionStatement(input: DecisionToSign): DecisionStatement {
 }
 
 /** The decision's DSSE envelope, signed with the attestation key (the same JWKS verifies both). */
-export function signDecision(input: DecisionToSign, key: Pick<SigningKey, 'privateKey' | 'kid'>): DsseEnvelope {
+export function signDecision(
+  input: DecisionToSign,
+  key: Pick<SigningKey, 'privateKey' | 'kid'>,
+): DsseEnvelope {
   return signEnvelope(Buffer.from(JSON.stringify(decisionStatement(input)), 'utf8'), key.privateKey, key.kid);
 }

@@ -9,7 +9,14 @@ export function webhookUrl(text: string): string {
   try {
     url = new URL(text);
   } catch {}
-  if (!url || !/^https?:$/.test(url.protocol) || url.username || url.password || url.hash || text.length > 2000)
+  if (
+    !url ||
+    !/^https?:$/.test(url.protocol) ||
+    url.username ||
+    url.password ||
+    url.hash ||
+    text.length > 2000
+  )
     throw new TypeError(
       `--url takes an http(s) URL without credentials or fragment, e.g. https://partners.example.com/hooks/certification, got ${JSON.stringify(text.slice(0, 100))}`,
     );

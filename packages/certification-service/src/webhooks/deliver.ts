@@ -43,7 +43,8 @@ export function postWebhook(
       clearTimeout(responseTimer);
       resolve(outcome);
     };
-    const failed = (error: string) => finish({ ok: false, status: null, excerpt: '', durationMs: elapsed(), error });
+    const failed = (error: string) =>
+      finish({ ok: false, status: null, excerpt: '', durationMs: elapsed(), error });
     let target: URL;
     try {
       target = new URL(url);
@@ -74,7 +75,8 @@ export function postWebhook(
           request.destroy(new Error(`no complete response within ${limits.responseTimeoutMs} ms`));
         }, limits.responseTimeoutMs);
       };
-      if (socket.connecting) socket.once(target.protocol === 'https:' ? 'secureConnect' : 'connect', connected);
+      if (socket.connecting)
+        socket.once(target.protocol === 'https:' ? 'secureConnect' : 'connect', connected);
       else connected();
     });
     request.on('error', (error) => failed(error.message.slice(0, 300)));
@@ -90,8 +92,11 @@ export function postWebhook(
           status,
           excerpt,
           durationMs: elapsed(),
-          ...(redirect && { error: `a redirect (to ${String(response.headers.location ?? 'nowhere').slice(0, 200)}) is not followed` }),
-          ...(truncated && !redirect && { error: `the response body was cut at ${limits.maxResponseBytes} bytes` }),
+          ...(redirect && {
+            error: `a redirect (to ${String(response.headers.location ?? 'nowhere').slice(0, 200)}) is not followed`,
+          }),
+          ...(truncated &&
+            !redirect && { error: `the response body was cut at ${limits.maxResponseBytes} bytes` }),
         });
         response.destroy();
       };

@@ -97,7 +97,9 @@ export function createDispatcher(options: DispatcherOptions) {
     }
     const delay = schedule[delivery.attempts - 1];
     const next =
-      outcome.ok || delay === undefined ? null : new Date(Date.now() + delay * 1000 * (0.8 + Math.random() * 0.4));
+      outcome.ok || delay === undefined
+        ? null
+        : new Date(Date.now() + delay * 1000 * (0.8 + Math.random() * 0.4));
     await db.transaction(async (tx) => {
       await tx.query(
         `INSERT INTO webhook_attempts (delivery_id, attempt, duration_ms, status, error, response_excerpt, next_attempt_at)

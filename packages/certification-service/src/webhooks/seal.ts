@@ -29,9 +29,15 @@ export function openSecret(attestationKey: KeyObject, sealed: string): string {
   if (version !== 'v1' || !iv || body === undefined || !tag)
     throw new Error('a webhook secret is stored in an unknown format: add the webhook again');
   try {
-    const decipher = createDecipheriv('aes-256-gcm', sealingKey(attestationKey), Buffer.from(iv, 'base64url'));
+    const decipher = createDecipheriv(
+      'aes-256-gcm',
+      sealingKey(attestationKey),
+      Buffer.from(iv, 'base64url'),
+    );
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
+    return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString(
+      'utf8',
+    );
   } catch {
     throw new Error(
       'a webhook secret cannot be opened with this attestation key (was the key rotated?): add the webhook again',
