@@ -317,7 +317,7 @@ describe('webhooks on PostgreSQL with two dispatchers', () => {
         const id = await a.transaction((tx) =>
           enqueueEvent(tx, { type: 'run.judged', data: { partnerId, runId: `run_${i}` } }),
         );
-        (expected[partnerId] ??= []).push(id!);
+        expected[partnerId] = [...(expected[partnerId] ?? []), id!];
       }
     const dispatchers = [a, b].map((db) =>
       createDispatcher({ db, attestationKey: key, log: quiet, pollMs: 20, schedule: fast }),
