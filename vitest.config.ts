@@ -13,6 +13,6 @@ process.stderr.write = ((chunk: unknown, ...rest: unknown[]) => {
 // One run, one summary: every workspace package is a vitest project with its own vitest.config.ts.
 export default defineConfig({
   test: {
-    projects: ['spec', 'packages/*', 'apps/*'],
+    projects: ['spec', 'packages/*', 'apps/*', 'scripts'],
   },
 });

@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, join } from 'node:path';
+import { authlibPython, missingFor, missingMessage, selectedProjects } from './prerequisites.mjs';
 
 const env = {
   ...process.env,
@@ -20,6 +21,20 @@ const env = {
 };
 const report = '.reports/vitest.json';
 const extra = process.argv.slice(2);
+
+// Before anything else: what the selected projects need from the machine (checked locally, in well
+// under a second; never apt-get or the network). Missing pieces stop the run here, named, with the
+// command that installs them, instead of failing suite after suite minutes later.
+const wanted = selectedProjects(extra);
+const missing = missingFor(wanted);
+if (missing.length > 0) {
+  console.error(missingMessage(missing, wanted));
+  console.log('\n0 passed, 1 failed');
+  process.exit(1);
+}
+// The interop bed's Python: the venv `pnpm prerequisites --install` made, unless one is named.
+const python = env.PARTNER_TEST_PYTHON ?? authlibPython(env);
+if (python) env.PARTNER_TEST_PYTHON = python;
 /** The projects run again under every other Node version: what partners install. */
 const matrixProjects = ['auth', 'sdk', 'token-store-redis'];
 const otherNodes = (process.env.PARTNER_TEST_NODES ?? '').split(/\s+/).filter(Boolean);

@@ -11,7 +11,8 @@ import { type ClientConformanceRun, runClientConformance } from '../../src/index
 // HTTP Basic), Python's Authlib (60 s ahead by default, and 300 s: the top of the range; HTTP Basic),
 // Ruby's oauth2 gem (30 s ahead, HTTP Basic), Java 17's java.net.http with renewal at expiry (a window
 // of 0 s, renewals behind a lock that re-checks the cache, form credentials). Installed from Debian and the machine's package index
-// (`.ci/run` does it); the Python interpreter with Authlib is PARTNER_TEST_PYTHON, default python3.
+// (`pnpm prerequisites --install`); the Python interpreter with Authlib is PARTNER_TEST_PYTHON (which
+// `pnpm test` sets to the venv that command made), default python3.
 const clients = fileURLToPath(new URL('../clients/', import.meta.url));
 const python = process.env.PARTNER_TEST_PYTHON ?? 'python3';
 const goBinary = join(tmpdir(), `go-x-oauth2-journey-${process.pid}`);
@@ -20,7 +21,7 @@ function need(what: string, command: string, args: string[], install: string): v
   try {
     execFileSync(command, args, { stdio: 'ignore', timeout: 30_000 });
   } catch {
-    throw new Error(`${what} is missing: ${install} (.ci/run installs it)`);
+    throw new Error(`${what} is missing: ${install} (`pnpm prerequisites --install` installs it)`);
   }
 }
 
