@@ -47,6 +47,8 @@ export async function recordSignedDecision(
   tx: Queryable,
   input: DecisionInput,
   deps: ProductionDeps,
+  /** What the webhook says beyond the row: the scopes and end of the approval a revocation or expiry ends. */
+  announce: { scopes?: string[]; validUntil?: Date | null } = {},
 ): Promise<{ decisionId: string; eventId: string | undefined }> {
   const recorded = await deps.record(tx, input);
   const [row] = await tx.query<StoredDecision>(
@@ -89,8 +91,9 @@ export async function recordSignedDecision(
       partnerId: row.partner_id,
       runId: row.run_id,
       decisionId,
-      scopes,
-      validUntil: validUntil ? validUntil.toISOString() : null,
+      scopes: announce.scopes ?? scopes,
+      validUntil:
+        (announce.validUntil === undefined ? validUntil : announce.validUntil)?.toISOString() ?? null,
     },
   });
   await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
@@ -143,10 +146,11 @@ export async function revokeApproval(
         reviewerId: input.reviewerId,
         decision: 'revoked',
         note: input.note,
-        scopes: [...approval.scopes],
+        scopes: [],
         validUntil: null,
       },
       deps,
+      { scopes: [...approval.scopes], validUntil: null },
     );
     return { decisionId };
   });
@@ -186,10 +190,11 @@ export async function sweepApprovals(
             reviewerId: null,
             decision: 'expired',
             note: `the approval ${String(approval.id)} reached its validUntil (${validUntil.toISOString()})`,
-            scopes: [...approval.scopes],
-            validUntil,
+            scopes: [],
+            validUntil: null,
           },
           deps,
+          { scopes: [...approval.scopes], validUntil },
         );
         expired += 1;
       } else {

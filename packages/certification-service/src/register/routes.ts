@@ -2,6 +2,7 @@ import type { Context, Hono } from 'hono';
 import type { Database } from '../db/database.js';
 import { problem } from '../http/problem.js';
 import { type Register, registerReaderOf } from './register.js';
+import { statementResponse } from './ui.js';
 
 const challenge = 'Bearer realm="partner-register"';
 
@@ -36,6 +37,16 @@ export function mountRegister(app: Hono<any>, deps: { db: Database; register: Re
       headers: { ...headers, 'content-type': 'application/jwt' },
     });
   };
+  // A decision's signed statement, for the partner it is about (the API's key check runs first).
+  app.get('/api/decisions/:id/statement', async (c) => {
+    const [row] = await deps.db.query<{ envelope: string }>(
+      `SELECT s.envelope FROM decision_statements s JOIN decisions d ON d.id::text = s.decision_id
+       WHERE s.decision_id = $1 AND d.partner_id = $2`,
+      [c.req.param('id'), c.get('partnerId')],
+    );
+    if (!row) return problem(c, 404, 'No such decision', 'no signed decision about you has this id');
+    return statementResponse(row.envelope, c.req.param('id') ?? 'decision');
+  });
   app.get('/register', (c) => serve(c));
   app.get('/register/partners/:partnerId', (c) => serve(c, c.req.param('partnerId')));
 }
