@@ -26,11 +26,11 @@ export interface Receiver {
   stop(): void;
 }
 
-/** Starts the Python webhook receiver with `secret`, on a random port. */
-export async function startReceiver(secret: string): Promise<Receiver> {
+/** Starts the Python webhook receiver with `secret` (or none yet: `setSecret` later), on a random port. */
+export async function startReceiver(secret?: string): Promise<Receiver & { setSecret(secret: string): void }> {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-receiver-'));
   const secretFile = join(dir, 'secret');
-  writeFileSync(secretFile, secret, { mode: 0o600 });
+  if (secret !== undefined) writeFileSync(secretFile, secret, { mode: 0o600 });
   const child: ChildProcess = spawn('python3', [script, secretFile], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -51,19 +51,20 @@ export async function startReceiver(secret: string): Promise<Receiver> {
     child.once('exit', (code) => reject(new Error(`the Python receiver exited with ${code}`)));
   });
   const url = `http://127.0.0.1:${port}`;
-  const receiver: Receiver = {
+  const receiver = {
+    setSecret: (value: string) => writeFileSync(secretFile, value, { mode: 0o600 }),
     url,
     lines,
     accepted: () =>
       lines.filter((line): line is Extract<ReceiverLine, { type: string; data: unknown }> => 'data' in line),
-    async refuse(on) {
+    async refuse(on: boolean) {
       const response = await fetch(`${url}/_control`, {
         method: 'POST',
         body: JSON.stringify({ refuse: on }),
       });
       if (response.status !== 204) throw new Error(`the receiver's control answered ${response.status}`);
     },
-    async until(test, what, timeoutMs = 60_000) {
+    async until(test: (lines: ReceiverLine[]) => boolean, what: string, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       while (!test(lines)) {
         if (Date.now() > deadline)

@@ -6,7 +6,7 @@ base64 secret after "whsec_", constant-time compare, a timestamp within five min
 a valid delivery and 401 to an invalid one, and prints one JSON line per request on stdout.
 POST /_control {"refuse": true|false} makes it answer 503 to valid deliveries (an outage) or not.
 
-Usage: webhook-receiver.py SECRET_FILE   (prints "listening PORT" first)
+Usage: webhook-receiver.py SECRET_FILE   (prints {"listening": PORT} first; the file is read at each request)
 """
 import base64
 import hashlib
@@ -16,12 +16,18 @@ import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-with open(sys.argv[1], encoding="utf-8") as handle:
-    SECRET = handle.read().strip()
-if not SECRET.startswith("whsec_"):
-    sys.exit("the secret file must hold a whsec_ secret")
-KEY = base64.b64decode(SECRET[len("whsec_"):])
+SECRET_FILE = sys.argv[1]
 TOLERANCE = 300
+
+
+def key():
+    """The secret, read at each request (the file may be written after the receiver starts)."""
+    try:
+        with open(SECRET_FILE, encoding="utf-8") as handle:
+            secret = handle.read().strip()
+    except OSError:
+        return None
+    return base64.b64decode(secret[len("whsec_"):]) if secret.startswith("whsec_") else None
 state = {"refuse": False}
 
 
@@ -42,8 +48,11 @@ def check(headers, body):
         return "webhook-timestamp is not an integer"
     if abs(time.time() - sent) > TOLERANCE:
         return "webhook-timestamp is outside the tolerance"
+    secret = key()
+    if secret is None:
+        return "no whsec_ secret in the secret file yet"
     signed = msg_id.encode() + b"." + timestamp.encode() + b"." + body
-    expected = base64.b64encode(hmac.new(KEY, signed, hashlib.sha256).digest())
+    expected = base64.b64encode(hmac.new(secret, signed, hashlib.sha256).digest())
     for entry in signatures.split(" "):
         version, _, signature = entry.partition(",")
         if version == "v1" and hmac.compare_digest(signature.encode(), expected):
