@@ -1,17 +1,20 @@
-import { createHash, createPublicKey } from 'node:crypto';
+import { createHash, createPublicKey, verify } from 'node:crypto';
+import { inTotoPayloadType, parseEnvelope, preAuthEncoding } from '@partner-lending/conformance';
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inTotoPayloadType, parseEnvelope, preAuthEncoding } from '@partner-lending/conformance';
-import { verify } from 'node:crypto';
-import { jwksOf, recordDecision } from '../src/index.js';
 import { recordSignedDecision, standingApproval } from '../src/decisions/signed.js';
 import { decisionPredicateType } from '../src/decisions/statement.js';
+import { jwksOf, recordDecision } from '../src/index.js';
 import { addRegisterReader } from '../src/register/register.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 
 /** A judged, attested run row, as the runs room leaves one (the decision rests on its attestation). */
-async function attestedRun(db: InProcessService['db'], partnerId: string, attestation: string): Promise<string> {
+async function attestedRun(
+  db: InProcessService['db'],
+  partnerId: string,
+  attestation: string,
+): Promise<string> {
   const id = `run_${Math.random().toString(36).slice(2, 12)}`;
   await db.query(
     `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, stage, client_id,
@@ -91,7 +94,10 @@ describe.each(stores)('the production flow on the %s store', (store) => {
       _type: 'https://in-toto.io/Statement/v1',
       predicateType: decisionPredicateType,
       subject: [
-        { name: `${runId}.attestation.json`, digest: { sha256: createHash('sha256').update(attestation).digest('hex') } },
+        {
+          name: `${runId}.attestation.json`,
+          digest: { sha256: createHash('sha256').update(attestation).digest('hex') },
+        },
       ],
       predicate: {
         partner: { id: partner.partnerId, name: 'Acme Lending' },
@@ -109,7 +115,12 @@ describe.each(stores)('the production flow on the %s store', (store) => {
     const jwk = keys.find((k) => k.kid === envelope.signatures[0]!.keyid)!;
     const publicKey = createPublicKey({ key: jwk as never, format: 'jwk' });
     const verifies = (payload: Buffer) =>
-      verify(null, preAuthEncoding(envelope.payloadType, payload), publicKey, Buffer.from(envelope.signatures[0]!.sig, 'base64'));
+      verify(
+        null,
+        preAuthEncoding(envelope.payloadType, payload),
+        publicKey,
+        Buffer.from(envelope.signatures[0]!.sig, 'base64'),
+      );
     const payload = Buffer.from(envelope.payload, 'base64');
     expect(verifies(payload)).toBe(true);
     const changed = Buffer.from(payload);
@@ -117,7 +128,11 @@ describe.each(stores)('the production flow on the %s store', (store) => {
     expect(verifies(changed)).toBe(false);
     // Another partner's key does not reach it; no key is 401.
     expect(
-      (await fetch(`${svc.service.url}/api/decisions/${decisionId}/statement`, { headers: { authorization: `Bearer ${other.apiKey}` } })).status,
+      (
+        await fetch(`${svc.service.url}/api/decisions/${decisionId}/statement`, {
+          headers: { authorization: `Bearer ${other.apiKey}` },
+        })
+      ).status,
     ).toBe(404);
     expect((await fetch(`${svc.service.url}/api/decisions/${decisionId}/statement`)).status).toBe(401);
   });
@@ -136,7 +151,12 @@ describe.each(stores)('the production flow on the %s store', (store) => {
     const payload = await registerPayload();
     expect(payload.exp - payload.iat).toBe(300);
     expect(payload.partners).toEqual([
-      expect.objectContaining({ partnerId: partner.partnerId, name: 'Acme Lending', status: 'active', scopes: ['create:loan_draft', 'read:loans'] }),
+      expect.objectContaining({
+        partnerId: partner.partnerId,
+        name: 'Acme Lending',
+        status: 'active',
+        scopes: ['create:loan_draft', 'read:loans'],
+      }),
     ]);
     const one = await registerPayload(`/register/partners/${partner.partnerId}`);
     expect(one.partners).toHaveLength(1);
@@ -152,21 +172,42 @@ describe.each(stores)('the production flow on the %s store', (store) => {
       const approval = (await standingApproval(tx, partner.partnerId))!;
       return recordSignedDecision(
         tx,
-        { partnerId: partner.partnerId, runId: approval.run_id, reviewerId, decision: 'revoked', note: 'key leaked', scopes: [], validUntil: null },
+        {
+          partnerId: partner.partnerId,
+          runId: approval.run_id,
+          reviewerId,
+          decision: 'revoked',
+          note: 'key leaked',
+          scopes: [],
+          validUntil: null,
+        },
         deps(),
         { scopes: approval.scopes },
       );
     });
     const after = await registerPayload();
     expect(after.partners).toEqual([
-      expect.objectContaining({ partnerId: partner.partnerId, status: 'revoked', scopes: [], decisionId: revoked.decisionId }),
+      expect.objectContaining({
+        partnerId: partner.partnerId,
+        status: 'revoked',
+        scopes: [],
+        decisionId: revoked.decisionId,
+      }),
     ]);
     const [audit] = await svc.db.query<{ action: string; detail: { decision: string } }>(
       "SELECT action, detail FROM audit_log WHERE action = 'decision.signed' ORDER BY id DESC LIMIT 1",
     );
     expect(audit!.detail.decision).toBe('revoked');
     const runId = await attestedRun(svc.db, partner.partnerId, '{"second":"attestation"}\n');
-    await decide({ partnerId: partner.partnerId, runId, reviewerId, decision: 'approved', note: 'fixed', scopes: ['read:loans'], validUntil: svc.service.production.validUntil() });
+    await decide({
+      partnerId: partner.partnerId,
+      runId,
+      reviewerId,
+      decision: 'approved',
+      note: 'fixed',
+      scopes: ['read:loans'],
+      validUntil: svc.service.production.validUntil(),
+    });
     expect((await registerPayload()).partners).toEqual([
       expect.objectContaining({ partnerId: partner.partnerId, status: 'active', scopes: ['read:loans'] }),
     ]);
@@ -177,23 +218,46 @@ describe.each(stores)('the production flow on the %s store', (store) => {
     await svc.db.query(
       "INSERT INTO webhooks (id, url, events, secret_sealed) VALUES ('whk_test', 'http://127.0.0.1:1/', '[\"approval.expiring\",\"approval.expired\"]', 'v1.x.y.z')",
     );
-    await decide({ partnerId: other.partnerId, runId, reviewerId, decision: 'approved', note: 'ok', scopes: ['read:loans'], validUntil: new Date(Date.now() + 10 * 86_400_000) });
+    await decide({
+      partnerId: other.partnerId,
+      runId,
+      reviewerId,
+      decision: 'approved',
+      note: 'ok',
+      scopes: ['read:loans'],
+      validUntil: new Date(Date.now() + 10 * 86_400_000),
+    });
     expect(await svc.service.production.sweep()).toEqual({ expired: 0, noticed: 1 });
     expect(await svc.service.production.sweep()).toEqual({ expired: 0, noticed: 0 });
     // Its end comes: the register says expired at once; the sweep records the signed decision once.
-    await svc.db.query("UPDATE decisions SET valid_until = now() - interval '1 second' WHERE partner_id = $1 AND decision = 'approved'", [other.partnerId]);
-    expect((await registerPayload(`/register/partners/${other.partnerId}`)).partners[0]).toMatchObject({ status: 'expired', scopes: [] });
+    await svc.db.query(
+      "UPDATE decisions SET valid_until = now() - interval '1 second' WHERE partner_id = $1 AND decision = 'approved'",
+      [other.partnerId],
+    );
+    expect((await registerPayload(`/register/partners/${other.partnerId}`)).partners[0]).toMatchObject({
+      status: 'expired',
+      scopes: [],
+    });
     expect(await svc.service.production.sweep()).toEqual({ expired: 1, noticed: 0 });
     expect(await svc.service.production.sweep()).toEqual({ expired: 0, noticed: 0 });
-    const events = await svc.db.query<{ type: string }>('SELECT type FROM webhook_events WHERE partner_id = $1 ORDER BY seq', [other.partnerId]);
+    const events = await svc.db.query<{ type: string }>(
+      'SELECT type FROM webhook_events WHERE partner_id = $1 ORDER BY seq',
+      [other.partnerId],
+    );
     expect(events.map((e) => e.type)).toEqual(['approval.expiring', 'approval.expired']);
     const [expired] = await svc.db.query<{ id: string; reviewer_id: string | null }>(
       "SELECT id, reviewer_id FROM decisions WHERE partner_id = $1 AND decision = 'expired'",
       [other.partnerId],
     );
     expect(expired!.reviewer_id).toBeNull();
-    const [statement] = await svc.db.query<{ envelope: string }>('SELECT envelope FROM decision_statements WHERE decision_id = $1', [expired!.id]);
-    expect(JSON.parse(Buffer.from(parseEnvelope(statement!.envelope).payload, 'base64').toString()).predicate.decision).toBe('expired');
+    const [statement] = await svc.db.query<{ envelope: string }>(
+      'SELECT envelope FROM decision_statements WHERE decision_id = $1',
+      [expired!.id],
+    );
+    expect(
+      JSON.parse(Buffer.from(parseEnvelope(statement!.envelope).payload, 'base64').toString()).predicate
+        .decision,
+    ).toBe('expired');
     expect(recordDecision).toBeTypeOf('function');
   });
 });

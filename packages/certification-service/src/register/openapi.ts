@@ -51,7 +51,10 @@ export const productionPaths = {
       summary: "One partner's production standing, in the same signed shape",
       security: [{ registerKey: [] }],
       parameters: [{ name: 'partnerId', in: 'path', required: true, schema: { type: 'string' } }],
-      responses: { ...registerAnswer, '404': problem('The partner has no approval, revocation or expiry on record.') },
+      responses: {
+        ...registerAnswer,
+        '404': problem('The partner has no approval, revocation or expiry on record.'),
+      },
     },
   },
 };
@@ -87,7 +90,11 @@ export const productionSchemas = {
             partnerId: { type: 'string' },
             name: { type: 'string' },
             status: { enum: ['active', 'revoked', 'expired'] },
-            scopes: { type: 'array', items: { type: 'string' }, description: 'The approved scopes; empty unless active.' },
+            scopes: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'The approved scopes; empty unless active.',
+            },
             validUntil: { type: ['string', 'null'], format: 'date-time' },
             decisionId: { type: 'string' },
           },

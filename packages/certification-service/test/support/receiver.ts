@@ -27,7 +27,9 @@ export interface Receiver {
 }
 
 /** Starts the Python webhook receiver with `secret` (or none yet: `setSecret` later), on a random port. */
-export async function startReceiver(secret?: string): Promise<Receiver & { setSecret(secret: string): void }> {
+export async function startReceiver(
+  secret?: string,
+): Promise<Receiver & { setSecret(secret: string): void }> {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-receiver-'));
   const secretFile = join(dir, 'secret');
   if (secret !== undefined) writeFileSync(secretFile, secret, { mode: 0o600 });
