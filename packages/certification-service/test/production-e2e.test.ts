@@ -232,7 +232,6 @@ describe.each([['embedded'], ['postgres']] as const)(
         baseUrl: mock.baseUrl,
         clientId: 'acme-production',
         clientSecret,
-        partnerId: partner.partnerId,
       });
       const loans = await client.loans.list({ limit: 10 });
       expect(Array.isArray(loans.items)).toBe(true);

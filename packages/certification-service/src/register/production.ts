@@ -4,7 +4,7 @@ import { type RecordDecision, sweepApprovals } from '../decisions/signed.js';
 import type { SigningKey } from '../keys.js';
 import type { DeliveryLimits } from '../webhooks/deliver.js';
 import { createDispatcher } from '../webhooks/dispatcher.js';
-import { createRegister } from './register.js';
+import { createRegister, registerEntries } from './register.js';
 import { mountRegister } from './routes.js';
 import { mountProductionUi } from './ui.js';
 
@@ -77,6 +77,22 @@ export function startProduction(deps: {
         noticeDays: settings.expiryNoticeDays,
         nudge: dispatcher.nudge,
       });
+    },
+    /**
+     * A partner's production standing as the partner sees it (GET /api/decisions): its register entry,
+     * and `expiring` when an active approval ends within `--expiry-notice-days`; null when absent.
+     */
+    async standing(partnerId: string) {
+      const [entry] = await registerEntries(deps.db, new Date(), partnerId);
+      if (!entry) return null;
+      const { name: _name, ...rest } = entry;
+      return {
+        ...rest,
+        expiring:
+          entry.status === 'active' &&
+          entry.validUntil !== null &&
+          Date.parse(entry.validUntil) - Date.now() < settings.expiryNoticeDays * 86_400_000,
+      };
     },
     /** Records due expiries and expiry notices; run by every instance with the run sweep. */
     async sweep() {
