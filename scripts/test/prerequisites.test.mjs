@@ -23,7 +23,9 @@ function run(args, env = {}, user) {
   const started = Date.now();
   const childEnv = { ...process.env, PATH: bare, ...env };
   delete childEnv.REDIS_SERVER;
-  const argv = user ? [onPath('runuser') ?? '/usr/sbin/runuser', '-u', user, '--', process.execPath, ...args] : [process.execPath, ...args];
+  const argv = user
+    ? [onPath('runuser') ?? '/usr/sbin/runuser', '-u', user, '--', process.execPath, ...args]
+    : [process.execPath, ...args];
   const result = spawnSync(argv[0], argv.slice(1), {
     cwd: root,
     env: childEnv,

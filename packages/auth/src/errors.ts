@@ -3,6 +3,7 @@ import type { Challenge } from './bearer-challenge.js';
 /** Codes of the auth package's errors. */
 export type PartnerAuthErrorCode =
   | 'ERR_TOKEN_REQUEST'
+  | 'ERR_NOT_APPROVED_FOR_PRODUCTION'
   | 'ERR_TOKEN_RESPONSE'
   | 'ERR_TOKEN_NETWORK'
   | 'ERR_TOKEN_THROTTLED'
@@ -113,6 +114,28 @@ export class TokenRequestError extends PartnerAuthError {
     this.error = details.error;
     // The family's fields: the OAuth error and its description, as the SDK's errors carry them.
     Object.assign(this, { errorCode: details.error, errorDescription: details.errorDescription });
+  }
+}
+
+/**
+ * The production token endpoint refused the partner because it is not approved for production
+ * (never approved, approval revoked or expired): RFC 6749 §5.2 `unauthorized_client` from a provider
+ * created with `environment: 'production'`. `errorDescription` is the endpoint's own words (why, and
+ * where to certify). A TokenRequestError, so code that handles those still catches it.
+ */
+export class NotApprovedForProductionError extends TokenRequestError {
+  override readonly code: 'ERR_NOT_APPROVED_FOR_PRODUCTION' = 'ERR_NOT_APPROVED_FOR_PRODUCTION';
+
+  /** Wraps the token endpoint's refusal; the refusal stays the `cause`. */
+  static from(refusal: TokenRequestError): NotApprovedForProductionError {
+    const said = refusal.errorDescription;
+    return new NotApprovedForProductionError(
+      `not approved for production: the production token endpoint refused a token (${refusal.status} ${refusal.error ?? 'error'})${
+        said ? `, saying: ${said}` : ''
+      }. Production opens after a certification run passes and a reviewer approves it; get (or renew) that approval, then try again.`,
+      { status: refusal.status, error: refusal.error, errorDescription: said },
+      { cause: refusal },
+    );
   }
 }
 

@@ -14,6 +14,7 @@ export {
 export {
   BearerInsufficientScopeError,
   InsecureTokenUrlError,
+  NotApprovedForProductionError,
   PartnerApiError,
   type PartnerApiErrorCode,
   type PartnerApiErrorDetails,
@@ -52,6 +53,7 @@ export {
   ALLOWED_ALGORITHMS,
   createTokenProvider,
   type GetTokenOptions,
+  type PartnerEnvironment,
   type RefreshOptions,
   type TokenProvider,
   type TokenProviderOptions,

@@ -13,6 +13,7 @@ import type { ScopeSet } from './scope-set.js';
 export { ALLOWED_ALGORITHMS } from './provider/jwt-verifier.js';
 export type {
   GetTokenOptions,
+  PartnerEnvironment,
   RefreshOptions,
   TokenProvider,
   TokenProviderOptions,
@@ -34,7 +35,13 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     clockSkewMs: resolved.clockSkewMs,
     allowInsecure: resolved.allowInsecure,
   });
-  const keys = new CacheKeys(resolved.clientId, resolved.tokenUrl, resolved.audience, resolved.defaultScopes);
+  const keys = new CacheKeys(
+    resolved.clientId,
+    resolved.tokenUrl,
+    resolved.audience,
+    resolved.defaultScopes,
+    resolved.environment,
+  );
   const held = new HeldTokens(resolved);
   const own: OwnIdentity = { partnerId: undefined };
   const store = new StoreAccess(resolved, verifyJwt, own, options.verify?.issuer);
@@ -44,6 +51,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   const { memory, covering } = held;
 
   const self: TokenProvider = {
+    ...(resolved.environment === undefined ? {} : { environment: resolved.environment }),
     getToken(getOptions = {}) {
       const { signal, timeoutMs } = getOptions;
       if (signal?.aborted) return Promise.reject(stopped(signal.reason, undefined));

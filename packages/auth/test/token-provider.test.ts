@@ -310,7 +310,7 @@ describe('refresh ahead', () => {
     }
   });
 
-  it('serves a 2-s token from the cache until its last 12 %, waits only in its last 5 %', async () => {
+  it('serves a 2-s token from the cache until its last 12 % (or 300 ms), waits only in its hard window', async () => {
     const clock = fakeClock();
     const local = await startTokenServer({ now: clock.now, ttlSeconds: 3 });
     try {
@@ -323,11 +323,12 @@ describe('refresh ahead', () => {
       const first = await provider.getToken();
       const lifetime = first.expiresAt - clock.now();
       expect(lifetime).toBeGreaterThan(1_000);
-      clock.set(first.expiresAt - 0.13 * lifetime);
+      // The hard window is 5 % of the lifetime but at least 300 ms (at most a quarter of the lifetime).
+      clock.set(first.expiresAt - Math.max(0.13 * lifetime, 320));
       expect((await provider.getToken()).accessToken).toBe(first.accessToken);
       expect(local.tokenRequests()).toBe(1);
       expect(events.filter((e) => e.type === 'cache-hit')).toHaveLength(1);
-      // Inside the hard window (5 % of the lifetime) a caller waits for a new token.
+      // Inside the hard window a caller waits for a new token.
       clock.set(first.expiresAt - 0.04 * lifetime);
       const next = await provider.getToken();
       expect(next.accessToken).not.toBe(first.accessToken);
@@ -359,8 +360,8 @@ describe('refresh ahead', () => {
       const first = await provider.getToken();
       expect(first.expiresAt % 1000).toBe(0);
       expect(first.expiresAt - clock.now()).toBe(1_700);
-      // No background refresh ahead of the exp: the token is served until its hard window (5 %).
-      clock.set(first.expiresAt - 120);
+      // No background refresh ahead of the exp: the token is served until its hard window (300 ms).
+      clock.set(first.expiresAt - 320);
       expect((await provider.getToken()).accessToken).toBe(first.accessToken);
       expect(local.tokenRequests()).toBe(1);
       // In the hard window the caller waits until the exp, then one request: the new token lives 2 s.

@@ -1,4 +1,12 @@
 export {
+  claimedPredicateType,
+  type DecisionPredicate,
+  type DecisionStatement,
+  type DecisionVerification,
+  decisionPredicateType,
+  verifyDecision,
+} from './attestation/decision.js';
+export {
   type DsseEnvelope,
   inTotoPayloadType,
   preAuthEncoding,
@@ -19,6 +27,7 @@ export {
   clientCategories,
 } from './client/check.js';
 export { clientCheckIds, clientChecks } from './client/checks/index.js';
+export { type CoverageScenarioId, certificationReasons, coverageOf } from './client/coverage.js';
 export { type JudgeOptions, judgeSession } from './client/judge.js';
 export {
   type ClientConformanceOptions,
@@ -37,6 +46,7 @@ export {
   type StageInfo,
 } from './client/session.js';
 export { readSessionFile, type SessionFile } from './client/session-file.js';
+export { maxOutsideExchanges } from './client/session-schema.js';
 export { assembleSession, stageInfoOf } from './client/stage/assemble.js';
 export type { StageServer } from './client/stage/handler.js';
 export {
@@ -56,6 +66,8 @@ export {
   defaultScopes,
   defaultTokenDelayMs,
   defaultTtlSeconds,
+  grantsEveryScope,
+  narrowedGrantScopes,
   phasesPlan,
   type RunningStage,
   type StageOptions,
@@ -70,21 +82,37 @@ export {
   parseChallenges,
 } from './common/bearer-challenge.js';
 export {
+  type CertificationPlan,
+  canonicalJson,
+  certificationPlan,
+  type DigestedPlan,
+  definePlan,
+  type PlanRef,
+  planDigest,
+  planRefOf,
+} from './common/certification-plan.js';
+export {
   type AnyReport,
+  type CertificationOutcome,
   type CheckResult,
   type CheckStatus,
   type ClientReport,
+  type Coverage,
   type Evidence,
   exitCodeFor,
   mustNotVerified,
+  type PartnerRecord,
   type Report,
+  type RunNames,
   reportVerdict,
+  type ServiceRecord,
   type Severity,
   summarize,
   verdictOf,
 } from './common/report.js';
 export { ConformanceError, type ConformanceErrorCode, exitCodeForError } from './errors.js';
 export { ConsoleReporter, type ConsoleReporterOptions, type ConsoleStream } from './reporters/console.js';
+export { coverageLines } from './reporters/coverage.js';
 export { formatClientHtmlReport } from './reporters/html/client.js';
 export { contentSecurityPolicy as reportContentSecurityPolicy } from './reporters/html/page.js';
 export { formatHtmlReport, type HtmlReportMeta } from './reporters/html/server.js';

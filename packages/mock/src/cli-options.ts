@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import { MockError } from './errors.js';
 import { type FaultName, parseFaults } from './faults.js';
 import { type MockClient, parseClients } from './mock-client.js';
-import { type Profile, profiles } from './profile.js';
+import type { RegisterOptions } from './production-register.js';
+import { type MockProfile, mockProfiles } from './profile.js';
 import type { MockOptions } from './start-mock.js';
 
 export const usage = `Usage: partner-mock [options]
@@ -13,11 +14,17 @@ Starts the strict Partner Lending mock: an auth server and the partner API on tw
 Options:
   --port N              port of the partner API (default: random)
   --auth-port N         port of the auth server (default: random)
-  --profile NAME        deployed | rfc9068 (default: deployed)
+  --profile NAME        deployed | rfc9068 | production (default: deployed); production issues
+                        tokens only to partners the register lists as active
+  --register URL        production: the certification service's register, e.g. https://certify.example/register
+  --register-key-file FILE
+                        production: a file holding the register reader key
+  --register-jwks URL   production: the service's JWKS (default: <register origin>/.well-known/jwks.json)
   --ttl SECONDS         access-token lifetime (default: 43200)
   --leeway SECONDS      exp/nbf leeway of the API (default: 0)
   --clients FILE        JSON array of { partnerId, clientId, clientSecret, authorizedScopes }
-                        (default: three generated demo clients)
+                        (default: three generated demo clients; required by --profile production,
+                        each partnerId being the partner id the register lists)
   --fault NAME          break one rule on purpose; repeatable (see the README's fault table)
   --max-stored N        objects kept from creates, all partners (default: 10000; oldest dropped first)
   --max-stored-per-partner N
@@ -94,10 +101,40 @@ function readClients(file: string): MockClient[] {
   return parseClients(value, `the clients file ${file}`);
 }
 
+/** Largest register key file read: 4 KiB. */
+const keyFileLimit = 4096;
+
+/** The register reader key: the file's one word (surrounding whitespace dropped). Never echoed. */
+function readKeyFile(file: string): string {
+  let text: string;
+  try {
+    const stats = statSync(file);
+    if (!stats.isFile())
+      usageError(
+        `the register key file ${file} is ${fileKind(stats)}, not a regular file. Give a file holding the key.`,
+      );
+    if (stats.size > keyFileLimit)
+      usageError(`the register key file ${file} is larger than 4 KiB; it should hold the key alone.`);
+    text = readFileSync(file, 'utf8');
+  } catch (cause) {
+    if (cause instanceof MockError) throw cause;
+    usageError(
+      `cannot read the register key file ${file}: ${(cause as NodeJS.ErrnoException).code ?? 'error'}. Give a readable file holding the key.`,
+    );
+  }
+  const key = text!.trim();
+  if (key === '' || /\s/.test(key))
+    usageError(
+      `the register key file ${file} must hold the register reader key alone (one word), not empty.`,
+    );
+  return key;
+}
+
 export interface CliOptions {
   apiPort?: number;
   authPort?: number;
-  profile: Profile;
+  profile: MockProfile;
+  register?: RegisterOptions;
   tokenTtlSeconds?: number;
   leewaySeconds?: number;
   clients?: MockClient[];
@@ -115,7 +152,10 @@ export interface CliOptions {
 const options = {
   port: { type: 'string', expects: 'an integer from 0 to 65535' },
   'auth-port': { type: 'string', expects: 'an integer from 0 to 65535' },
-  profile: { type: 'string', expects: `one of ${profiles.join(', ')}` },
+  profile: { type: 'string', expects: `one of ${mockProfiles.join(', ')}` },
+  register: { type: 'string', expects: 'the register URL of the certification service' },
+  'register-key-file': { type: 'string', expects: 'the path of a file holding the register reader key' },
+  'register-jwks': { type: 'string', expects: "the URL of the certification service's JWKS" },
   ttl: { type: 'string', expects: 'a number of seconds' },
   leeway: { type: 'string', expects: 'a number of seconds' },
   clients: { type: 'string', expects: 'the path of a JSON file' },
@@ -183,9 +223,24 @@ export function parseCli(argv: readonly string[]): CliOptions {
     usageError(`${message}. Run partner-mock --help for the options.`);
   }
   const { values } = parsed;
-  const profile = (values.profile ?? 'deployed') as Profile;
-  if (!profiles.includes(profile))
-    usageError(`--profile must be one of ${profiles.join(', ')}, got ${quote(String(values.profile))}.`);
+  const profile = (values.profile ?? 'deployed') as MockProfile;
+  if (!mockProfiles.includes(profile))
+    usageError(`--profile must be one of ${mockProfiles.join(', ')}, got ${quote(String(values.profile))}.`);
+  const registerFlags = (['register', 'register-key-file', 'register-jwks'] as const).filter(
+    (name) => values[name] !== undefined,
+  );
+  if (profile !== 'production' && registerFlags.length > 0)
+    usageError(`--${registerFlags[0]} is for --profile production only.`);
+  if (profile === 'production') {
+    if (values.register === undefined || values['register-key-file'] === undefined)
+      usageError(
+        '--profile production needs --register URL (the certification service register) and --register-key-file FILE (a register reader key from partner-certification-service admin add-register-reader).',
+      );
+    if (values.clients === undefined)
+      usageError(
+        '--profile production needs --clients FILE: the production clients, each partnerId being the partner id the register lists.',
+      );
+  }
   const result: CliOptions = {
     profile,
     faults: parseFaults(values.fault ?? []),
@@ -212,6 +267,18 @@ export function parseCli(argv: readonly string[]): CliOptions {
   for (const [key, value] of Object.entries(numbers))
     if (value !== undefined) result[key as keyof typeof numbers] = value;
   if (values.clients !== undefined) result.clients = readClients(values.clients);
+  if (profile === 'production') {
+    for (const name of ['register', 'register-jwks'] as const) {
+      const value = values[name];
+      if (value !== undefined && !/^https?:\/\/[^\s]+$/.test(value))
+        usageError(`--${name} must be an http(s) URL, got ${quote(value)}.`);
+    }
+    result.register = {
+      url: values.register!,
+      key: readKeyFile(values['register-key-file']!),
+      ...(values['register-jwks'] === undefined ? {} : { jwksUrl: values['register-jwks'] }),
+    };
+  }
   return result;
 }
 

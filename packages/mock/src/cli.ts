@@ -11,6 +11,7 @@ function describe(mock: RunningMock, showSecrets: boolean): string {
     `  partner API  ${mock.baseUrl}  (also the audience)`,
     `  issuer       ${mock.issuer}`,
     `  faults       ${mock.faults.length ? mock.faults.join(', ') : 'none'}`,
+    ...registerLines(mock),
     '  clients:',
     ...mock.clients.map(
       (client) =>
@@ -21,6 +22,17 @@ function describe(mock: RunningMock, showSecrets: boolean): string {
   if (!showSecrets) lines.push('  (client secrets are hidden; --show-secrets or --json prints them)');
   lines.push('Stop with Ctrl+C.');
   return `${lines.join('\n')}\n`;
+}
+
+function registerLines(mock: RunningMock): string[] {
+  const status = mock.registerStatus();
+  if (status === undefined) return [];
+  return [
+    `  register     ${status.url}  (JWKS ${status.jwksUrl})`,
+    status.state === 'none'
+      ? `  register     NOT READ: ${status.lastError ?? 'no copy yet'}; no production token is issued until it is`
+      : `  register     ${status.partners} partner(s), issued ${status.issuedAt}, valid until ${status.expiresAt}`,
+  ];
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
@@ -53,6 +65,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         baseUrl: mock.baseUrl,
         audience: mock.audience,
         issuer: mock.issuer,
+        ...(mock.registerStatus() === undefined ? {} : { register: mock.registerStatus() }),
         clients: mock.clients.map(({ partnerId, clientId, clientSecret, authorizedScopes }) => ({
           partnerId,
           clientId,

@@ -40,3 +40,16 @@ export const profileRules: Readonly<Record<Profile, ProfileRules>> = {
     expiresIn: (lifetime) => lifetime,
   },
 };
+
+/**
+ * A profile of the mock: a token shape, or `production` — a stand-in for the production token
+ * endpoint, with the deployed service's token shape, that issues tokens only to partners the
+ * certification service's register lists as active.
+ */
+export type MockProfile = Profile | 'production';
+
+export const mockProfiles: readonly MockProfile[] = [...profiles, 'production'];
+
+/** The token shape of a profile (`production` issues the deployed service's tokens). */
+export const tokenShapeOf = (profile: MockProfile): Profile =>
+  profile === 'production' ? 'deployed' : profile;

@@ -11,12 +11,22 @@ import { KeySet, type RsaKeyPair } from './jwks.js';
 import { defaultStoreLimits, PartnerStore, type StoreLimits } from './loans.js';
 import { demoClients, type MockClient, parseClients, protectClient } from './mock-client.js';
 import { closeServer, createMockServer, listen } from './mock-server.js';
-import { type Profile, profileRules, profiles } from './profile.js';
+import { type RegisterOptions, RegisterReader, type RegisterStatus } from './production-register.js';
+import { type MockProfile, mockProfiles, profileRules, tokenShapeOf } from './profile.js';
 import { type LoggedRequest, RequestLog } from './request-log.js';
 
 export interface MockOptions {
-  /** Token shape: 'deployed' (as the deployed service) or 'rfc9068'. Default 'deployed'. */
-  profile?: Profile;
+  /**
+   * Token shape: 'deployed' (as the deployed service) or 'rfc9068'; or 'production': the deployed
+   * shape, and tokens only for partners the `register` lists as active. Default 'deployed'.
+   */
+  profile?: MockProfile;
+  /**
+   * The certification service's register (required by the 'production' profile, refused by the
+   * others): `{ url, key, jwksUrl?, timeoutMs? }`. The clients' `partnerId` is the partner id the
+   * register lists. Default: none.
+   */
+  register?: RegisterOptions;
   /** JWT lifetime in seconds. Default 43200 (12 h, as the deployed service). */
   tokenTtlSeconds?: number;
   /** The client registry. Default: three demo clients (see README). */
@@ -90,7 +100,9 @@ export interface RunningMock {
   readonly tokenUrl: string;
   /** The registered clients (secrets included; kept out of JSON.stringify and util.inspect). */
   readonly clients: MockClient[];
-  readonly profile: Profile;
+  readonly profile: MockProfile;
+  /** The production profile's register: the copy in use and the last read. Undefined for other profiles. */
+  registerStatus(): RegisterStatus | undefined;
   readonly faults: readonly FaultName[];
   /** Requests received by the token endpoint (POST /oauth/token), successful or not. */
   tokenRequestCount(): number;
@@ -172,8 +184,14 @@ const origin = (host: string, port: number) => `http://${host.includes(':') ? `[
 /** Starts the auth server and the API on two ports of 127.0.0.1 (two origins, as in production). */
 export async function startMock(options: MockOptions = {}): Promise<RunningMock> {
   const profile = options.profile ?? 'deployed';
-  if (!profiles.includes(profile))
-    fail(`startMock: profile must be one of ${profiles.join(', ')}, got ${String(profile)}.`);
+  if (!mockProfiles.includes(profile))
+    fail(`startMock: profile must be one of ${mockProfiles.join(', ')}, got ${String(profile)}.`);
+  if (profile === 'production' && (options.register === undefined || options.clients === undefined))
+    fail(
+      "startMock: the 'production' profile needs register ({ url, key }: the certification service's register and a register reader key) and clients (each partnerId being the partner id the register lists).",
+    );
+  if (profile !== 'production' && options.register !== undefined)
+    fail("startMock: register is for the 'production' profile only; add profile: 'production'.");
   let tokenTtlSeconds = integer('tokenTtlSeconds', options.tokenTtlSeconds, 43_200, 1, 10 * 365 * 86_400);
   const loansPerPartner = integer('loansPerPartner', options.loansPerPartner, 25, 0, 100_000);
   const storeLimits: StoreLimits = {
@@ -232,6 +250,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
       signingKey.publicKey?.type !== 'public')
   )
     fail("startMock: signingKey must be an RS256 key pair from jose's generateKeyPair('RS256').");
+  const register = options.register === undefined ? undefined : new RegisterReader(options.register, clock);
   const keys = await KeySet.create(signingKey);
   const log = new RequestLog();
   let tokenRequests = 0;
@@ -254,8 +273,10 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     otherAudiences.some((item) => typeof item !== 'string' || item === '')
   )
     fail('startMock: otherAudiences must be an array of audience strings (e.g. https://other-api.example).');
+  const shape = tokenShapeOf(profile);
   const authContext: AuthServerContext = {
-    profile,
+    profile: shape,
+    register,
     otherAudiences: [...otherAudiences],
     get issuer() {
       return urls.issuer;
@@ -284,7 +305,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     get audience() {
       return urls.audience;
     },
-    profile,
+    profile: shape,
     clock,
     leewaySeconds,
     faults,
@@ -325,7 +346,9 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
       { cause },
     );
   }
-  urls.issuer = profileRules[profile].issuer(publicUrls?.authUrl ?? urls.authUrl);
+  urls.issuer = profileRules[shape].issuer(publicUrls?.authUrl ?? urls.authUrl);
+  // The first read, so that the first token request does not wait for it (a failure is only noted).
+  await register?.refresh();
   urls.audience = publicUrls?.baseUrl ?? urls.baseUrl;
 
   let closing: Promise<void> | undefined;
@@ -343,6 +366,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     internalErrorCount: () => internalErrors,
     storedUsage: () => store.usage(),
     requestLog: () => log.entries(),
+    registerStatus: () => register?.status(),
     rotateKeys: (rotateOptions) => keys.rotate(rotateOptions),
     setTokenTtl: (seconds) => {
       tokenTtlSeconds = integer('setTokenTtl', seconds, tokenTtlSeconds, 1, 10 * 365 * 86_400);

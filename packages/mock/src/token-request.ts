@@ -5,13 +5,15 @@ import { type MockClient, secretMatches } from './mock-client.js';
 
 /** An RFC 6749 §5.2 error answer of the token endpoint. */
 export interface TokenErrorAnswer {
-  readonly status: 400 | 401 | 403;
+  readonly status: 400 | 401 | 403 | 503;
   readonly error:
     | 'invalid_request'
     | 'invalid_client'
+    | 'unauthorized_client'
     | 'unsupported_grant_type'
     | 'invalid_scope'
-    | 'access_denied';
+    | 'access_denied'
+    | 'temporarily_unavailable';
   readonly description: string;
 }
 

@@ -3,6 +3,8 @@ import { SignJWT } from 'jose';
 import type { FaultSet } from './faults.js';
 import type { KeySet } from './jwks.js';
 import type { MockClient } from './mock-client.js';
+import { approvedScopes } from './production-approval.js';
+import type { RegisterReader } from './production-register.js';
 import { type Profile, profileRules } from './profile.js';
 import { intersectScopes, knownScopes, parseScopeString } from './scope-set.js';
 import type { TokenErrorAnswer, TokenRequest } from './token-request.js';
@@ -31,6 +33,8 @@ export interface IssuerContext {
   readonly emptyIntersection: 'invalid_scope' | 'empty-token';
   /** The jti every token carries under the token-reuse-jti fault. */
   readonly fixedJti: string;
+  /** The production profile's register: tokens only for active partners, with their approved scopes. */
+  readonly register?: RegisterReader | undefined;
 }
 
 /** The audience the token-wrong-audience-claim fault puts in tokens. */
@@ -85,13 +89,23 @@ export async function issueToken(
       };
   }
   if (faults.has('token-wrong-audience-claim')) audience = wrongAudience;
-  const granted = grantScopes(request, client, faults);
-  if (!Array.isArray(granted)) return granted;
+  const approved = context.register
+    ? await approvedScopes(context.register, client.partnerId, context.clock)
+    : undefined;
+  if (approved !== undefined && !Array.isArray(approved)) return approved as TokenErrorAnswer;
+  const authorisedGrant = grantScopes(request, client, faults);
+  if (!Array.isArray(authorisedGrant)) return authorisedGrant;
+  // Production: requested ∩ authorised ∩ approved (the approval is a third set, §4.1 rule 1).
+  const granted =
+    approved === undefined ? authorisedGrant : intersectScopes(authorisedGrant, approved as string[]);
   if (granted.length === 0 && context.emptyIntersection === 'invalid_scope')
     return {
       status: 400,
       error: 'invalid_scope',
-      description: 'none of the requested scopes is authorised for this client',
+      description:
+        approved === undefined
+          ? 'none of the requested scopes is authorised for this client'
+          : `none of the requested scopes is both authorised for this client and approved for production (approved: ${approved.join(' ') || 'none'})`,
     };
   const rules = profileRules[context.profile];
   const lifetime = context.tokenTtlSeconds;

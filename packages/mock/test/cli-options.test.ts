@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCli, toMockOptions } from '../src/cli-options.js';
 import { MockError } from '../src/index.js';
@@ -85,5 +88,104 @@ describe('cli-options: parseCli and toMockOptions', () => {
       `${name} holds a URL with credentials (user:password@), which is refused and not shown. Keep passwords out of command lines.`,
     );
     expect(message).not.toContain('hunter2');
+  });
+
+  describe('--profile production', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'partner-mock-cli-'));
+    const keyFile = join(dir, 'register.key');
+    writeFileSync(keyFile, '  rr_0123456789abcdef\n');
+    const clientsFile = join(dir, 'clients.json');
+    writeFileSync(
+      clientsFile,
+      JSON.stringify([
+        {
+          partnerId: 'ptn_1',
+          clientId: 'prod-1',
+          clientSecret: 'secret-1',
+          authorizedScopes: ['read:loans'],
+        },
+      ]),
+    );
+    const emptyKey = join(dir, 'empty.key');
+    writeFileSync(emptyKey, '\n');
+    const keyDir = join(dir, 'key-dir');
+    mkdirSync(keyDir);
+    const base = ['--profile', 'production', '--clients', clientsFile];
+
+    it('hands the register, its key (read from the file, trimmed) and the JWKS to startMock', () => {
+      const options = toMockOptions(
+        parseCli([
+          ...base,
+          '--register',
+          'https://certify.example/register',
+          '--register-key-file',
+          keyFile,
+          '--register-jwks',
+          'https://keys.example/jwks.json',
+        ]),
+      );
+      expect(options.register).toEqual({
+        url: 'https://certify.example/register',
+        key: 'rr_0123456789abcdef',
+        jwksUrl: 'https://keys.example/jwks.json',
+      });
+      expect(options.profile).toBe('production');
+      const noJwks = toMockOptions(
+        parseCli([...base, '--register', 'https://certify.example/register', '--register-key-file', keyFile]),
+      );
+      expect(noJwks.register).not.toHaveProperty('jwksUrl');
+    });
+
+    it.each([
+      [
+        ['--profile', 'production', '--clients', clientsFile],
+        /needs --register URL .* and --register-key-file FILE/,
+      ],
+      [
+        [
+          '--profile',
+          'production',
+          '--register',
+          'https://c.example/register',
+          '--register-key-file',
+          keyFile,
+        ],
+        /needs --clients FILE/,
+      ],
+      [['--register', 'https://c.example/register'], /^--register is for --profile production only\.$/],
+      [['--register-jwks', 'https://c.example/jwks'], /^--register-jwks is for --profile production only\.$/],
+      [
+        [...base, '--register', 'c.example/register', '--register-key-file', keyFile],
+        /--register must be an http\(s\) URL/,
+      ],
+      [
+        [...base, '--register', 'https://c.example/register', '--register-key-file', emptyKey],
+        /must hold the register reader key alone/,
+      ],
+      [
+        [...base, '--register', 'https://c.example/register', '--register-key-file', keyDir],
+        /is a directory, not a regular file/,
+      ],
+      [
+        [...base, '--register', 'https://c.example/register', '--register-key-file', join(dir, 'absent')],
+        /cannot read the register key file .*: ENOENT/,
+      ],
+      [['--profile', 'staging'], /--profile must be one of deployed, rfc9068, production, got "staging"\./],
+    ])('refuses %j', (argv, message) => {
+      expect(usage(argv as string[])).toMatch(message);
+    });
+
+    it('never echoes the key', () => {
+      const secretKey = join(dir, 'two-words.key');
+      writeFileSync(secretKey, 'rr_secret_part another_word');
+      const message = usage([
+        ...base,
+        '--register',
+        'https://c.example/register',
+        '--register-key-file',
+        secretKey,
+      ]);
+      expect(message).not.toContain('rr_secret_part');
+    });
   });
 });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { faultNames } from '../src/index.js';
+import { startRegisterServer } from './support/register-server.js';
 
 // The CLI is tested as users run it: the committed launcher importing the built dist/cli.js.
 const bin = fileURLToPath(new URL('../bin/partner-mock.js', import.meta.url));
@@ -158,7 +159,7 @@ describe('cli: partner-mock', () => {
     [['--fault', 'nope'], `partner-mock: Unknown fault "nope". Expected one of: ${faultNames.join(', ')}.`],
     [['--port', 'abc'], 'partner-mock: --port must be an integer from 0 to 65535, got "abc".'],
     [['--ttl', '0'], 'partner-mock: --ttl must be an integer from 1 to 315360000, got "0".'],
-    [['--profile', 'x'], 'partner-mock: --profile must be one of deployed, rfc9068, got "x".'],
+    [['--profile', 'x'], 'partner-mock: --profile must be one of deployed, rfc9068, production, got "x".'],
     [['--bogus'], "partner-mock: Unknown option '--bogus'. Run partner-mock --help for the options."],
     [
       ['--clients', '/nonexistent/clients.json'],
@@ -273,4 +274,90 @@ describe('cli: partner-mock', () => {
     );
     expect(statuses).toEqual([200, 401]);
   }, 30_000);
+
+  it('--profile production issues tokens only as the register says, and prints where it reads it', async () => {
+    const register = await startRegisterServer();
+    try {
+      register.state.partners = [
+        {
+          partnerId: 'ptn_cli',
+          name: 'CLI Lending',
+          status: 'active',
+          scopes: ['read:loans'],
+          validUntil: null,
+          decisionId: 'dec_cli',
+        },
+      ];
+      const dir = mkdtempSync(join(tmpdir(), 'partner-mock-production-'));
+      writeFileSync(join(dir, 'register.key'), `${register.key}\n`);
+      const clients = [
+        {
+          partnerId: 'ptn_cli',
+          clientId: 'prod-cli',
+          clientSecret: 'prod-secret-0123456789',
+          authorizedScopes: ['read:loans', 'create:repayment'],
+        },
+        {
+          partnerId: 'ptn_other',
+          clientId: 'prod-other',
+          clientSecret: 'other-secret-0123456789',
+          authorizedScopes: ['read:loans'],
+        },
+      ];
+      writeFileSync(join(dir, 'clients.json'), JSON.stringify(clients));
+      const args = [
+        '--profile',
+        'production',
+        '--register',
+        register.registerUrl,
+        '--register-key-file',
+        join(dir, 'register.key'),
+        '--clients',
+        join(dir, 'clients.json'),
+      ];
+      const run = start([...args, '--json']);
+      const info = JSON.parse(await run.firstLine);
+      expect(info.register).toMatchObject({
+        url: register.registerUrl,
+        jwksUrl: register.jwksUrl,
+        state: 'fresh',
+        partners: 1,
+      });
+      const ask = (clientId: string, clientSecret: string) =>
+        fetch(`${info.authUrl}/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({
+            grant_type: 'client_credentials',
+            client_id: clientId,
+            client_secret: clientSecret,
+          }),
+        }).then(async (response) => ({
+          status: response.status,
+          body: (await response.json()) as Record<string, string>,
+        }));
+      const granted = await ask('prod-cli', 'prod-secret-0123456789');
+      expect(granted).toMatchObject({ status: 200, body: { scope: 'read:loans', partnerId: 'ptn_cli' } });
+      const refused = await ask('prod-other', 'other-secret-0123456789');
+      expect(refused.status).toBe(400);
+      expect(refused.body.error_description).toContain(
+        'partner ptn_other is not approved for production: it was never approved',
+      );
+      run.child.kill('SIGTERM');
+      expect(await run.exited).toBe(0);
+      expect(run.output().stdout).not.toContain(register.key);
+
+      const human = start(args);
+      await human.firstLine;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      human.child.kill('SIGTERM');
+      expect(await human.exited).toBe(0);
+      const text = human.output().stdout;
+      expect(text).toContain(`register     ${register.registerUrl}  (JWKS ${register.jwksUrl})`);
+      expect(text).toMatch(/register {5}1 partner\(s\), issued .*, valid until /);
+      expect(text).not.toContain(register.key);
+    } finally {
+      await register.close();
+    }
+  });
 });

@@ -185,7 +185,7 @@ describe('startMock', () => {
   });
 
   it.each<[MockOptions, string]>([
-    [{ profile: 'x' as never }, 'startMock: profile must be one of deployed, rfc9068, got x.'],
+    [{ profile: 'x' as never }, 'startMock: profile must be one of deployed, rfc9068, production, got x.'],
     [{ tokenTtlSeconds: 0 }, 'startMock: tokenTtlSeconds must be an integer from 1 to 315360000, got 0.'],
     [{ tokenTtlSeconds: 1.5 }, 'startMock: tokenTtlSeconds must be an integer from 1 to 315360000, got 1.5.'],
     [{ apiPort: 70000 }, 'startMock: apiPort must be an integer from 0 to 65535, got 70000.'],

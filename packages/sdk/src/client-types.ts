@@ -142,6 +142,11 @@ export type PartnerClient = PartnerPathsClient & {
 };
 
 export interface PartnerClientOptions extends ConnectionOptions {
+  /**
+   * The vendor's environment: 'staging' (the documented test environment; addresses may come from the
+   * `PARTNER_*` variables) or 'production' (see ProductionClientOptions). Default 'staging'.
+   */
+  environment?: 'staging' | undefined;
   /** Auth server address `{auth_url}`. Env `PARTNER_AUTH_URL`. Required unless `tokenProvider` is given. */
   authUrl?: string | undefined;
   /** Partner API address `{base_url}`. Env `PARTNER_BASE_URL`. Required. */
@@ -184,6 +189,21 @@ export interface PartnerClientOptions extends ConnectionOptions {
   sleep?: ((ms: number, signal: AbortSignal) => Promise<void>) | undefined;
   /** Source of the retry jitter, in [0, 1). Default `Math.random`. */
   random?: (() => number) | undefined;
+}
+
+/**
+ * A client of the production environment. Production addresses are given at onboarding, not in the
+ * API documentation: `authUrl` and `baseUrl` are required here and never read from `PARTNER_AUTH_URL`,
+ * `PARTNER_BASE_URL` or `PARTNER_AUDIENCE` (values a staging set-up leaves behind). A token refusal
+ * for a partner not approved for production is a NotApprovedForProductionError.
+ */
+export interface ProductionClientOptions
+  extends Omit<PartnerClientOptions, 'environment' | 'authUrl' | 'baseUrl'> {
+  environment: 'production';
+  /** The production auth server address. Required; no environment variable. */
+  authUrl: string;
+  /** The production partner API address. Required; no environment variable. */
+  baseUrl: string;
 }
 
 // openapi-fetch's CJS build sets `exports.default` without `__esModule`, so from our CJS build the

@@ -20,6 +20,7 @@ import type {
   PartnerClient,
   PartnerClientOptions,
   PartnerPathsClient,
+  ProductionClientOptions,
   Repayment,
   RepaymentInput,
   RequestOptions,
@@ -63,7 +64,9 @@ type AnyInit = Record<string, any>;
  * client fetches, caches and refreshes tokens, asks for the scope each call needs and fills in
  * `partner_id`: a partner never handles a token, a scope or their partner id.
  */
-export function createPartnerClient(options: PartnerClientOptions = {}): PartnerClient {
+export function createPartnerClient(
+  options: PartnerClientOptions | ProductionClientOptions = {},
+): PartnerClient {
   const env = options.env ?? globalThis.process?.env ?? {};
   const connection = resolveConnection(options, env, options.tokenProvider === undefined);
   const baseFetch = options.fetch ?? globalThis.fetch;
@@ -89,6 +92,15 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
   const now = options.clock ? () => options.clock!.now() : Date.now;
 
   let provider = options.tokenProvider;
+  if (
+    provider !== undefined &&
+    provider.environment !== undefined &&
+    provider.environment !== connection.environment
+  ) {
+    throw new ConfigurationError(
+      `the tokenProvider was created for environment '${provider.environment}' but this client is for '${connection.environment}': give it a provider of the same environment, so that tokens of one never serve the other.`,
+    );
+  }
   if (provider !== undefined) {
     const clashing = (['store', 'verify', 'refresh', 'retry', 'tokenRequestTimeoutMs'] as const).filter(
       (name) => options[name] !== undefined,
@@ -103,6 +115,8 @@ export function createPartnerClient(options: PartnerClientOptions = {}): Partner
     const debug = options.logger?.debug;
     const envLog = envLogger;
     const providerOptions: TokenProviderOptions = {
+      // Named only when the caller chose one, so the cache keys of existing set-ups stay as they were.
+      ...(options.environment === undefined ? {} : { environment: connection.environment }),
       authUrl: connection.authUrl!.href,
       clientId: connection.clientId!,
       clientSecret: connection.clientSecret!,

@@ -13,6 +13,7 @@ export const environmentVariables = {
 export const defaults = { timeoutMs: 30_000, maxRetries: 2 } as const;
 
 export interface ConnectionOptions {
+  environment?: 'staging' | 'production' | undefined;
   authUrl?: string | undefined;
   baseUrl?: string | undefined;
   audience?: string | undefined;
@@ -30,6 +31,7 @@ export interface ConnectionOptions {
 }
 
 export interface ResolvedConnection {
+  environment: 'staging' | 'production';
   /** The auth server; undefined only when a token provider is supplied instead. */
   authUrl: URL | undefined;
   baseUrl: URL;
@@ -64,11 +66,34 @@ export function resolveConnection(
   env: Env,
   withCredentials = true,
 ): ResolvedConnection {
+  const environment = options.environment ?? 'staging';
+  if (environment !== 'staging' && environment !== 'production') {
+    throw new ConfigurationError(
+      `environment must be 'staging' or 'production', got ${JSON.stringify(String(environment)).slice(0, 60)}.`,
+    );
+  }
+  const production = environment === 'production';
+  if (production) {
+    // Production addresses are never taken from the variables: those may be a staging set-up's.
+    const absent = (['authUrl', 'baseUrl'] as const).filter(
+      (name) => options[name] === undefined || options[name] === '',
+    );
+    if (absent.length > 0) {
+      throw new ConfigurationError(
+        `environment 'production' needs ${absent.join(' and ')} passed to createPartnerClient({ environment: 'production', authUrl, baseUrl, … }): the production addresses your onboarding gave you. ${absent
+          .map((name) => environmentVariables[name])
+          .join(
+            ' and ',
+          )} ${absent.length === 1 ? 'is' : 'are'} not read in production, so that a staging value can never be used there.`,
+      );
+    }
+  }
   const missing: string[] = [];
   const pick = (name: keyof typeof environmentVariables, required: boolean) => {
     const given = options[name];
     const variable = environmentVariables[name];
-    const value = given ?? (env[variable] === '' ? undefined : env[variable]);
+    const fromEnv = production && name !== 'clientId' && name !== 'clientSecret' ? undefined : env[variable];
+    const value = given ?? (fromEnv === '' ? undefined : fromEnv);
     if (value === undefined && required) {
       missing.push(`${name} (${variable}: ${describeOption[name]})`);
     }
@@ -138,7 +163,7 @@ export function resolveConnection(
 
   const timeoutMs = checkTimeout(options.timeoutMs ?? defaults.timeoutMs, 'timeoutMs');
   const maxRetries = checkRetries(options.maxRetries ?? defaults.maxRetries, 'maxRetries');
-  return { authUrl, baseUrl, audience, clientId, clientSecret, timeoutMs, maxRetries };
+  return { environment, authUrl, baseUrl, audience, clientId, clientSecret, timeoutMs, maxRetries };
 }
 
 function checkTimeout(value: unknown, name: string): number {

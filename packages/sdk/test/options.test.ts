@@ -12,6 +12,7 @@ const env = {
 describe('resolveConnection', () => {
   it('reads every option from its PARTNER_* variable, the audience defaulting to the base URL as written', () => {
     expect(resolveConnection({}, env)).toEqual({
+      environment: 'staging',
       authUrl: new URL('https://auth.example'),
       baseUrl: new URL('https://api.example/partner'),
       audience: 'https://api.example/partner',
@@ -122,6 +123,51 @@ describe('resolveConnection', () => {
     );
     expect(() => resolveConnection({ maxRetries: 1.5 }, env)).toThrow(
       'maxRetries 1.5 is not a whole number ≥ 0; pass e.g. 2 (the default), or 0 to never retry.',
+    );
+  });
+});
+
+describe('resolveConnection: environment production', () => {
+  const production = { environment: 'production' as const };
+
+  it('takes authUrl and baseUrl from the options only, never from the PARTNER_* variables', () => {
+    expect(() => resolveConnection(production, env)).toThrow(
+      new ConfigurationError(
+        "environment 'production' needs authUrl and baseUrl passed to createPartnerClient({ environment: 'production', authUrl, baseUrl, … }): the production addresses your onboarding gave you. PARTNER_AUTH_URL and PARTNER_BASE_URL are not read in production, so that a staging value can never be used there.",
+      ),
+    );
+    expect(() => resolveConnection({ ...production, authUrl: 'https://auth.prod.example' }, env)).toThrow(
+      "environment 'production' needs baseUrl passed to createPartnerClient",
+    );
+    expect(() => resolveConnection({ ...production, authUrl: 'https://auth.prod.example' }, env)).toThrow(
+      'PARTNER_BASE_URL is not read in production',
+    );
+  });
+
+  it('ignores PARTNER_AUDIENCE (a staging value) and still reads the credentials from the variables', () => {
+    const resolved = resolveConnection(
+      { ...production, authUrl: 'https://auth.prod.example', baseUrl: 'https://api.prod.example' },
+      { ...env, PARTNER_AUDIENCE: 'https://api.staging.example' },
+    );
+    expect(resolved).toMatchObject({
+      environment: 'production',
+      authUrl: new URL('https://auth.prod.example'),
+      audience: 'https://api.prod.example',
+      clientId: 'id-from-env',
+      clientSecret: 'secret-from-env',
+    });
+    // Control: the same variables outside production do set the audience.
+    expect(
+      resolveConnection(
+        { baseUrl: 'https://api.prod.example' },
+        { ...env, PARTNER_AUDIENCE: 'https://api.staging.example' },
+      ).audience,
+    ).toBe('https://api.staging.example');
+  });
+
+  it('refuses an unknown environment', () => {
+    expect(() => resolveConnection({ environment: 'prod' as never }, env)).toThrow(
+      `environment must be 'staging' or 'production', got "prod".`,
     );
   });
 });

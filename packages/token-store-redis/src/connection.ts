@@ -55,8 +55,13 @@ export function firstKeyOf(args: string[]): string | undefined {
   return args[1];
 }
 
-/** A Redis that stays hung is skipped for at most this many times skipMs between probes (a probe is one PING, cheap). */
-const MAX_SKIP_FACTOR = 4;
+/**
+ * After the first skip, Redis is probed again every PROBE_MIN_MS to PROBE_MAX_MS (at random, so a fleet
+ * does not probe in step), at most skipMs: a probe is one PING (or EXISTS on a cluster), cheap, and a
+ * new primary is found within a fraction of a second of its promotion instead of after a back-off.
+ */
+const PROBE_MIN_MS = 100;
+const PROBE_MAX_MS = 250;
 /** Longest wait between connection attempts after Redis refused the credentials. */
 const MAX_AUTH_BACKOFF_MS = 60_000;
 
@@ -84,6 +89,8 @@ export class Connection {
   readonly readyEvent: 'connect' | 'ready';
   readonly firstReady: Promise<void>;
   closed = false;
+  /** The client was ready at least once: from then on no wait is a cold start's (connectTimeoutMs). */
+  everUp = false;
   readonly #settings: ConnectionSettings;
   #up = false;
   // The breaker: a Redis that timed out or failed is skipped until `skipUntil`, then probed once.
@@ -115,8 +122,13 @@ export class Connection {
       }) as RedisClient);
     this.readyEvent = this.kind === 'cluster' ? 'connect' : 'ready';
     this.client.on(this.readyEvent, this.noteUp);
-    if (this.owned) this.client.on('error', this.noteDown);
-    if (this.client.isReady) this.#up = true;
+    // Every client gets the store's 'error' listener, the application's too: an EventEmitter without
+    // one throws the error (a lost primary's socket error would end the process). Reported as events.
+    this.client.on('error', this.onError);
+    if (this.client.isReady) {
+      this.#up = true;
+      this.everUp = true;
+    }
     this.firstReady = this.waitFirstReady(this.client, this.readyEvent);
     if (this.owned) {
       this.client.connect().catch((error: unknown) => {
@@ -135,9 +147,16 @@ export class Connection {
     this.#authFailures = 0;
     this.#skipUntil = 0;
     this.#skipFor = 0;
+    this.everUp = true;
     if (this.#up) return;
     this.#up = true;
     this.#settings.emit({ type: 'redis-ready' });
+  };
+
+  /** The client's 'error' events: reported (`redis-down`), never thrown. */
+  readonly onError = (cause: unknown): void => {
+    if (this.closed) return;
+    this.noteDown(cause);
   };
 
   readonly noteDown = (cause: unknown): void => {
@@ -211,31 +230,48 @@ export class Connection {
   }
 
   /**
-   * Redis timed out or failed: skip it for a jittered while (doubling while it stays hung), wake the
-   * flights of this process so they fall back at once, and probe it with one PING afterwards.
+   * Redis timed out or failed: skip it for a jittered while (half to all of skipMs the first time),
+   * wake the flights of this process so they fall back at once, and probe it with one command
+   * afterwards; while the probes fail (or the client is not ready), probe again every 100–250 ms
+   * (jittered, at most skipMs), so that the process is back on Redis promptly once a new primary
+   * answers. A probe is bounded by commandTimeoutMs, and only one is out at a time.
    */
   skip(reason: string): void {
     if (this.closed) return;
-    const { skipMs, commandTimeoutMs, emit } = this.#settings;
-    this.#skipFor = this.#skipFor === 0 ? skipMs : Math.min(this.#skipFor * 2, MAX_SKIP_FACTOR * skipMs);
-    const ms = Math.round(this.#skipFor / 2 + (Math.random() * this.#skipFor) / 2);
+    const { skipMs, emit } = this.#settings;
+    const first = this.#skipFor === 0;
+    this.#skipFor = skipMs;
+    const ms = first
+      ? Math.round(skipMs / 2 + (Math.random() * skipMs) / 2)
+      : Math.round(Math.min(skipMs, PROBE_MIN_MS + Math.random() * (PROBE_MAX_MS - PROBE_MIN_MS)));
     this.#skipUntil = Date.now() + ms;
     this.#skipReason = reason;
     this.noteDown(new Error(reason));
-    emit({ type: 'redis-skipped', skipMs: ms, message: reason });
-    this.#settings.onSkip();
+    if (first) {
+      emit({ type: 'redis-skipped', skipMs: ms, message: reason });
+      this.#settings.onSkip();
+    }
+    this.#scheduleProbe(ms);
+  }
+
+  #scheduleProbe(ms: number): void {
     if (this.#probe !== undefined) clearTimeout(this.#probe);
     this.#probe = setTimeout(() => {
       this.#probe = undefined;
-      // Disconnected: the client's own reconnection (and its `ready`) takes over from here.
-      if (this.closed || !this.client.isReady) return;
+      if (this.closed || this.#skipFor === 0) return;
+      // Not ready (reconnecting, or a sentinel looking for its primary): look again shortly; its own
+      // `ready` (noteUp) ends the skip as well.
+      if (!this.client.isReady) return this.skip(this.#skipReason);
+      const { commandTimeoutMs } = this.#settings;
       const probeArgs =
         this.kind === 'cluster' && this.#probeKey !== undefined ? ['EXISTS', this.#probeKey] : ['PING'];
       // Callers keep skipping while the probe is out: none of them pays a timeout the probe pays.
       this.#skipUntil = Date.now() + commandTimeoutMs + 1;
       withDeadline(this.dispatch(probeArgs), commandTimeoutMs, probeArgs[0] as string).then(
         () => this.noteUp(),
-        (error: unknown) => this.skip(`the probe got ${messageOf(error)}`),
+        (error: unknown) => {
+          if (this.#skipFor !== 0) this.skip(`the probe got ${messageOf(error)}`);
+        },
       );
     }, ms);
     this.#probe.unref?.();
@@ -278,7 +314,10 @@ export class Connection {
     try {
       // node-redis's own `timeout` stops waiting only for a command not yet written to the socket; the
       // store's timer covers a command written to a server that never answers (SIGSTOP, a black hole).
-      return (await withDeadline(this.dispatch(args), commandTimeoutMs, args[0] as string)) as T;
+      const reply = (await withDeadline(this.dispatch(args), commandTimeoutMs, args[0] as string)) as T;
+      // A client that came back without saying so (a sentinel's new primary): an answer is proof.
+      if (!this.#up) this.noteUp();
+      return reply;
     } catch (cause) {
       // EVALSHA of a script the server has not seen yet: evaluate() sends the script itself.
       if (args[0] === 'EVALSHA' && /^NOSCRIPT/.test(messageOf(cause))) throw cause;

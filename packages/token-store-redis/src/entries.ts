@@ -63,7 +63,9 @@ export class Entries {
     if (e != null) fields.e = e;
     if (o != null) fields.o = o;
     const opened = this.#cipher.open(names.token, fields);
-    if ('token' in opened) return opened.token;
+    // The key's own expiry is set from the token's, but Redis's clock is not ours: a token past its
+    // expiry on this machine's clock is a miss, whatever the key's TTL says.
+    if ('token' in opened) return opened.token.expiresAt > Date.now() ? opened.token : undefined;
     this.#emit({ type: 'token-unreadable', tag: names.tag, reason: opened.unreadable });
     // A damaged entry would otherwise stand until it expires (and could block newer writes): drop it,
     // unless it is merely sealed with a key this process lacks (another set-up's token).
@@ -73,12 +75,16 @@ export class Entries {
     return undefined;
   }
 
-  /** Writes `token` unless a newer one is stored; with `release`, frees the lock and publishes the notice too. */
+  /**
+   * Writes `token` unless a newer one is stored; with `release`, frees the lock and publishes the notice
+   * too. The key expires at `expireAt` (epoch ms, never later than the token's own expiry), an absolute
+   * time: however long the write waits to be executed, it does not outlive the token.
+   */
   async write(
     operation: RedisOperation,
     names: RedisNames,
     token: StoredToken,
-    ttlMs: number,
+    expireAt: number,
     release?: { lockId: string; message: string },
   ): Promise<void> {
     const { v, k, e, o } = this.#cipher.seal(names.token, token);
@@ -91,7 +97,7 @@ export class Entries {
         k,
         e,
         o,
-        String(Math.ceil(ttlMs)),
+        String(Math.floor(Math.min(expireAt, token.expiresAt))),
         release?.lockId ?? '',
         release ? this.#channel : '',
         release?.message ?? '',

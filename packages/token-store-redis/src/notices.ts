@@ -78,6 +78,7 @@ export class Notices {
   subscribe(): Promise<void> {
     const redis = this.#redis;
     const { client, kind, owned } = redis;
+    const warm = kind !== 'client' && redis.everUp;
     if (this.subscription === undefined) {
       let target: RedisClient;
       if (kind === 'client') {
@@ -101,7 +102,9 @@ export class Notices {
         this.subscriber = client;
       }
       const attempt = (async () => {
-        await redis.waitFirstReady(target, kind === 'client' ? 'ready' : redis.readyEvent);
+        // Only a cold start waits for the connection: a cluster's or sentinel's connection (the
+        // application's) that was up once is not waited for again after an outage.
+        if (!warm) await redis.waitFirstReady(target, kind === 'client' ? 'ready' : redis.readyEvent);
         if (!target.isReady) throw new Error('the notice connection is not up');
         await target.subscribe(this.#channel, this.onMessage);
       })();
@@ -110,9 +113,10 @@ export class Notices {
         if (this.subscription === attempt) this.subscription = undefined;
       });
     }
-    const ms = this.subscriber?.isReady
-      ? this.#commandTimeoutMs
-      : this.#connectTimeoutMs + this.#commandTimeoutMs;
+    const ms =
+      this.subscriber?.isReady || warm
+        ? this.#commandTimeoutMs
+        : this.#connectTimeoutMs + this.#commandTimeoutMs;
     return withDeadline(this.subscription, ms, 'SUBSCRIBE').catch((error: unknown) => {
       if (error instanceof CommandTimeout) redis.skip(`no answer to SUBSCRIBE within ${ms} ms`);
       throw error;

@@ -93,7 +93,8 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
 
     async set(key, value, ttlMs) {
       if (!(ttlMs > 0)) return;
-      await entries.write('set', redisNames(namespace, key), value, ttlMs);
+      // The deadline is taken now, before the write waits anywhere: the key never outlives it.
+      await entries.write('set', redisNames(namespace, key), value, Date.now() + ttlMs);
     },
 
     async delete(key) {
@@ -134,7 +135,11 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
         ).catch(() => {});
       }
       if (owned) await shut(client);
-      else client.off(readyEvent, redis.noteUp);
+      else {
+        // The application's client is its own again, with its own listeners ('error' included).
+        client.off(readyEvent, redis.noteUp);
+        client.off('error', redis.onError);
+      }
     },
   };
 }

@@ -39,7 +39,9 @@ return 1
  * start), in one step, so a late writer never replaces a newer token. An entry sealed with another
  * key id (or in clear) is replaced: it is unreadable to this writer anyway. Then releases the lock if
  * this writer still owns it (compare-and-delete) and announces the outcome to waiting processes.
- * KEYS: token, lock. ARGV: v, k, e, o, ttl ms, lock id or '', channel or '', message.
+ * The key expires at an absolute time (PEXPIREAT: the entry's own expiry, or earlier): a write that
+ * waited in a socket or a paused server never leaves the key alive past the token.
+ * KEYS: token, lock. ARGV: v, k, e, o, expire-at (epoch ms), lock id or '', channel or '', message.
  * Returns 1 when written, 0 when a newer token was kept.
  */
 export const writeScript = script(`
@@ -55,7 +57,7 @@ end
 if newer then
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[1], 'v', ARGV[1], 'k', ARGV[2], 'e', ARGV[3], 'o', ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[5])
 end
 if ARGV[6] ~= '' and redis.call('GET', KEYS[2]) == ARGV[6] then redis.call('DEL', KEYS[2]) end
 if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], ARGV[8]) end

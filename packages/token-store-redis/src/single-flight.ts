@@ -111,10 +111,9 @@ export function createFlight(
     }
     clearInterval(renewal);
     // The token is this caller's whatever happens next: a failed write only costs the others a wait.
-    const ttlMs = token.expiresAt - Date.now();
     const message = notice(names.tag, 'ok', lockId);
-    await (ttlMs > 0
-      ? write('single-flight', names, token, ttlMs, { lockId, message })
+    await (token.expiresAt > Date.now()
+      ? write('single-flight', names, token, token.expiresAt, { lockId, message })
       : evaluate('single-flight', releaseScript, [names.lock], [lockId, channel, message])
     ).catch(() => {});
     return token;

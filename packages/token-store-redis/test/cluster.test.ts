@@ -6,6 +6,7 @@ import { createCluster } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisTokenStore, DEFAULT_NAMESPACE, type RedisTokenStoreEvent } from '../src/index.js';
 import { redisNames } from '../src/redis-keys.js';
+import { describeFailover, runFailover } from './support/failover-fleet.mjs';
 import { sleep } from './support/loop-fleet.js';
 import { providerCacheKey } from './support/provider-key.js';
 import { type RedisClusterServers, startCluster } from './support/redis-cluster.mjs';
@@ -14,11 +15,14 @@ import { CLIENT_ID, CLIENT_SECRET, startTokenServer, type TokenServer } from './
 const encryptionKey = randomBytes(32).toString('base64');
 let servers: RedisClusterServers;
 let tokens: TokenServer;
+/** 2-s tokens for the fleet, as the partners run them. */
+let shortTokens: TokenServer;
 const clients: { close(): Promise<unknown>; destroy(): void; readonly isOpen: boolean }[] = [];
 
 beforeAll(async () => {
   servers = await startCluster();
   tokens = await startTokenServer({ delayMs: 150 });
+  shortTokens = await startTokenServer({ ttlSeconds: 2, delayMs: 50 });
 }, 60_000);
 
 afterAll(async () => {
@@ -28,6 +32,7 @@ afterAll(async () => {
     if (c.isOpen) c.destroy();
   }
   await tokens?.close();
+  await shortTokens?.close();
   await servers?.stop();
 });
 
@@ -52,7 +57,7 @@ const providerOn = (store: TokenStore) =>
     store,
   });
 
-describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 90_000 }, () => {
+describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 110_000 }, () => {
   it('two "processes" on a cold cache share one token request: scripts (hash-tagged keys) and notices work on a cluster', async () => {
     const events: RedisTokenStoreEvent[] = [];
     const a = createRedisTokenStore({
@@ -129,5 +134,47 @@ describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 90_000 }, () => {
     );
     await a.close();
     await b.close();
+    // The killed primary comes back as a replica of its successor: the next test fails over again.
+    await servers.restart(primary);
+  });
+
+  it('a fleet through a failover (the primary SIGKILLed): no process crashes, with or without an error listener of its own; 0 expired, 0 foreign, deadlines held, back on Redis after the promotion', async () => {
+    const key = redisNames(DEFAULT_NAMESPACE, await providerCacheKey(shortTokens)).token;
+    const outcome = await runFailover({
+      job: {
+        topology: 'cluster',
+        rootNodes: servers.rootNodes,
+        tokenUrl: shortTokens.tokenUrl,
+        audience: shortTokens.audience,
+        clientId: CLIENT_ID,
+        clientSecret: CLIENT_SECRET,
+        encryptionKey,
+        durationMs: 11_000,
+        timeoutMs: 3_000,
+        callers: 5,
+      },
+      processes: 4,
+      listeners: (i) => i % 2 === 0,
+      tokens: shortTokens,
+      killAtMs: 3_500,
+      kill: async () => {
+        const primary = await servers.primaryOf(key);
+        await servers.kill(primary);
+        return primary;
+      },
+      primary: () => servers.primaryOf(key),
+    });
+    console.log(describeFailover('cluster', outcome));
+    expect(outcome.crashes).toEqual([]);
+    expect(outcome.results).toHaveLength(4);
+    expect(Number.isFinite(outcome.promotedAt)).toBe(true);
+    expect(outcome.calls).toBeGreaterThan(100);
+    expect(outcome.expired).toBe(0);
+    expect(outcome.foreign).toBe(0);
+    expect(outcome.overDeadline).toBe(0);
+    expect(outcome.failed).toBe(0);
+    expect(outcome.neverBack).toBe(0);
+    // Within a second on a quiet machine (the bench's figure); bounded generously for a loaded one.
+    for (const ms of outcome.backAfterPromotionMs) expect(ms).toBeLessThan(4_000);
   });
 });

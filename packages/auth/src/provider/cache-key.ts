@@ -7,7 +7,9 @@ export interface ResolvedScopes {
 }
 
 /**
- * The provider's cache keys: `partner-lending-auth:v1|<token URL>|<client tag>|<audience>|<scopes>`.
+ * The provider's cache keys: `partner-lending-auth:v1|<token URL>|<client tag>|<audience>|<scopes>`, and
+ * `partner-lending-auth:v1|env=<environment>|…` for a provider given an environment, so that a store
+ * shared by staging and production processes never mixes their tokens (a token URL is never `env=…`).
  * The client id is a credential (API documentation §2.1): keys carry a hash of it, never the id itself.
  * Web Crypto (globalThis.crypto) is in Node ≥ 20 and every edge and worker runtime: no Node built-in.
  */
@@ -25,8 +27,16 @@ export class CacheKeys {
   readonly #tokenUrl: URL;
   readonly #audience: string;
   readonly #defaultScopes: ScopeSet;
+  readonly #environment: string | undefined;
 
-  constructor(clientId: string, tokenUrl: URL, audience: string, defaultScopes: ScopeSet) {
+  constructor(
+    clientId: string,
+    tokenUrl: URL,
+    audience: string,
+    defaultScopes: ScopeSet,
+    environment?: string | undefined,
+  ) {
+    this.#environment = environment;
     this.#clientId = clientId;
     this.#tokenUrl = tokenUrl;
     this.#audience = audience;
@@ -45,7 +55,8 @@ export class CacheKeys {
         const clientTag = [...new Uint8Array(digest).slice(0, 8)]
           .map((byte) => byte.toString(16).padStart(2, '0'))
           .join('');
-        this.#prefix = `partner-lending-auth:v1|${this.#tokenUrl.href}|${clientTag}|${this.#audience}|`;
+        const environment = this.#environment === undefined ? '' : `env=${this.#environment}|`;
+        this.#prefix = `partner-lending-auth:v1|${environment}${this.#tokenUrl.href}|${clientTag}|${this.#audience}|`;
       });
     return this.#preparing;
   }

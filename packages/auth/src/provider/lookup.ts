@@ -14,6 +14,19 @@ import type { ResolvedOptions } from './options.js';
 import type { RequestGate } from './request-gate.js';
 import type { StoreAccess } from './store-access.js';
 
+/**
+ * One turn of the event loop. A token that had to be waited for is handed over on a turn of its own
+ * per caller, and checked again there: callers sharing one answer resume one after the other, so a
+ * caller whose own code stalls the loop cannot make the next one resume with a token past its life.
+ */
+const nextTurn: () => Promise<void> =
+  typeof setImmediate === 'function'
+    ? () => new Promise((resolve) => setImmediate(resolve))
+    : () => new Promise((resolve) => setTimeout(resolve, 0));
+
+/** A token that keeps arriving with less than its safety window left is renewed at most this often per call. */
+const MAX_RENEWALS = 3;
+
 /** An aborted or timed-out wait, inside the PartnerApiError family (the reason is the cause). */
 export const stopped = (reason: unknown, timeoutMs: number | undefined): PartnerAuthError =>
   timeoutMs !== undefined || (reason instanceof DOMException && reason.name === 'TimeoutError')
@@ -65,8 +78,10 @@ export class Lookup {
   ): Promise<AccessToken> {
     const { clock, scopeRecheckMs } = this.#options;
     const held = this.#held;
-    // A token is handed out only if it has not expired at the moment it is handed out: one that
-    // expired while this caller waited (a slow store, a long shared request) sends it round again.
+    // The hand-over rule: a token is handed out only with at least its safety window (the hard
+    // window) left, checked on the turn of the event loop its caller resumes on, after every await
+    // (a slow store, a long shared request, a host that stalled). One with less left is renewed, not
+    // handed out.
     for (let round = 0; ; round++) {
       const found = await this.find(key, wanted);
       const now = clock.now();
@@ -74,7 +89,10 @@ export class Lookup {
       if (found !== undefined && now < found.hardAt) {
         if (missingScopes(wanted, found.entry.grantedScopes).length === 0) {
           if (now >= found.refreshAt) this.#gate.refreshInBackground(found.key, found, now);
-          return held.serve(found);
+          await nextTurn();
+          if (clock.now() < found.hardAt) return held.serve(found);
+          this.#tooLate(found, round);
+          continue;
         }
         // A decision made once is asked again (at most once per scopeRecheckMs): the console may have
         // granted the scope since.
@@ -88,7 +106,10 @@ export class Lookup {
         // While a (remote) store read was pending, another caller's request may have completed.
         const latest = held.memory.get(key);
         if (latest !== undefined && latest !== found && latest.covers && now < latest.hardAt) {
-          return held.serve(latest);
+          await nextTurn();
+          if (clock.now() < latest.hardAt) return held.serve(latest);
+          this.#tooLate(latest, round);
+          continue;
         }
         try {
           fresh = await raceSignal(
@@ -109,13 +130,19 @@ export class Lookup {
         }
       }
       if (missingScopes(wanted, fresh.entry.grantedScopes).length > 0) throw notGranted(wanted, fresh.entry);
-      if (fresh.entry.expiresAt > clock.now()) return fresh.view;
-      if (round >= 1) {
-        throw new TokenResponseError(
-          `the token endpoint's tokens expired before they could be used (the last one at ${new Date(fresh.entry.expiresAt).toISOString()}, ${clock.now() - fresh.entry.expiresAt} ms ago); check this machine's clock and the token lifetime (expires_in).`,
-        );
-      }
+      await nextTurn();
+      if (clock.now() < fresh.hardAt) return fresh.view;
+      this.#tooLate(fresh, round);
     }
+  }
+
+  /** A token reached its hand-over with less than its safety window left: renew, a bounded number of times. */
+  #tooLate(token: Held, round: number): void {
+    if (round < MAX_RENEWALS) return;
+    const left = token.entry.expiresAt - this.#options.clock.now();
+    throw new TokenResponseError(
+      `${MAX_RENEWALS + 1} tokens in a row reached their caller with less than their safety window left (${token.entry.expiresAt - token.hardAt} ms; the last one ${left > 0 ? `${left} ms before` : `${-left} ms past`} its expiry at ${new Date(token.entry.expiresAt).toISOString()}); check this machine's clock, the token lifetime (expires_in) and whether the host stalls (CPU starvation, long synchronous work).`,
+    );
   }
 
   /** The slow path under the caller's signal and time limit: it never waits past either. */

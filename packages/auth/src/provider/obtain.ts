@@ -1,4 +1,9 @@
-import { PartnerAuthError, TokenThrottledError } from '../errors.js';
+import {
+  NotApprovedForProductionError,
+  PartnerAuthError,
+  TokenRequestError,
+  TokenThrottledError,
+} from '../errors.js';
 import type { ScopeSet } from '../scope-set.js';
 import { MAX_THROTTLE_MS, sendTokenRequest } from '../token-request.js';
 import { processTokenResponse } from '../token-response.js';
@@ -51,7 +56,24 @@ export class Obtainer {
     deadlineAt: number | undefined,
   ): Promise<StoredToken> {
     const o = this.#options;
-    const entry = await sendTokenRequest(
+    const entry = await this.#send(scopes, background, key, deadlineAt).catch((error: unknown) => {
+      // Production refuses a partner that is not approved with unauthorized_client (RFC 6749 §5.2).
+      if (
+        o.environment === 'production' &&
+        error instanceof TokenRequestError &&
+        !(error instanceof NotApprovedForProductionError) &&
+        error.error === 'unauthorized_client'
+      )
+        throw NotApprovedForProductionError.from(error);
+      throw error;
+    });
+    this.#own.partnerId = entry.partnerId;
+    return entry;
+  }
+
+  #send(scopes: ScopeSet, background: boolean, key: string, deadlineAt: number | undefined) {
+    const o = this.#options;
+    return sendTokenRequest(
       {
         tokenUrl: o.tokenUrl,
         clientId: o.clientId,
@@ -82,8 +104,6 @@ export class Obtainer {
           }),
       },
     );
-    this.#own.partnerId = entry.partnerId;
-    return entry;
   }
 
   /** Gets a token from the endpoint, through the shared store's single flight when it has one. */

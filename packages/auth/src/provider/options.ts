@@ -38,7 +38,16 @@ export interface VerifyOptions {
   issuer?: string;
 }
 
+/** Which of the vendor's environments a provider talks to. */
+export type PartnerEnvironment = 'staging' | 'production';
+
 export interface TokenProviderOptions {
+  /**
+   * The environment of the token endpoint: part of every cache key (a shared store never hands a
+   * token of one environment to the other), and with 'production' a refusal `unauthorized_client`
+   * is a NotApprovedForProductionError. Default: none (keys without an environment, as before).
+   */
+  environment?: PartnerEnvironment;
   /** Address of the auth service; the token endpoint is `{authUrl}/oauth/token`. Exactly one of authUrl / tokenUrl. */
   authUrl?: string;
   /** The full token endpoint address. */
@@ -104,6 +113,8 @@ export interface TokenProvider {
   getToken(options?: GetTokenOptions): Promise<AccessToken>;
   /** Drops the cached token equal to `token`, or every cached token of this provider when none is given. */
   invalidate(token?: AccessToken | string): Promise<void>;
+  /** The environment the provider was created for, when it says (createTokenProvider's does). */
+  readonly environment?: PartnerEnvironment | undefined;
 }
 
 function requireString(value: unknown, name: string, what: string): string {
@@ -123,6 +134,7 @@ function nonNegative(value: number | undefined, fallback: number, name: string):
 
 /** The options of a provider, checked and with every default filled in. */
 export interface ResolvedOptions {
+  environment: PartnerEnvironment | undefined;
   clientId: string;
   clientSecret: string;
   audience: string;
@@ -155,6 +167,12 @@ export function resolveOptions(options: TokenProviderOptions): ResolvedOptions {
     'from the partner administration console',
   );
   const audience = requireString(options.audience, 'audience', 'the partner API base URL');
+  const { environment } = options;
+  if (environment !== undefined && environment !== 'staging' && environment !== 'production') {
+    throw new TypeError(
+      `createTokenProvider: environment must be 'staging' or 'production', got ${JSON.stringify(environment)}.`,
+    );
+  }
   const clientAuth = options.clientAuth ?? 'body';
   if (clientAuth !== 'body' && clientAuth !== 'basic') {
     throw new TypeError(
@@ -187,6 +205,7 @@ export function resolveOptions(options: TokenProviderOptions): ResolvedOptions {
     envLevel && !options.onEvent ? createStderrLogger(envLevel, [clientId, clientSecret]) : undefined;
   const onEvent = options.onEvent ?? (envLogger && ((event: TokenEvent) => logTokenEvent(envLogger, event)));
   return {
+    environment,
     clientId,
     clientSecret,
     audience,

@@ -22,13 +22,22 @@ export interface RefreshPlan {
 export const ALIGN_MAX_LIFETIME_MS = 6_000;
 /** The hard window is at most this share of a token's lifetime. */
 export const HARD_SHARE = 0.05;
+/**
+ * The hard window (the safety window: the least a token has left when it is handed over) is at least
+ * this long, up to HARD_FLOOR_SHARE of the lifetime and never more than `hardWindowMs`: 5 % of a 2-s
+ * token (100 ms) is less than a busy host's stall.
+ */
+export const HARD_FLOOR_MS = 300;
+/** The floor of the hard window takes at most this share of a token's lifetime. */
+export const HARD_FLOOR_SHARE = 0.25;
 /** The soft window is at most this share of a token's lifetime: a short token is refreshed about once. */
 export const SOFT_SHARE = 0.12;
 
 /**
  * The refresh plan of a token: a pure function of the token's times, the windows and a random draw in
- * [0, 1). Windows scale with the lifetime: a 2-s token gets a 0.1-s hard window and is refreshed in
- * the background at about 88 % of its life, so it is asked for about once per lifetime.
+ * [0, 1). Windows scale with the lifetime: the hard window is 5 % of it but at least 300 ms (at most a
+ * quarter of the lifetime), so a 2-s token gets a 0.3-s hard window and is refreshed in the background
+ * at about 85 % of its life, so it is asked for about once per lifetime.
  */
 export function planRefresh(
   entry: Pick<StoredToken, 'obtainedAt' | 'expiresAt'>,
@@ -36,11 +45,14 @@ export function planRefresh(
   random: () => number,
 ): RefreshPlan {
   const lifetime = Math.max(0, entry.expiresAt - entry.obtainedAt);
-  const hard = Math.min(windows.hardWindowMs, HARD_SHARE * lifetime);
+  const hard = Math.max(
+    Math.min(windows.hardWindowMs, HARD_SHARE * lifetime),
+    Math.min(windows.hardWindowMs, HARD_FLOOR_MS, HARD_FLOOR_SHARE * lifetime),
+  );
   // A server that counts exp from the start of the current second (exp = floor(now) + expires_in, as
   // most do) gives a token asked for before this one's exp only one second more than this one: for a
   // short token that doubles the requests. Such a token is renewed at its exp instead, callers waiting
-  // through its hard window (the request's latency plus at most 5 % of the lifetime).
+  // through its hard window (the request's latency plus the hard window).
   const aligned = entry.expiresAt % 1000 === 0 && Math.ceil(lifetime / 1000) * 1000 <= ALIGN_MAX_LIFETIME_MS;
   let soft = 0;
   if (!aligned) {

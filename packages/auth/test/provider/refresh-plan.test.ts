@@ -33,9 +33,19 @@ describe('planRefresh (a pure function: no provider, no clock)', () => {
     const plan = planRefresh(token, defaults, () => 0.5);
     expect(plan.renewAt).toBe(token.expiresAt);
     expect(plan.refreshAt).toBe(plan.hardAt);
-    expect(token.expiresAt - plan.hardAt).toBe(100);
+    // 5 % of 2 s is 100 ms, less than a busy host's stall: the floor (300 ms) holds.
+    expect(token.expiresAt - plan.hardAt).toBe(300);
     // The same lifetime off the whole second is not aligned: it gets a soft window.
     expect(planRefresh(at(1_000_000_000_300, 2_000), defaults, () => 0.5).renewAt).toBe(0);
+  });
+
+  it('the hard window has a floor of 300 ms, at most a quarter of the lifetime and never above hardWindowMs', () => {
+    expect(at(0, 2_000).expiresAt - planRefresh(at(0, 2_000), defaults, () => 0).hardAt).toBe(300);
+    expect(at(0, 800).expiresAt - planRefresh(at(0, 800), defaults, () => 0).hardAt).toBe(200);
+    const small = { ...defaults, hardWindowMs: 50 };
+    expect(at(0, 2_000).expiresAt - planRefresh(at(0, 2_000), small, () => 0).hardAt).toBe(50);
+    // A long token keeps 5 % up to hardWindowMs (the floor does not lower it).
+    expect(at(0, 60_000).expiresAt - planRefresh(at(0, 60_000), defaults, () => 0).hardAt).toBe(3_000);
   });
 
   it('the jitter widens the soft window by up to jitterRatio, drawn from the random source', () => {

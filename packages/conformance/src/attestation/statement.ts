@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import { clientCheckIds } from '../client/checks/index.js';
-import { type ClientReport, reportVerdict } from '../common/report.js';
+import {
+  type ClientReport,
+  type IntegrationRecord,
+  type PartnerRecord,
+  reportVerdict,
+  type ServiceRecord,
+} from '../common/report.js';
 import { formatJsonReport } from '../reporters/json.js';
 import { tool } from '../version.js';
 
@@ -23,6 +29,13 @@ export interface TestResultPredicate {
   passedTests: string[];
   warnedTests: string[];
   failedTests: string[];
+  /** Whose run this is, as the host named it (the vendor's partner id and name). */
+  partner?: PartnerRecord;
+  integration?: IntegrationRecord;
+  /** The certification plan the run followed. */
+  plan?: { id: string; digest: string };
+  /** The service that hosted, judged and signed the run. */
+  service?: ServiceRecord;
 }
 
 /** An in-toto Statement v1 whose subject is a session and whose predicate is its verdicts. */
@@ -116,6 +129,10 @@ export function testResultStatement(options: {
         { name: 'report.json', digest: { sha256: sha256(formatJsonReport(report)) } },
       ],
       ...(options.url !== undefined && { url: options.url }),
+      ...(report.partner && { partner: { id: report.partner.id, name: report.partner.name } }),
+      ...(report.integration && { integration: { ...report.integration } }),
+      ...(report.plan && { plan: { id: report.plan.id, digest: report.plan.digest } }),
+      ...(report.service && { service: { url: report.service.url, version: report.service.version } }),
     },
   };
 }

@@ -16,10 +16,12 @@ import {
   scenarioNames,
   scenarioPlans,
 } from '../client/stage.js';
+import { certificationPlan } from '../common/certification-plan.js';
 import { type ClientReport, exitCodeFor, reportVerdict } from '../common/report.js';
 import { terminalSafe } from '../common/terminal.js';
 import { ConformanceError, exitCodeForError, usageError } from '../errors.js';
 import { ConsoleReporter } from '../reporters/console.js';
+import { coverageLines } from '../reporters/coverage.js';
 import { formatClientHtmlReport } from '../reporters/html/client.js';
 import { formatJsonReport } from '../reporters/json.js';
 import { formatJunitReport } from '../reporters/junit.js';
@@ -50,7 +52,12 @@ plays the scenario plan, and judges the traffic it recorded.
   --listen HOST          interface to listen on (default 127.0.0.1)
   --public-url URL       origin the journey reaches the stage by (e.g. http://host.docker.internal); ports are added
   --json                 without COMMAND: print one JSON line with the addresses and credentials
-  --certify              a skipped must check, or a journey that does not exit 0, fails the run
+  --certify              a certification run: follows the certification plan (every operation, all four
+                         scopes, every scenario with the narrowed grant, at least one renewal) and passes
+                         only when every operation succeeded, every scenario was met, every must check was
+                         verified and passed, client-token-reuse and client-retry-after passed and the
+                         journey exited 0 (refuses --ttl, --long-ttl, --scopes, --scenario, --no-faults);
+                         with --judge: a session without a plan is judged against that plan
   --partner NAME         the partner whose integration this is (in every report)
   --integration-version V   its version or commit (default: git describe of the current directory)
   --only ID,…            judge only these checks
@@ -215,7 +222,18 @@ export function parseClientArgs(argv: readonly string[]): ClientCliConfig {
       );
     options.publicUrl = `${url.protocol}//${url.host}`;
   }
-  if (values.certify) options.certify = true;
+  if (values.certify) {
+    options.certify = true;
+    // The plan is the vendor's: a certification run takes no override (a practice run takes them all).
+    const practice = (['ttl', 'long-ttl', 'scopes', 'scenario', 'no-faults'] as const).find(
+      (flag) => values[flag] !== undefined,
+    );
+    if (practice && values.judge === undefined)
+      throw usageError(
+        `--${practice} changes the certification plan, which --certify follows as it is (plan ${certificationPlan.id}); drop --${practice}, or drop --certify for a practice run`,
+      );
+    if (values.service === undefined) options.plan = certificationPlan;
+  }
   for (const [flag, key] of [
     ['partner', 'name'],
     ['integration-version', 'version'],
@@ -338,6 +356,7 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
         provenance: { source: 'rejudged', sessionSha256: file.sha256, sessionFile: config.judge },
         certify: config.options.certify === true,
         ...(config.options.only && { only: config.options.only }),
+        ...(config.options.plan && { plan: config.options.plan }),
       });
       reporter.begin(
         tool,
@@ -349,7 +368,7 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
       );
     } else {
       const options = config.options;
-      const enabled = options.scenarios ?? scenarioNames;
+      const enabled = options.plan?.scenarios ?? options.scenarios ?? scenarioNames;
       const selected = options.only
         ? clientChecks.filter((check) => options.only!.includes(check.id))
         : clientChecks;
@@ -371,6 +390,11 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
           reporter.begin(
             tool,
             [
+              ...(options.plan
+                ? [
+                    `plan     certification run, plan ${options.plan.id} (sha256 ${options.plan.digest.slice(0, 16)}…)`,
+                  ]
+                : ['plan     practice run (no certification plan; --certify follows one)']),
               ...stageLines(stage, scenarioPlans(stage.client.authorizedScopes), enabled),
               options.command
                 ? `journey  ${options.command.join(' ')}`
@@ -388,6 +412,7 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
         io.stdout.write(`session saved: ${config.saveSession}\n`);
       }
     }
+    io.stdout.write(terminalSafe(`${coverageLines(report).join('\n')}\n\n`));
     for (const result of report.checks) reporter.result(result);
     const journey = report.journey;
     io.stdout.write(

@@ -1,3 +1,4 @@
+import { claimedPredicateType, decisionPredicateType, verifyDecision } from '../attestation/decision.js';
 import { keysOf } from '../attestation/keys.js';
 import { parseEnvelope, verifyAttestation } from '../attestation/verify.js';
 import { isLoopbackHost } from '../common/loopback.js';
@@ -6,19 +7,33 @@ import { terminalSafe } from '../common/terminal.js';
 import { ConformanceError, exitCodeForError, usageError } from '../errors.js';
 import { type CliIo, parseFlags } from './io.js';
 
-export const verifyUsageText = `Usage: partner-conformance verify ATTESTATION_FILE --keys URL|FILE [--session FILE]
+export const verifyUsageText = `Usage: partner-conformance verify ATTESTATION_FILE --keys URL|FILE [--session FILE] [--require-pass]
+       partner-conformance verify DECISION_FILE --keys URL|FILE [--attestation FILE]
 
 Checks an attestation of the certification service offline: its DSSE signature by one of the keys (a
 JWKS: the service's /.well-known/jwks.json, or a saved copy), that it states an in-toto test result, and,
 with --session, that the session file is the one attested (SHA-256) and that judging it again gives the
-same result and the same passed, warned and failed checks.
+same result and the same passed, warned and failed checks. It prints whose run it is (partner, integration,
+plan, service) when the service named them.
 
-Exit: 0 it holds, 1 it does not (each problem is printed), 2 usage (a missing or unreadable file).
+Given a decision of the service (approved, rejected, revoked, expired) instead, it checks its signature
+and prints the partner, the decision, the scopes and validUntil; with --attestation, that the decision
+rests on that attestation file (its SHA-256 is the decision's subject).
+
+  --keys URL|FILE       the service's key set (required)
+  --session FILE        an attestation only: the session served with it, judged again (default: not judged)
+  --require-pass        an attestation only: exit 1 unless the attested result passed (PASSED or WARNED) (default off)
+  --attestation FILE    a decision only: the attestation it must rest on (default: not checked)
+
+Exit: 0 it holds (and, with --require-pass, the run passed), 1 it does not (each problem is printed),
+2 usage (a missing or unreadable file).
 `;
 
 const flags = {
   keys: { type: 'string' },
   session: { type: 'string' },
+  attestation: { type: 'string' },
+  'require-pass': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -86,6 +101,37 @@ export async function verifyMain(argv: readonly string[], io: CliIo): Promise<nu
       if (error instanceof ConformanceError) throw error;
       throw usageError((error as Error).message);
     }
+    if (claimedPredicateType(envelope) === decisionPredicateType) {
+      for (const flag of ['session', 'require-pass'] as const)
+        if (values[flag] !== undefined)
+          throw usageError(
+            `--${flag} is for an attestation; ${positionals[0]} is a decision (give --attestation FILE)`,
+          );
+      const attestation =
+        values.attestation === undefined
+          ? undefined
+          : await readRegularFile(values.attestation, 16 * maxSmallBytes, 'attestation');
+      const decided = verifyDecision(envelope, keys, attestation);
+      const p = decided.statement?.predicate;
+      const lines =
+        decided.ok && p
+          ? [
+              `decision holds: signed by ${decided.keyid}`,
+              `partner ${p.partner.id} ${p.partner.name}`,
+              `decision ${p.decision} on run ${p.runId} at ${p.at}${p.reviewer?.name ? ` by ${p.reviewer.name}` : ''}`,
+              `scopes ${p.scopes.join(' ') || '(none)'}`,
+              `validUntil ${p.validUntil ?? '(none)'}`,
+              ...(p.note ? [`note ${p.note.slice(0, 500)}`] : []),
+              `attestation SHA-256 ${decided.statement?.subject[0]?.digest.sha256}${attestation ? ': the attestation given' : ' (give --attestation to check it is the one given)'}`,
+            ]
+          : ['decision does NOT hold:', ...decided.problems.map((problem) => `  - ${problem}`)];
+      io.stdout.write(`${lines.map(terminalSafe).join('\n')}\n`);
+      return decided.ok ? 0 : 1;
+    }
+    if (values.attestation !== undefined)
+      throw usageError(
+        `--attestation is for a decision; ${positionals[0]} is an attestation (give --session FILE)`,
+      );
     const session =
       values.session === undefined
         ? undefined
@@ -97,10 +143,22 @@ export async function verifyMain(argv: readonly string[], io: CliIo): Promise<nu
           `attestation holds: signed by ${result.keyid}`,
           `result ${predicate?.result}: ${predicate?.passedTests.length} passed, ${predicate?.warnedTests.length} warned (${predicate?.warnedTests.join(', ') || 'none'}), ${predicate?.failedTests.length} failed (${predicate?.failedTests.join(', ') || 'none'})`,
           `session SHA-256 ${result.statement?.subject[0]?.digest?.sha256}${session ? ': the session given, judged again to the same verdicts' : ' (give --session to judge it again)'}`,
+          predicate?.partner
+            ? `partner ${predicate.partner.id} ${predicate.partner.name}`
+            : 'partner (not named: the run was not hosted by a service that names its partners)',
+          ...(predicate?.integration
+            ? [
+                `integration ${[predicate.integration.name, predicate.integration.version].filter(Boolean).join(' ')}`,
+              ]
+            : []),
+          ...(predicate?.plan ? [`plan ${predicate.plan.id} sha256:${predicate.plan.digest}`] : []),
+          ...(predicate?.service ? [`service ${predicate.service.url} ${predicate.service.version}`] : []),
         ]
       : ['attestation does NOT hold:', ...result.problems.map((problem) => `  - ${problem}`)];
+    const failedRun = result.ok && values['require-pass'] === true && predicate?.result === 'FAILED';
+    if (failedRun) lines.push(`--require-pass: the attested run did not pass (result ${predicate?.result})`);
     io.stdout.write(`${lines.map(terminalSafe).join('\n')}\n`);
-    return result.ok ? 0 : 1;
+    return result.ok && !failedRun ? 0 : 1;
   } catch (error) {
     if (error instanceof ConformanceError) {
       io.stderr.write(`partner-conformance verify: ${terminalSafe(error.message)}\n`);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type ApiOperationId, operations } from '@partner-lending/spec';
+import { type DigestedPlan, planDigest } from '../common/certification-plan.js';
 import { toCheckResult } from '../common/check-meta.js';
 import { type Evidence, maxEvidence } from '../common/evidence.js';
 import {
@@ -8,6 +9,7 @@ import {
   mustNotVerified,
   type OperationRecord,
   type Provenance,
+  provenanceMark,
   runEnvironment,
   summarize,
 } from '../common/report.js';
@@ -19,6 +21,7 @@ const apiOperationIds = (Object.keys(operations) as Array<keyof typeof operation
 
 import type { ClientCheck } from './check.js';
 import { clientChecks } from './checks/index.js';
+import { certificationReasons, coverageOf } from './coverage.js';
 import { type ClientSession, formatSession, type RecordedExchange } from './session.js';
 import { type SessionView, viewOf } from './view.js';
 
@@ -39,13 +42,20 @@ export function exchangeEvidence(exchange: RecordedExchange, session: ClientSess
 }
 
 export interface JudgeOptions {
+  /** A skipped `must` check fails; with a plan (the session's, else `plan`) the plan decides too. */
   certify?: boolean;
+  /** The plan to certify against when the session names none (`--judge --certify`: `certificationPlan`). */
+  plan?: DigestedPlan;
   /** Check ids to judge (default all). */
   only?: readonly string[];
   /** Monotonic ms clock for durations, default performance.now. */
   now?: () => number;
-  /** Where the session comes from (default: a live run on this machine, its SHA-256 computed here). */
-  provenance?: Omit<Provenance, 'note'>;
+  /**
+   * Where the session comes from (default: a live run on this machine, its SHA-256 computed here).
+   * `attested` defaults to true for the certification service only: a session recorded anywhere
+   * else is attested only once its signature was verified.
+   */
+  provenance?: Omit<Provenance, 'note' | 'attested' | 'mark'> & { attested?: boolean };
 }
 
 /** What each source proves, as every report says it. */
@@ -127,12 +137,16 @@ function judgeOne(
  * session judged again gives the same verdicts.
  */
 export function judgeSession(session: ClientSession, options: JudgeOptions = {}): ClientReport {
+  const given = options.provenance ?? {
+    source: 'live' as const,
+    sessionSha256: createHash('sha256').update(formatSession(session)).digest('hex'),
+  };
+  const attested = given.attested ?? given.source === 'service';
   const provenance: Provenance = {
-    ...(options.provenance ?? {
-      source: 'live',
-      sessionSha256: createHash('sha256').update(formatSession(session)).digest('hex'),
-    }),
-    note: provenanceNotes[options.provenance?.source ?? 'live'],
+    ...given,
+    attested,
+    mark: provenanceMark({ source: given.source, attested }),
+    note: provenanceNotes[given.source],
   };
   const now = options.now ?? (() => performance.now());
   const started = now();
@@ -144,7 +158,12 @@ export function judgeSession(session: ClientSession, options: JudgeOptions = {})
   const { stage } = session;
   const token = view.tokenRequests.length;
   const api = view.apiCalls.length;
-  return {
+  const operations = operationsOf(view);
+  const plan = session.plan ?? (options.certify ? options.plan : undefined);
+  const coverage = coverageOf(view, operations, checks, plan);
+  const outside =
+    session.exchanges.filter((exchange) => exchange.outside).length + (session.outsideDropped ?? 0);
+  const report: ClientReport = {
     schemaVersion: 3,
     tool: { ...session.tool },
     mode: 'client',
@@ -168,7 +187,10 @@ export function judgeSession(session: ClientSession, options: JudgeOptions = {})
       tokenDelayMs: stage.tokenDelayMs,
       apiDelayMs: stage.apiDelayMs,
     },
-    journey: { ...session.journey, calls: { token, api, other: session.exchanges.length - token - api } },
+    journey: {
+      ...session.journey,
+      calls: { token, api, other: view.session.exchanges.length - token - api },
+    },
     scenarios: session.scenarios.map((item) => ({ ...item })),
     recording: {
       exchanges: session.exchanges.length,
@@ -177,6 +199,16 @@ export function judgeSession(session: ClientSession, options: JudgeOptions = {})
     },
     ...(session.integration && { integration: { ...session.integration } }),
     provenance,
-    operations: operationsOf(view),
+    operations,
+    coverage,
+    ...(outside > 0 && { outsideTraffic: { exchanges: outside } }),
+    ...(session.partner && { partner: { ...session.partner } }),
+    ...(plan && { plan: { id: plan.id, digest: plan.digest } }),
+    ...(session.service && { service: { ...session.service } }),
   };
+  if (options.certify && plan) {
+    const reasons = certificationReasons(report, plan, planDigest(plan) === plan.digest);
+    report.certification = { passed: reasons.length === 0, reasons };
+  }
+  return report;
 }

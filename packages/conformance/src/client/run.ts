@@ -11,7 +11,11 @@ export interface ClientConformanceOptions extends StageOptions {
   timeoutSeconds?: number;
   /** Without a command: how long to record, in seconds. Default: until `signal` aborts. */
   durationSeconds?: number;
-  /** `--certify`: a skipped `must` check, or a journey that does not exit 0, fails the run. */
+  /**
+   * A skipped `must` check, or a journey that does not exit 0, fails the run. With `plan` (what
+   * `--certify` passes: `certificationPlan`) the run also passes only when every operation of the plan
+   * succeeded, every scenario of it was met and its decisive `should` checks passed.
+   */
   certify?: boolean;
   /** Check ids to judge. Default all. */
   only?: readonly string[];
@@ -71,6 +75,7 @@ export async function runClientConformance(
   const judgeOptions: JudgeOptions = {
     certify: options.certify === true,
     ...(options.only && { only: options.only }),
+    ...(options.plan && { plan: options.plan }),
   };
   return { report: judgeSession(session, judgeOptions), session };
 }

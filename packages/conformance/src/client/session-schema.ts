@@ -10,6 +10,8 @@ import * as z from 'zod';
 export const maxSessionBytes = 100 * 1024 * 1024;
 /** Exchanges a session holds at most (the recorder's default cap). */
 export const maxSessionExchanges = 50_000;
+/** Exchanges from outside the run (`outside: true`) a stage keeps at most, on top of its own cap. */
+export const maxOutsideExchanges = 1000;
 
 const text = (max: number) => z.string().max(max);
 const ms = z
@@ -18,9 +20,13 @@ const ms = z
   .min(0)
   .max(400 * 86_400_000);
 const count = z.number().int().min(0).max(1e9);
-const headers = z.record(text(40), text(1_000)).refine((value) => Object.keys(value).length <= 16, {
-  message: 'more than 16 headers',
-});
+/** Headers an exchange keeps at most, of the request and of the answer. */
+export const maxRecordedHeaders = 16;
+const headers = z
+  .record(text(40), text(1_000))
+  .refine((value) => Object.keys(value).length <= maxRecordedHeaders, {
+    message: `more than ${maxRecordedHeaders} headers`,
+  });
 
 const scenarioName = z.enum(['revocation', 'throttle', 'unavailable', 'narrowed-grant']);
 
@@ -137,6 +143,20 @@ const exchange = z.strictObject({
   error: text(64).optional(),
   injected: z.enum(['revoked', 'throttled', 'unavailable']).optional(),
   issued: text(16).optional(),
+  outside: z.literal(true).optional(),
+});
+
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
+const plan = z.strictObject({
+  id: text(64),
+  digest: sha256Hex,
+  operations: z.array(z.strictObject({ operationId: text(64), scope: text(100) })).max(16),
+  scopes: z.array(text(100)).max(16),
+  scenarios: z.array(scenarioName).max(8),
+  ttlSeconds: z.number().int().min(1).max(86_400),
+  longTtlSeconds: z.number().int().min(1).max(86_400),
+  renewal: z.boolean(),
+  decisiveShouldChecks: z.array(text(100)).max(64),
 });
 
 export const sessionSchema = z.strictObject({
@@ -148,9 +168,15 @@ export const sessionSchema = z.strictObject({
   stage,
   scenarios: z.array(scenario).max(8),
   journey,
-  exchanges: z.array(exchange).max(maxSessionExchanges),
+  exchanges: z.array(exchange).max(maxSessionExchanges + maxOutsideExchanges),
   tokens: z.array(issuedToken).max(maxSessionExchanges),
   maxExchanges: z.number().int().min(1).max(maxSessionExchanges),
   dropped: count,
+  // Values the recorder shortened to these bounds (each marked "…[N chars]" or "…[N items]").
+  clamped: count.optional(),
   integration: z.strictObject({ name: text(200).optional(), version: text(200).optional() }).optional(),
+  partner: z.strictObject({ id: text(200), name: text(200) }).optional(),
+  plan: plan.optional(),
+  service: z.strictObject({ url: text(300), version: text(50) }).optional(),
+  outsideDropped: count.optional(),
 });

@@ -1,5 +1,6 @@
+import type { CertificationPlan, DigestedPlan } from '../common/certification-plan.js';
 import type { JourneyRecord, ScenarioRecord } from '../common/records.js';
-import type { IntegrationRecord } from '../common/report.js';
+import type { IntegrationRecord, PartnerRecord, ServiceRecord } from '../common/report.js';
 import { ConformanceError } from '../errors.js';
 import { sessionSchema } from './session-schema.js';
 
@@ -29,9 +30,24 @@ export interface ClientSession {
   /** The recording cap and how many exchanges arrived past it (not recorded). */
   maxExchanges: number;
   dropped: number;
+  /**
+   * How many recorded values the stage shortened to the bounds a session file may hold (a string
+   * ends with "…[N chars]", a list with an item "…[N items]"): absent when none was.
+   */
+  clamped?: number;
   /** The integration certified, as named when the run started (`--partner`, `--integration-version`). */
   integration?: IntegrationRecord;
+  /** The vendor's partner whose run this is, as the host (the certification service) names it. */
+  partner?: PartnerRecord;
+  /** The certification plan the run followed (a certification run only), with its digest. */
+  plan?: DigestedPlan;
+  /** The service that hosted the run. */
+  service?: ServiceRecord;
+  /** Exchanges from outside (none of the run's credentials or tokens) past the ones kept: counted only. */
+  outsideDropped?: number;
 }
+
+export type { CertificationPlan, DigestedPlan };
 
 export interface StageInfo {
   authUrl: string;
@@ -118,6 +134,12 @@ export interface RecordedExchange {
   injected?: 'revoked' | 'throttled' | 'unavailable';
   /** Reference of the token this exchange issued. */
   issued?: string;
+  /**
+   * The request carried none of the run's credentials or tokens (a token request whose client
+   * authentication is not the run's client, an API call without a token this run issued): recorded
+   * apart, shown, never judged.
+   */
+  outside?: true;
 }
 
 export type Leak =

@@ -1,8 +1,9 @@
 import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { scopes as allScopes } from '@partner-lending/spec';
+import type { DigestedPlan } from '../common/certification-plan.js';
 import { Redactor } from '../common/redact.js';
-import type { IntegrationRecord } from '../common/report.js';
+import type { IntegrationRecord, PartnerRecord, ServiceRecord } from '../common/report.js';
 import type { ClientSession, JourneyRecord, ScenarioName } from './session.js';
 import { maxSessionExchanges } from './session-schema.js';
 import { assembleSession, stageInfoOf } from './stage/assemble.js';
@@ -16,7 +17,9 @@ import { hostOf, listenOn } from './stage/transport.js';
 
 export {
   defaultScopes,
+  grantsEveryScope,
   maxRenewalWindowSeconds,
+  narrowedGrantScopes,
   phasesPlan,
   revocationCall,
   scenarioNames,
@@ -70,6 +73,15 @@ export interface StageOptions {
   clock?: () => number;
   /** The integration certified (`--partner`, `--integration-version`): kept in the session and the report. */
   integration?: IntegrationRecord;
+  /**
+   * A certification run's plan: its scopes, scenarios and lifetimes replace `scopes`, `scenarios`,
+   * `ttlSeconds` and `longTtlSeconds`, and it is kept in the session. Default none (a practice run).
+   */
+  plan?: DigestedPlan;
+  /** The vendor's partner whose run this is (a host names it): kept in the session and the report. */
+  partner?: PartnerRecord;
+  /** The service hosting the run: kept in the session and the report. */
+  service?: ServiceRecord;
 }
 
 export type { StageClient };
@@ -96,11 +108,16 @@ export interface RunningStage {
 /** Starts the certification stage: a strict token endpoint and partner API (the mock) behind a recorder. */
 export async function startStage(options: StageOptions = {}): Promise<RunningStage> {
   const clock = options.clock ?? Date.now;
-  const ttlSeconds = options.ttlSeconds ?? defaultTtlSeconds;
-  const longTtlSeconds = options.longTtlSeconds ?? defaultLongTtlSeconds;
+  const { plan } = options;
+  const ttlSeconds = plan?.ttlSeconds ?? options.ttlSeconds ?? defaultTtlSeconds;
+  const longTtlSeconds = plan?.longTtlSeconds ?? options.longTtlSeconds ?? defaultLongTtlSeconds;
   const shortPhaseMs = shortPhaseLifetimes * ttlSeconds * 1000;
-  const enabled = new Set(options.scenarios ?? scenarioNames);
-  const grant = enabled.has('narrowed-grant') ? [...(options.scopes ?? defaultScopes)] : [...allScopes];
+  const enabled = new Set(plan?.scenarios ?? options.scenarios ?? scenarioNames);
+  const grant = plan
+    ? [...plan.scopes]
+    : enabled.has('narrowed-grant')
+      ? [...(options.scopes ?? defaultScopes)]
+      : [...allScopes];
   const tokenDelayMs = options.tokenDelayMs ?? defaultTokenDelayMs;
   const apiDelayMs = options.apiDelayMs ?? defaultApiDelayMs;
   // Never more than a session file may hold: the stage's own sessions always pass --judge.
@@ -220,6 +237,11 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
       contents,
       maxExchanges,
       integration: options.integration,
+      names: {
+        ...(options.partner && { partner: options.partner }),
+        ...(plan && { plan }),
+        ...(options.service && { service: options.service }),
+      },
       redact: (text) => redactor.redact(text),
     });
   }

@@ -29,7 +29,14 @@ export interface SessionView {
 
 const pathOf = (target: string) => target.split('?')[0]!;
 
-export function viewOf(session: ClientSession): SessionView {
+/**
+ * The session as the checks read it: exchanges from outside the run (`outside`: none of its credentials
+ * or tokens) are left out, so that no outsider sways a verdict.
+ */
+export function viewOf(recorded: ClientSession): SessionView {
+  const session = recorded.exchanges.some((exchange) => exchange.outside)
+    ? { ...recorded, exchanges: recorded.exchanges.filter((exchange) => !exchange.outside) }
+    : recorded;
   const tokens = new Map(session.tokens.map((token) => [token.ref, token]));
   const apiCalls: ApiCall[] = [];
   const tokenRequests: RecordedExchange[] = [];
@@ -61,6 +68,15 @@ export function requestedScopes(exchange: RecordedExchange, authorised: readonly
   const scope = exchange.form?.scope;
   if (scope === undefined || scope.trim() === '') return [...authorised];
   return scope.split(' ').filter((item) => item.length > 0);
+}
+
+/**
+ * What a token request could be granted: the scopes it asked for, narrowed to those the client is
+ * authorised for ("Tokens are limited to the scopes authorised for the partner", API documentation
+ * §5.5). Empty when it asked only for scopes outside the grant.
+ */
+export function grantableScopes(exchange: RecordedExchange, authorised: readonly string[]): string[] {
+  return requestedScopes(exchange, authorised).filter((scope) => authorised.includes(scope));
 }
 
 export const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;

@@ -50,6 +50,41 @@ interface ReportBase {
   checks: CheckResult[];
 }
 
+/** The vendor's partner, as the host of a run (the certification service) names it. */
+export interface PartnerRecord {
+  id: string;
+  name: string;
+}
+
+/** The service that hosted a run: its public URL and version. */
+export interface ServiceRecord {
+  url: string;
+  version: string;
+}
+
+/** The names a host passes in: kept in the session, the report and the attestation. */
+export interface RunNames {
+  partner?: PartnerRecord;
+  plan?: { id: string; digest: string };
+  service?: ServiceRecord;
+}
+
+/** What a certification run exercised, against its plan. */
+export interface Coverage {
+  /** Each operation of the API (the spec's four, in spec order): calls, and answers 2xx. */
+  operations: { operationId: string; calls: number; succeeded: number }[];
+  /** Each scenario of the run's plan: met or not, and why. */
+  scenarios: { id: string; met: boolean; detail?: string }[];
+  /** `must` checks that were not verified (skipped). */
+  mustNotVerified: string[];
+}
+
+/** A certification run's decision and, when it did not pass, why (stable strings, see `certificationReasons`). */
+export interface CertificationOutcome {
+  passed: boolean;
+  reasons: string[];
+}
+
 /** The partner's integration as the report names it. */
 export interface IntegrationRecord {
   name?: string;
@@ -115,6 +150,15 @@ export interface ClientReport extends ReportBase {
   operations: OperationRecord[];
   /** A run of the certification service: its id and its address in the service's API. */
   run?: { id: string; url: string };
+  /** Operations, scenarios and must checks not verified: what the run covered (top of every report). */
+  coverage: Coverage;
+  /** With --certify: whether the run certifies under its plan and, if not, why. */
+  certification?: CertificationOutcome;
+  /** Exchanges that carried none of the run's credentials or tokens: recorded apart, never judged. */
+  outsideTraffic?: { exchanges: number };
+  partner?: PartnerRecord;
+  plan?: { id: string; digest: string };
+  service?: ServiceRecord;
 }
 
 /** How a client report came to be. */
@@ -128,8 +172,27 @@ export interface Provenance {
   sessionSha256: string;
   /** The file judged (rejudged only). */
   sessionFile?: string;
+  /**
+   * Whether a verified signature vouches for the session: true for a run the certification service
+   * recorded, judged and signed (or a report whose attestation was verified); false for a session a
+   * stage recorded on the partner's side — live on this machine, or judged again from a file.
+   */
+  attested: boolean;
+  /** The mark every report format shows: "self-recorded, not attested" for a session judged from a file. */
+  mark: string;
   /** What this kind of report proves, in a sentence for the reviewer. */
   note: string;
+}
+
+/** The mark of a report's provenance, the same words in every format (console, JSON, JUnit, HTML). */
+export function provenanceMark(provenance: Pick<Provenance, 'source' | 'attested'>): string {
+  if (provenance.attested)
+    return provenance.source === 'service'
+      ? 'attested: recorded, judged and signed by the certification service'
+      : 'attested: its signature was verified';
+  if (provenance.source === 'rejudged') return 'self-recorded, not attested';
+  if (provenance.source === 'live') return 'recorded by the local stage, not attested';
+  return 'recorded by the certification service, not attested';
 }
 
 /** How one operation was exercised by the journey. */
@@ -184,6 +247,17 @@ export function reportVerdict(report: AnyReport): ReturnType<typeof verdictOf> {
       text: `FAIL — the run stopped before any check: ${report.stopped.reason}`,
     };
   const journeyFailure = journeyFailureOf(report);
+  if (
+    report.mode === 'client' &&
+    report.certification &&
+    !report.certification.passed &&
+    journeyFailure === undefined
+  )
+    return {
+      code: 1,
+      word: 'FAIL',
+      text: `FAIL — not certified under plan ${report.plan?.id ?? 'of this run'}: ${report.certification.reasons.join('; ')}`,
+    };
   return verdictOf(report.checks, {
     certify: report.certify,
     ...(journeyFailure !== undefined && { journeyFailure }),

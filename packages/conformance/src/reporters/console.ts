@@ -172,6 +172,10 @@ export class ConsoleReporter {
         this.#stream.write(
           `  integration: ${terminalSafe([integration.name, integration.version].filter(Boolean).join(' '))}\n`,
         );
+      // The mark first, painted: a report not attested says so before anything else of its provenance.
+      this.#stream.write(
+        `  ${this.#paint(provenance.attested ? 32 : 33, `provenance: ${provenance.mark}`)}\n`,
+      );
       this.#stream.write(
         `  session SHA-256 ${provenance.sessionSha256} (${provenance.source}${provenance.sessionFile ? `: ${terminalSafe(provenance.sessionFile)}` : ''}): ${provenance.note}\n`,
       );

@@ -132,4 +132,52 @@ describe('attestations: DSSE envelopes of in-toto test results, verified offline
     expect(await main(['verify', files.envelope], usage.io)).toBe(2);
     expect(usage.err()).toContain('--keys is needed');
   });
+
+  it('names whose run it is (partner, integration, plan, service), and --require-pass exits 1 on a failed run', async () => {
+    const names = {
+      partner: { id: 'partner_7f3', name: 'Acme Lending' },
+      integration: { name: 'acme-loans', version: 'v1.4.2' },
+      service: { url: 'https://certify.partner-lending.example', version: '1.2.0' },
+    };
+    const passing = {
+      ...sessionOf([tokenRequest(0, 'T1'), loans(10, 'T1')], [{ ref: 'T1', issuedAt: 5, expAt: 4000 }]),
+      ...names,
+    };
+    const failing = {
+      ...sessionOf(
+        [tokenRequest(0, 'T1'), loans(10, 'T1', 200, { target: '/v3/partner/someone-else/loans' })],
+        [{ ref: 'T1', issuedAt: 5, expAt: 4000 }],
+      ),
+      ...names,
+    };
+    const dir = await mkdtemp(join(tmpdir(), 'verify-names-'));
+    const results: Record<string, { gated: number; plain: number; out: string }> = {};
+    for (const [label, session] of [
+      ['passing', passing],
+      ['failing', failing],
+    ] as const) {
+      const { envelope, jwks, statement } = await attested('ed25519', session);
+      expect(statement.predicate.partner).toEqual(names.partner);
+      expect(statement.predicate.service).toEqual(names.service);
+      expect(statement.predicate.integration).toEqual(names.integration);
+      const file = join(dir, `${label}.json`);
+      const keys = join(dir, `${label}-jwks.json`);
+      await writeFile(file, JSON.stringify(envelope));
+      await writeFile(keys, JSON.stringify(jwks));
+      const plain = run();
+      const gated = run();
+      results[label] = {
+        plain: await main(['verify', file, '--keys', keys], plain.io),
+        gated: await main(['verify', file, '--keys', keys, '--require-pass'], gated.io),
+        out: plain.out() + gated.out(),
+      };
+    }
+    expect(results.passing).toMatchObject({ plain: 0, gated: 0 });
+    expect(results.passing!.out).toContain('partner partner_7f3 Acme Lending\n');
+    expect(results.passing!.out).toContain('integration acme-loans v1.4.2\n');
+    expect(results.passing!.out).toContain('service https://certify.partner-lending.example 1.2.0\n');
+    // The signature holds on a failed run (exit 0), but the gate refuses it.
+    expect(results.failing).toMatchObject({ plain: 0, gated: 1 });
+    expect(results.failing!.out).toContain('--require-pass: the attested run did not pass (result FAILED)');
+  });
 });

@@ -30,7 +30,7 @@ function io(env: Record<string, string | undefined> = process.env, signal?: Abor
 const tempDir = () => mkdtemp(join(tmpdir(), 'client-cli-'));
 
 describe('partner-conformance client', () => {
-  it('certifies the SDK journey (exit 0, every check passed) and --judge re-derives the same verdicts offline', async () => {
+  it('a practice run of the SDK journey passes every check, and --judge re-derives the same verdicts offline', async () => {
     const dir = await tempDir();
     const paths = {
       json: join(dir, 'reports', 'r.json'),
@@ -44,7 +44,6 @@ describe('partner-conformance client', () => {
         'client',
         '--ttl',
         '2',
-        '--certify',
         '--report-json',
         paths.json,
         '--report-html',
@@ -63,7 +62,9 @@ describe('partner-conformance client', () => {
     const report = JSON.parse(await readFile(paths.json, 'utf8'));
     expect(report.schemaVersion).toBe(3);
     expect(report.mode).toBe('client');
-    expect(report.certify).toBe(true);
+    expect(report.certify).toBe(false);
+    expect(report.plan).toBeUndefined();
+    expect(run.out()).toContain('plan      none — a practice run');
     for (const check of report.checks) expect(check.status, `${check.id}: ${check.details}`).toBe('passed');
     expect(report.journey).toMatchObject({ exitCode: 0, ending: 'exited' });
     expect(report.journey.command.at(-1)).toBe(journey);
@@ -80,9 +81,7 @@ describe('partner-conformance client', () => {
 
     const again = io();
     const rejudged = join(dir, 'rejudged.json');
-    expect(
-      await main(['client', '--judge', paths.session, '--certify', '--report-json', rejudged], again.io),
-    ).toBe(0);
+    expect(await main(['client', '--judge', paths.session, '--report-json', rejudged], again.io)).toBe(0);
     const second = JSON.parse(await readFile(rejudged, 'utf8'));
     const verdicts = (r: { checks: Array<{ id: string; status: string; details: string }> }) =>
       r.checks.map(({ id, status, details }) => ({ id, status, details }));
@@ -90,6 +89,61 @@ describe('partner-conformance client', () => {
     const sessionText = await readFile(paths.session, 'utf8');
     expect(sessionText).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\./);
   }, 90_000);
+
+  it('--certify follows the certification plan: the reference client certifies, with the coverage at the top of the console, JSON, JUnit and HTML reports; practice flags are refused', async () => {
+    const dir = await tempDir();
+    const paths = { json: join(dir, 'r.json'), junit: join(dir, 'r.xml'), html: join(dir, 'r.html') };
+    const referenceClient = fileURLToPath(new URL('../clients/reference-client.mjs', import.meta.url));
+    const run = io({ ...process.env, BUG: '', JOURNEY_SECONDS: '18' });
+    const code = await main(
+      [
+        'client',
+        '--certify',
+        '--report-json',
+        paths.json,
+        '--report-junit',
+        paths.junit,
+        '--report-html',
+        paths.html,
+        '--',
+        process.execPath,
+        referenceClient,
+      ],
+      run.io,
+    );
+    expect(code, run.out()).toBe(0);
+    const out = run.out();
+    const top = out.indexOf('plan      partner-lending-default-v1');
+    expect(top).toBeGreaterThan(0);
+    expect(top).toBeLessThan(out.indexOf('client-bearer-header'));
+    for (const line of [
+      'operation ✓ listLoans',
+      'operation ✓ createLoanDraft',
+      'operation ✓ createJournalUpdate',
+      'operation ✓ createRepayment',
+      'scenario  ✓ narrowed-grant: met',
+      'scenario  ✓ renewal: met',
+      'must not verified: none',
+      'certification: every operation succeeded',
+    ])
+      expect(out).toContain(line);
+    const report = JSON.parse(await readFile(paths.json, 'utf8'));
+    expect(Object.keys(report).indexOf('coverage')).toBeLessThan(Object.keys(report).indexOf('checks'));
+    expect(report.certification).toEqual({ passed: true, reasons: [] });
+    expect(report.plan.id).toBe('partner-lending-default-v1');
+    expect(await readFile(paths.junit, 'utf8')).toContain('name="scenario:narrowed-grant" value="met"');
+    const html = await readFile(paths.html, 'utf8');
+    expect(html.indexOf('<h2>Coverage</h2>')).toBeLessThan(html.indexOf('<h2>Decision</h2>'));
+    expect(html).toContain('operation ✓ createRepayment');
+
+    const refused = io();
+    expect(
+      await main(['client', '--certify', '--ttl', '2', '--', process.execPath, referenceClient], refused.io),
+    ).toBe(2);
+    expect(refused.err()).toContain(
+      '--ttl changes the certification plan, which --certify follows as it is (plan partner-lending-default-v1); drop --ttl, or drop --certify for a practice run',
+    );
+  }, 120_000);
 
   it('a judged session that was tampered into a failure fails (the verdict comes from the session)', async () => {
     const dir = await tempDir();

@@ -21,7 +21,7 @@ function need(what: string, command: string, args: string[], install: string): v
   try {
     execFileSync(command, args, { stdio: 'ignore', timeout: 30_000 });
   } catch {
-    throw new Error(`${what} is missing: ${install} (`pnpm prerequisites --install` installs it)`);
+    throw new Error(`${what} is missing: ${install} (pnpm prerequisites --install installs it)`);
   }
 }
 

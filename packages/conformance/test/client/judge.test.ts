@@ -56,9 +56,9 @@ describe('client checks, judged as pure functions of a session', () => {
     expect(verdict(hasty, 'client-retry-after').status).toBe('failed');
     const seconds = sessionOf([tokenRequest(0, 'T1'), throttled('2'), loans(1500, 'T1')], tokens);
     expect(verdict(seconds, 'client-retry-after').details).toContain('said Retry-After 2 s');
-    // A call that set out before the 429 left the stage is in flight, not a follow-up.
+    // A call that arrived before the 429 was complete is in flight, not a follow-up.
     const inFlight = sessionOf(
-      [tokenRequest(0, 'T1'), throttled('2'), loans(1050, 'T1'), loans(3100, 'T1')],
+      [tokenRequest(0, 'T1'), { ...throttled('2'), at: 950 }, loans(990, 'T1'), loans(3100, 'T1')],
       tokens,
     );
     expect(verdict(inFlight, 'client-retry-after').status).toBe('passed');

@@ -3,9 +3,18 @@
 //   token-per-call · cached-past-exp · token-in-query · secret-to-api · ignore-retry-after ·
 //   replay-create · retry-loop-401 · stampede · other-partner · wrong-scheme · no-audience ·
 //   broad-scope · ignore-grant · create-as-text · serialised-herd · reactive-renewal · retry-other-op ·
-//   no-calls
+//   granted-scope-cache · burst-after-429 · no-calls
+// Correct variants a library may also be: RENEW_AHEAD_SECONDS=300 renews that far ahead of expiry
+// (each worker fetches its own token under a lock, checking the cache again once it holds it),
+// WORKERS=3 makes three calls at a time, ASK_ALL=1 asks every token request for all four scopes.
 const bug = process.env.BUG ?? '';
 const seconds = Number(process.env.JOURNEY_SECONDS ?? 5);
+const renewAheadMs = Number(process.env.RENEW_AHEAD_SECONDS ?? 0.6) * 1000;
+const locked = process.env.RENEW_AHEAD_SECONDS !== undefined;
+const workers = Math.max(2, Number(process.env.WORKERS ?? 2));
+// granted-scope-cache asks for all four scopes too, as clients written against the whole API do.
+const askAll = process.env.ASK_ALL === '1' || bug === 'granted-scope-cache';
+const allScopes = 'read:loans create:loan_draft create:journal_update create:repayment';
 const env = (name) => {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set`);
@@ -33,7 +42,7 @@ async function requestToken(scope) {
     client_id: clientId,
     client_secret: clientSecret,
     // broad-scope asks for every operation's scope, whatever it calls.
-    scope: bug === 'broad-scope' ? 'read:loans create:loan_draft' : scope,
+    scope: bug === 'broad-scope' ? 'read:loans create:loan_draft' : askAll ? allScopes : scope,
     audience,
   };
   if (bug === 'no-audience') delete form.audience;
@@ -52,27 +61,55 @@ async function requestToken(scope) {
   };
 }
 
+// The cache key of a call's token: the scopes it asks for (all four under ASK_ALL).
+const keyOf = (scope) => (askAll ? allScopes : scope);
+const fresh = (held) => held !== undefined && Date.now() < held.expiresAt - renewAheadMs;
+
 async function tokenFor(scope) {
   if (bug === 'token-per-call') return requestToken(scope);
-  const held = cache.get(scope);
-  // Renew 600 ms ahead; cached-past-exp never renews, reactive-renewal only when the API refuses it.
-  const keep = bug === 'cached-past-exp' || bug === 'reactive-renewal';
-  if (held && (keep || Date.now() < held.expiresAt - 600)) return held;
-  if (bug === 'serialised-herd') {
+  if (bug === 'granted-scope-cache') {
+    // Files each token under the scopes granted, looks it up under the scopes asked: never finds it.
+    const held = cache.get(keyOf(scope));
+    if (fresh(held)) return held;
+    if (inFlight.has(keyOf(scope))) return inFlight.get(keyOf(scope));
+    const pending = requestToken(scope).finally(() => inFlight.delete(keyOf(scope)));
+    inFlight.set(keyOf(scope), pending);
+    const got = await pending;
+    cache.set(got.scope, got);
+    return got;
+  }
+  if (locked) {
+    // Renews far ahead, one worker at a time; once it holds the lock it looks at the cache again.
     const turn = lock.then(async () => {
-      const fresh = await requestToken(scope);
-      cache.set(scope, fresh);
-      return fresh;
+      const held = cache.get(keyOf(scope));
+      if (fresh(held)) return held;
+      const got = await requestToken(scope);
+      cache.set(keyOf(scope), got);
+      return got;
     });
     lock = turn.catch(() => {});
     return turn;
   }
-  if (bug !== 'stampede' && inFlight.has(scope)) return inFlight.get(scope);
-  const pending = requestToken(scope).finally(() => inFlight.delete(scope));
-  inFlight.set(scope, pending);
-  const fresh = await pending;
-  cache.set(scope, fresh);
-  return fresh;
+  const held = cache.get(keyOf(scope));
+  // Renew 600 ms ahead; cached-past-exp never renews, reactive-renewal only when the API refuses it.
+  const keep = bug === 'cached-past-exp' || bug === 'reactive-renewal';
+  if (held && (keep || fresh(held))) return held;
+  if (bug === 'serialised-herd') {
+    const turn = lock.then(async () => {
+      const got = await requestToken(scope);
+      cache.set(keyOf(scope), got);
+      return got;
+    });
+    lock = turn.catch(() => {});
+    return turn;
+  }
+  const key = keyOf(scope);
+  if (bug !== 'stampede' && inFlight.has(key)) return inFlight.get(key);
+  const pending = requestToken(scope).finally(() => inFlight.delete(key));
+  inFlight.set(key, pending);
+  const got = await pending;
+  cache.set(key, got);
+  return got;
 }
 
 async function call(method, path, scope, body) {
@@ -83,6 +120,9 @@ async function call(method, path, scope, body) {
     if (bug !== 'ignore-retry-after' && bug !== 'retry-other-op')
       await sleep(Math.max(0, notBefore - Date.now()));
     const { token, partnerId } = await tokenFor(scope);
+    // A 429 may have come while it waited for its token: look again before calling.
+    if (bug !== 'ignore-retry-after' && bug !== 'retry-other-op')
+      await sleep(Math.max(0, notBefore - Date.now()));
     const partner = bug === 'other-partner' ? 'partner-someone-else' : partnerId;
     let url = `${baseUrl}/v3/partner/${partner}/${path}`;
     if (bug === 'token-in-query') url += `${url.includes('?') ? '&' : '?'}access_token=${token}`;
@@ -101,7 +141,7 @@ async function call(method, path, scope, body) {
       if (bug === 'cached-past-exp') return response.status;
       if (retriedAuth) return response.status;
       retriedAuth = true;
-      cache.delete(scope);
+      if (cache.get(keyOf(scope))?.token === token) cache.delete(keyOf(scope));
       continue;
     }
     if ((response.status === 429 || response.status === 503) && attempts < 4) {
@@ -110,6 +150,14 @@ async function call(method, path, scope, body) {
       // retry-other-op waits before calling this operation again, but calls another one meanwhile.
       if (bug === 'retry-other-op' && path !== 'loan_draft')
         await call('POST', 'loan_draft', 'create:loan_draft', { note: 'meanwhile' });
+      // burst-after-429 waits too, but first sends three more calls one after another, at once.
+      if (bug === 'burst-after-429' && response.status === 429)
+        for (let burst = 0; burst < 3; burst++) {
+          const more = await fetch(`${baseUrl}/v3/partner/${partnerId}/loans?limit=1&burst=${burst}`, {
+            headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+          });
+          await more.arrayBuffer();
+        }
       if (method === 'POST' && bug !== 'replay-create') return response.status;
       await sleep(wait);
       continue;
@@ -120,17 +168,45 @@ async function call(method, path, scope, body) {
 
 const statuses = [];
 // Two calls at once at the start: the single flight of token requests shows (or the stampede).
-statuses.push(
-  ...(await Promise.all([
-    call('GET', 'loans?limit=5', 'read:loans'),
-    call('GET', 'loans?limit=5&offset=5', 'read:loans'),
-  ])),
-);
+const together = (limit) =>
+  Array.from({ length: workers }, (_, index) =>
+    call('GET', `loans?limit=${limit}&offset=${index * limit}`, 'read:loans'),
+  );
+statuses.push(...(await Promise.all(together(5))));
+// Authorised for all four scopes (a certification run): every create is made until it succeeds once — a
+// create answered 503 is not re-sent, but made again later as new business (another body); a create
+// whose token was refused or narrowed is not called, and is tried again in a later round.
+const authorised = (process.env.PARTNER_SCOPES ?? '').split(' ');
+const creates =
+  authorised.length === 4
+    ? [
+        ['loan_draft', 'create:loan_draft'],
+        ['journals', 'create:journal_update'],
+        ['repayments', 'create:repayment'],
+      ]
+    : [];
 // broad-scope never creates: its tokens carry create:loan_draft for nothing.
-if (bug !== 'broad-scope')
+if (bug === 'broad-scope') creates.length = 0;
+else if (authorised.length !== 4)
   statuses.push(await call('POST', 'loan_draft', 'create:loan_draft', { amount: 2500, currency: 'EUR' }));
+let round = 0;
+async function createsRound() {
+  round += 1;
+  for (const [path, scope] of [...creates]) {
+    const held = await tokenFor(scope).catch(() => undefined);
+    if (!held || !` ${held.scope ?? scope} `.includes(` ${scope} `)) {
+      cache.delete(scope);
+      continue;
+    }
+    const status = await call('POST', path, scope, { amount: 2500, currency: 'EUR', round });
+    statuses.push(status);
+    if (status >= 200 && status < 300) creates.splice(creates.indexOf(creates.find(([p]) => p === path)), 1);
+  }
+}
+if (creates.length > 0) await createsRound();
 // An operation outside the grant: the token endpoint refuses the scope (or narrows it); do not call it.
-const repayment = await requestToken('create:repayment').catch(() => undefined);
+const repayment =
+  authorised.length === 4 ? undefined : await requestToken('create:repayment').catch(() => undefined);
 if (repayment && /create:repayment/.test(repayment.scope ?? ''))
   statuses.push(await call('POST', 'repayments', 'create:repayment', { amount: 1 }));
 else if (bug === 'ignore-grant') {
@@ -139,14 +215,10 @@ else if (bug === 'ignore-grant') {
     statuses.push(await call('POST', 'repayments', 'read:loans', { amount: 1, attempt }));
 }
 const end = Date.now() + seconds * 1000;
-// Two calls at a time: renewals happen under concurrency (single flight, or the herd).
+// Two calls at a time (WORKERS): renewals happen under concurrency (single flight, or the herd).
 while (Date.now() < end) {
-  statuses.push(
-    ...(await Promise.all([
-      call('GET', 'loans?limit=10', 'read:loans'),
-      call('GET', 'loans?limit=10&offset=10', 'read:loans'),
-    ])),
-  );
+  statuses.push(...(await Promise.all(together(10))));
+  if (creates.length > 0) await createsRound();
   await sleep(250);
 }
 console.log(

@@ -54,11 +54,12 @@ describe('formatJsonReport', () => {
       'tool',
       'mode',
       'certify',
+      'integration',
+      'coverage',
       'stage',
       'journey',
       'scenarios',
       'recording',
-      'integration',
       'provenance',
       'operations',
       'run',
@@ -73,6 +74,15 @@ describe('formatJsonReport', () => {
     expect(parsed.provenance.source).toBe('service');
     expect(parsed.integration).toEqual({ name: 'Acme', version: 'v1' });
     expect(parsed.run.id).toBe('run_1');
+    // The coverage, near the top: the four operations of the spec, the must checks not verified.
+    expect(parsed.coverage.operations.map((item: { operationId: string }) => item.operationId)).toEqual([
+      'listLoans',
+      'createLoanDraft',
+      'createJournalUpdate',
+      'createRepayment',
+    ]);
+    expect(parsed.coverage.operations[0]).toEqual({ operationId: 'listLoans', calls: 1, succeeded: 1 });
+    expect(parsed.coverage.mustNotVerified).toEqual(parsed.notVerified);
     expect(parsed.operations.find((item: { calls: number }) => item.calls > 0)).toBeDefined();
     // Without a run (the CLI's own reports), no run key at all.
     const { run: _run, ...local } = client;

@@ -49,13 +49,24 @@ describe('formatJunitReport', () => {
     const suites = [
       new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '' }).parse(xml).testsuites.testsuite,
     ].flat();
-    for (const suite of suites)
-      expect(suite.properties.property).toEqual([
+    for (const suite of suites) {
+      expect(suite.properties.property.slice(0, 4)).toEqual([
         { name: 'session-sha256', value: 'ab'.repeat(32) },
         { name: 'provenance', value: 'rejudged' },
+        { name: 'attested', value: 'false' },
+        { name: 'provenance-mark', value: 'self-recorded, not attested' },
         { name: 'integration', value: 'Acme <Lending>' },
         { name: 'integration-version', value: 'v1.2.3' },
       ]);
+      // The coverage a certification decides on follows.
+      expect(suite.properties.property).toEqual(
+        expect.arrayContaining([
+          { name: 'plan', value: 'none (practice run)' },
+          { name: 'operation:listLoans', value: '1 calls, 1 succeeded' },
+          { name: 'operation:createRepayment', value: '0 calls, 0 succeeded' },
+        ]),
+      );
+    }
     // A server report has none (negative control).
     expect(formatJunitReport(report)).not.toContain('session-sha256');
   });

@@ -14,7 +14,7 @@ const cli = process.env.REDIS_CLI ?? 'redis-cli';
 async function launch(port, root) {
   // A directory per node: a replica's full sync writes an RDB file there.
   const dir = join(root, String(port));
-  await mkdir(dir);
+  await mkdir(dir, { recursive: true });
   const node = launchRedis([
     '--port',
     String(port),
@@ -108,6 +108,17 @@ export async function startCluster() {
       const node = nodes.find((n) => n.port === port);
       node.child.kill('SIGKILL');
       await node.exited;
+    },
+    /**
+     * Starts a killed node again on its port with its own nodes.conf: it rejoins the cluster as a
+     * replica of the node promoted in its place. Resolves once the cluster is healthy again.
+     */
+    async restart(port) {
+      const index = nodes.findIndex((n) => n.port === port);
+      const node = await launch(port, dir);
+      nodes[index] = node;
+      await node.ready;
+      await cluster.waitHealthy();
     },
     async stop() {
       for (const n of nodes) n.child.kill('SIGKILL');

@@ -19,7 +19,7 @@ export async function startSentinel() {
   const [primaryPort, replicaPort, sentinelPort] = [await freePort(), await freePort(), await freePort()];
   const node = async (port, extra = []) => {
     const dir = join(root, String(port));
-    await mkdir(dir);
+    await mkdir(dir, { recursive: true });
     const base = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
     return {
       port,
@@ -43,14 +43,22 @@ export async function startSentinel() {
       'bind 127.0.0.1',
       `sentinel monitor ${PRIMARY_NAME} 127.0.0.1 ${primaryPort} 1`,
       `sentinel down-after-milliseconds ${PRIMARY_NAME} 1000`,
-      `sentinel failover-timeout ${PRIMARY_NAME} 5000`,
+      // A new failover of the same primary may start 2 × this after the last one (repeated failovers).
+      `sentinel failover-timeout ${PRIMARY_NAME} 2000`,
       '',
     ].join('\n'),
   );
   const sentinel = { port: sentinelPort, ...launchRedis([config, '--sentinel'], /\+monitor master/) };
   await sentinel.ready;
   const nodes = { [primaryPort]: primary, [replicaPort]: replica };
-  return {
+  const synced = async (port) =>
+    /master_link_status:up/.test(
+      await run(cli, ['-p', String(port), 'info', 'replication']).then(
+        (r) => r.stdout,
+        () => '',
+      ),
+    );
+  const servers = {
     sentinelRootNodes: [{ host: '127.0.0.1', port: sentinelPort }],
     /** The port of the current primary, as the sentinel says. */
     async primaryPort() {
@@ -67,10 +75,29 @@ export async function startSentinel() {
       nodes[port].child.kill('SIGKILL');
       await nodes[port].exited;
     },
+    /**
+     * Starts a killed node again on its port as a replica of the current primary, and resolves once it
+     * has synced and the sentinel lists it (so that the next failover can promote it).
+     */
+    async restart(port) {
+      const current = await servers.primaryPort();
+      nodes[port] = await node(port, ['--replicaof', '127.0.0.1', String(current)]);
+      await nodes[port].ready;
+      for (let i = 0; ; i++) {
+        const replicas = await run(cli, ['-p', String(sentinelPort), 'sentinel', 'replicas', PRIMARY_NAME])
+          .then((r) => r.stdout)
+          .catch(() => '');
+        const listed = replicas.includes(String(port)) && !/s_down|o_down|disconnected/.test(replicas);
+        if (listed && (await synced(port))) return;
+        if (i > 300) throw new Error(`the restarted node :${port} did not sync and show in the sentinel`);
+        await sleep(100);
+      }
+    },
     async stop() {
-      for (const n of [primary, replica, sentinel]) n.child.kill('SIGKILL');
-      await Promise.all([primary.exited, replica.exited, sentinel.exited]);
+      for (const n of [...Object.values(nodes), sentinel]) n.child.kill('SIGKILL');
+      await Promise.all([...Object.values(nodes), sentinel].map((n) => n.exited));
       await rm(root, { recursive: true, force: true });
     },
   };
+  return servers;
 }

@@ -1,6 +1,7 @@
-import type { IntegrationRecord } from '../../common/report.js';
+import type { IntegrationRecord, RunNames } from '../../common/report.js';
 import { tool } from '../../version.js';
-import type { ClientSession, JourneyRecord, StageInfo } from '../session.js';
+import type { ClientSession, DigestedPlan, JourneyRecord, StageInfo } from '../session.js';
+import { fitSession } from '../session-bounds.js';
 import type { LedgerContents } from './ledger.js';
 import { shortPhaseLifetimes } from './scenarios.js';
 
@@ -36,7 +37,9 @@ export function stageInfoOf(stage: {
 
 /**
  * The session file of a stage: what it was, what it recorded, and the journey — the journey's command
- * and any survivor redacted as every recorded value is (a secret passed on the command line included).
+ * and any survivor redacted as every recorded value is (a secret passed on the command line included),
+ * every value within the bounds a session file may hold (shortened visibly and counted in `clamped`),
+ * so that the stage's own session always reads back for `--judge` and `verify`.
  */
 export function assembleSession(parts: {
   stage: StageInfo;
@@ -46,10 +49,13 @@ export function assembleSession(parts: {
   contents: LedgerContents;
   maxExchanges: number;
   integration?: IntegrationRecord | undefined;
+  /** The names the host passed in (partner, service) and the plan a certification run followed. */
+  names?: Omit<RunNames, 'plan'> & { plan?: DigestedPlan };
   redact: (text: string) => string;
 }): ClientSession {
+  const names = parts.names ?? {};
   const { journey, contents, redact } = parts;
-  return {
+  return fitSession({
     kind: 'partner-conformance-client-session',
     sessionVersion: 2,
     tool,
@@ -67,5 +73,10 @@ export function assembleSession(parts: {
     maxExchanges: parts.maxExchanges,
     dropped: contents.dropped,
     ...(parts.integration && { integration: { ...parts.integration } }),
-  };
+    ...(names.partner && { partner: { id: names.partner.id, name: names.partner.name } }),
+    ...(names.plan && { plan: structuredClone(names.plan) }),
+    ...(names.service && { service: { url: names.service.url, version: names.service.version } }),
+    ...(contents.outsideDropped !== undefined &&
+      contents.outsideDropped > 0 && { outsideDropped: contents.outsideDropped }),
+  });
 }

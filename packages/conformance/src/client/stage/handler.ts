@@ -52,6 +52,23 @@ type ExchangeBase = Omit<
 
 const json = (value: unknown) => JSON.stringify(value);
 
+/** A token-request form with its `scope` replaced (the narrowed grant asks the token endpoint for less). */
+function withScope(text: string, scopes: readonly string[]): Buffer {
+  const form = new URLSearchParams(text);
+  form.set('scope', scopes.join(' '));
+  return Buffer.from(form.toString());
+}
+
+/** The narrowed grant left nothing of what was asked: refused as RFC 6749 §5.2 says. */
+const narrowedRefusal = (): StageAnswer => ({
+  status: 400,
+  headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
+  body: json({
+    error: 'invalid_scope',
+    error_description: 'none of the requested scopes is granted to this client for this request',
+  }),
+});
+
 /**
  * The stage's request handler: answers a request as the scenario plan says (the mock answers the rest),
  * and records the exchange, redacted, in the ledger. `target` is the request's path and query relative
@@ -157,13 +174,28 @@ export function createStageHandler(context: StageHandlerContext) {
     const path = target.split('?')[0]!;
     let answer: StageAnswer;
     if (server === 'auth') {
+      let forwarded = body;
+      let refused: StageAnswer | undefined;
       if (path === '/oauth/token' && method === 'POST') {
         exchange.form = reader.tokenFormOf(text, req.headers);
-        // The narrowed grant is exercised the first time the journey asks for more than it is granted.
-        await ledger.tokenRequested((exchange.form.scope ?? '').split(' ').filter(Boolean), at, number);
+        // Without the run's secret (or a leak of it) the request is not the journey's: kept apart, and
+        // it plays no scenario step (an outsider cannot use up the narrowed grant).
+        if (!exchange.form.secretMatches && exchange.leaks.length === 0) exchange.outside = true;
+        else {
+          // The narrowed grant is exercised the first time the journey asks for more than it is granted;
+          // with every scope authorised, that request is granted fewer scopes than it asked for.
+          const narrowed = await ledger.tokenRequested(
+            (exchange.form.scope ?? '').split(' ').filter(Boolean),
+            at,
+            number,
+          );
+          if (Array.isArray(narrowed))
+            if (narrowed.length === 0) refused = narrowedRefusal();
+            else forwarded = withScope(text, narrowed);
+        }
       }
       if (path === '/oauth/token') mock.setTokenTtl(context.ttlNow());
-      answer = await forward(req, target, mock.authUrl, body, agent);
+      answer = refused ?? (await forward(req, target, mock.authUrl, forwarded, agent));
       if (path === '/oauth/token' && answer.status === 200) {
         const draft = context.draftOf(answer.body, exchange.seq);
         if (draft) exchange.issued = (await ledger.issue(draft)).ref;
@@ -175,7 +207,11 @@ export function createStageHandler(context: StageHandlerContext) {
       const bearer = reader.bearerOf(req.headers.authorization);
       if (bearer) exchange.bearer = bearer;
       const issued = bearer?.wellFormed && bearerValue ? known.get(bearerValue) : undefined;
-      const injected = await ledger.play(method, path, issued, since(), at, number);
+      // No token this run issued and none of its credentials anywhere: not the journey's call.
+      if (bearer?.token === undefined && exchange.leaks.length === 0) exchange.outside = true;
+      const injected = exchange.outside
+        ? undefined
+        : await ledger.play(method, path, issued, since(), at, number);
       if (injected) {
         exchange.injected = injected;
         answer = injectedAnswer(injected);
@@ -183,7 +219,8 @@ export function createStageHandler(context: StageHandlerContext) {
         answer = context.recordBeforeAnswer
           ? await dispatchBuffered(req, target, body, mock)
           : await dispatch(req, res, target, body, mock);
-        await ledger.apiAnswered(answer.status, answer.headers['www-authenticate'], at, number);
+        if (!exchange.outside)
+          await ledger.apiAnswered(answer.status, answer.headers['www-authenticate'], at, number);
       }
     }
     exchange.status = answer.status;

@@ -1,4 +1,5 @@
 import type { IssuedToken, RecordedExchange, ScenarioRecord } from '../session.js';
+import { maxOutsideExchanges } from '../session-schema.js';
 import type { ScenarioPlayer } from './scenarios.js';
 import type { TokenDraft } from './tokens.js';
 
@@ -18,8 +19,17 @@ export interface StageLedger {
   tokensByValue(values: readonly string[]): Promise<Map<string, IssuedToken>>;
   /** Registers a token the stage issued and gives it its reference (`T1`, `T2`, …). */
   issue(draft: TokenDraft): Promise<IssuedToken>;
-  /** A token request asked for `scopes` (the narrowed grant fires the first time it asks beyond it). */
-  tokenRequested(scopes: readonly string[], at: number, seq: number): Promise<void>;
+  /**
+   * A token request asked for `scopes` (the narrowed grant fires the first time it asks beyond it). The
+   * answer, when the narrowed grant narrows this request, is the scopes to grant instead (empty: refuse
+   * it invalid_scope): see `ScenarioPlayer.tokenRequested`.
+   */
+  tokenRequested(
+    scopes: readonly string[],
+    at: number,
+    seq: number,
+    // biome-ignore lint/suspicious/noConfusingVoidType: a ledger written before the narrowing answers nothing (it never narrows)
+  ): Promise<readonly string[] | undefined | void>;
   /**
    * The step to play on an API call carrying `issued`, if any; a step played is recorded as fired, and a
    * revocation revokes `issued` (its `revokedAt` is set).
@@ -50,6 +60,8 @@ export interface LedgerContents {
   tokens: IssuedToken[];
   scenarios: ScenarioRecord[];
   dropped: number;
+  /** Exchanges from outside the run past `maxOutsideExchanges`: counted, not kept. */
+  outsideDropped?: number;
 }
 
 /** A ledger in memory, with what it holds readable at any time (the local stage's). */
@@ -66,6 +78,8 @@ export function memoryLedger(options: { maxExchanges: number; scenarios: Scenari
   const tokens: IssuedToken[] = [];
   const byValue = new Map<string, IssuedToken>();
   let dropped = 0;
+  let outsideKept = 0;
+  let outsideDropped = 0;
   let seq = 0;
   return {
     nextSeq: async () => ++seq,
@@ -81,12 +95,12 @@ export function memoryLedger(options: { maxExchanges: number; scenarios: Scenari
     async issue(draft) {
       const issued: IssuedToken = { ref: `T${byValue.size + 1}`, ...draft.token };
       // A token issued past the recording cap is known (its calls are recognised) but not listed.
-      if (exchanges.length < maxExchanges) tokens.push(issued);
+      if (exchanges.length - outsideKept < maxExchanges) tokens.push(issued);
       byValue.set(draft.value, issued);
       return issued;
     },
     async tokenRequested(scopes, at, number) {
-      scenarios.tokenRequested(scopes, at, number);
+      return scenarios.tokenRequested(scopes, at, number);
     },
     async play(method, path, issued, now, at, number) {
       const injected = scenarios.injectionFor(method, path, issued, now);
@@ -97,7 +111,14 @@ export function memoryLedger(options: { maxExchanges: number; scenarios: Scenari
       scenarios.apiAnswered(status, challenge, at, number);
     },
     async record(exchange) {
-      if (exchanges.length < maxExchanges) exchanges.push(exchange);
+      if (exchange.outside) {
+        if (outsideKept < maxOutsideExchanges) {
+          outsideKept += 1;
+          exchanges.push(exchange);
+        } else outsideDropped += 1;
+        return;
+      }
+      if (exchanges.length - outsideKept < maxExchanges) exchanges.push(exchange);
       else dropped += 1;
     },
     contents: () => ({
@@ -105,6 +126,7 @@ export function memoryLedger(options: { maxExchanges: number; scenarios: Scenari
       tokens: tokens.map((item) => ({ ...item })),
       scenarios: scenarios.records.map((item) => ({ ...item })),
       dropped,
+      ...(outsideDropped > 0 && { outsideDropped }),
     }),
   };
 }

@@ -151,15 +151,16 @@ export function requestReader(
     const inBody = params.has('client_id') || params.has('client_secret');
     const id = basic?.id ?? params.get('client_id') ?? undefined;
     const secret = basic?.secret ?? params.get('client_secret') ?? undefined;
+    // The fields are kept redacted, as every recorded value is: a secret sent in one never lands in the session.
     return {
-      ...(params.has('grant_type') && { grantType: params.get('grant_type')! }),
-      ...(params.has('scope') && { scope: params.get('scope')! }),
-      ...(params.has('audience') && { audience: params.get('audience')! }),
-      resource: params.getAll('resource'),
+      ...(params.has('grant_type') && { grantType: redact(params.get('grant_type')!) }),
+      ...(params.has('scope') && { scope: redact(params.get('scope')!) }),
+      ...(params.has('audience') && { audience: redact(params.get('audience')!) }),
+      resource: params.getAll('resource').map(redact),
       clientAuth: basic && inBody ? 'both' : basic ? 'basic' : inBody ? 'body' : 'none',
       clientIdMatches: id === client.clientId,
       secretMatches: secret === client.clientSecret,
-      repeated: [...counts].filter(([, count]) => count > 1).map(([key]) => key),
+      repeated: [...counts].filter(([, count]) => count > 1).map(([key]) => redact(key)),
     };
   }
 

@@ -1,4 +1,4 @@
-import { matchPath, operations } from '@partner-lending/spec';
+import { scopes as allScopes, matchPath, operations } from '@partner-lending/spec';
 import type { IssuedToken, RecordedExchange, ScenarioName, ScenarioRecord } from '../session.js';
 
 /** The scenario steps a stage can play; `--scenario NAME…` picks some, `--no-faults` none. */
@@ -22,6 +22,15 @@ export const maxRenewalWindowSeconds = 300;
 /** The grant of the stage's client under `narrowed-grant` unless `--scopes` says otherwise. */
 export const defaultScopes = ['read:loans', 'create:loan_draft'];
 /**
+ * What one token request is granted at most when the client is authorised for every scope (a
+ * certification run): the narrowed grant is then played by the token endpoint, once.
+ */
+export const narrowedGrantScopes: readonly string[] = ['read:loans'];
+
+/** Whether `grant` authorises every scope: `narrowed-grant` then narrows one token request instead. */
+export const grantsEveryScope = (grant: readonly string[]) =>
+  allScopes.every((scope) => grant.includes(scope));
+/**
  * The two phases of a session, and why, in one sentence for every report: expiry is judged on short
  * tokens, reuse on long ones, so that a client renewing up to 300 s ahead of expiry is judged fairly.
  */
@@ -34,7 +43,9 @@ export function scenarioPlans(grant: readonly string[]): Record<ScenarioName, st
     revocation: `the token of the ${ordinal(revocationCall)} API call that would have succeeded is revoked at that call: it and every later call carrying that token get 401 invalid_token`,
     throttle: `the ${ordinal(throttleCall)} API call that would have succeeded gets 429 with Retry-After: ${throttleRetryAfterSeconds}`,
     unavailable: `the first create (POST) that would have succeeded gets 503 with Retry-After: ${unavailableRetryAfterSeconds}; nothing is created`,
-    'narrowed-grant': `the client is authorised for ${grant.join(' ')} only (not all four scopes); a token's scope is requested ∩ authorised, and an operation outside it gets 403 insufficient_scope`,
+    'narrowed-grant': grantsEveryScope(grant)
+      ? `the client is authorised for all four scopes, and the first token request that asks for a scope other than ${narrowedGrantScopes.join(' ')} (or, with no scope parameter, would be granted one) is granted ${narrowedGrantScopes.join(' ')} at most — refused invalid_scope when it asked for none of it; a correct client does not call an operation its token lacks, and asks again later`
+      : `the client is authorised for ${grant.join(' ')} only (not all four scopes); a token's scope is requested ∩ authorised, and an operation outside it gets 403 insufficient_scope`,
   };
 }
 
@@ -96,8 +107,13 @@ export interface ScenarioPlayer {
   readonly records: ScenarioRecord[];
   /** The player's whole state (a JSON value): a stage whose state lives elsewhere restores the player from it. */
   state(): ScenarioState;
-  /** A token request asked for `scopes`: the narrowed grant fires the first time it asks beyond the grant. */
-  tokenRequested(scopes: readonly string[], at: number, seq: number): void;
+  /**
+   * A token request asked for `scopes` (empty: no scope parameter): the narrowed grant fires the first
+   * time it asks beyond the grant. When the client is authorised for every scope, the first request
+   * asking beyond `narrowedGrantScopes` is narrowed: the answer is the scopes to grant it instead (empty:
+   * refuse it invalid_scope); undefined grants what was asked.
+   */
+  tokenRequested(scopes: readonly string[], at: number, seq: number): readonly string[] | undefined;
   /** The step to play on an API call carrying `issued` (a well-formed bearer), if any. */
   injectionFor(
     method: string,
@@ -145,7 +161,15 @@ export function playScenarios(
     state: () => ({ records: records.map((item) => ({ ...item })), eligibleCalls }),
     tokenRequested(scopes, at, seq) {
       const narrowed = scenario('narrowed-grant');
-      if (narrowed.enabled && scopes.some((item) => !grant.includes(item))) fire('narrowed-grant', at, seq);
+      if (!narrowed.enabled || narrowed.firedAt !== undefined) return undefined;
+      if (!grantsEveryScope(grant)) {
+        if (scopes.some((item) => !grant.includes(item))) fire('narrowed-grant', at, seq);
+        return undefined;
+      }
+      const asked = scopes.length > 0 ? scopes.filter((item) => grant.includes(item)) : grant;
+      if (asked.every((item) => narrowedGrantScopes.includes(item))) return undefined;
+      fire('narrowed-grant', at, seq);
+      return asked.filter((item) => narrowedGrantScopes.includes(item));
     },
     injectionFor(method, path, issued, now) {
       if (!issued) return undefined;

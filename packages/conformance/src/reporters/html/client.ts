@@ -1,6 +1,7 @@
 import type { ClientSession } from '../../client/session.js';
 import { phasesPlan } from '../../client/stage/scenarios.js';
 import { type ClientReport, decisionLines } from '../../common/report.js';
+import { coverageLines } from '../coverage.js';
 import { headHtml, htmlEscape, num, provenanceHtml, sectionsHtml, verdictHtml } from './page.js';
 import { timelineSvg } from './timeline.js';
 
@@ -39,6 +40,13 @@ ${headHtml(`Partner Lending integration certification — ${command}`)}
 <body>
 <h1>Partner Lending integration certification</h1>
 ${verdictHtml(report)}
+<p class="provenance-mark"><strong>${htmlEscape(provenance.mark)}</strong></p>
+<h2>Coverage</h2>
+<ul class="coverage">
+${coverageLines(report)
+  .map((line) => `<li>${htmlEscape(line)}</li>`)
+  .join('\n')}
+</ul>
 <h2>Decision</h2>
 <ul class="decision">
 ${decisionLines(report)
@@ -51,6 +59,7 @@ ${operations}
 <h2>Run</h2>
 <dl>
 <dt>Integration</dt><dd>${integration?.name || integration?.version ? htmlEscape([integration.name, integration.version].filter(Boolean).join(' — ')) : '<span class="muted">not named (--partner, --integration-version)</span>'}</dd>
+<dt>Attested</dt><dd><strong>${provenance.attested ? 'yes' : 'no'}</strong>: ${htmlEscape(provenance.mark)}</dd>
 <dt>Provenance</dt><dd><strong>${htmlEscape(provenance.source === 'live' ? 'live run' : provenance.source === 'rejudged' ? 'judged again from a session file' : 'certification service')}</strong>${provenance.sessionFile ? ` (<code>${htmlEscape(provenance.sessionFile)}</code>)` : ''}: ${htmlEscape(provenance.note)}</dd>
 <dt>Session SHA-256</dt><dd><code>${htmlEscape(provenance.sessionSha256)}</code></dd>
 <dt>Tool</dt><dd>${htmlEscape(report.tool.name)} ${htmlEscape(report.tool.version)} (client mode)</dd>

@@ -2,8 +2,19 @@ import { clientFailed, clientNotVerified, clientPassed, defineClientCheck } from
 import type { RecordedExchange } from '../../session.js';
 import { type ApiCall, firstAtOrAfter, line, seconds } from '../../view.js';
 
-/** Calls that started this soon after the 429/503 left the stage were already in flight; a retry this close to the time given counts as on time. */
+/** A retry this close to the time given counts as on time (timers and whole-second clocks). */
 export const retryAfterGraceMs = 100;
+
+/**
+ * How long after the 429/503 was complete a call may still arrive and count as already in flight:
+ * the answer's way to the client and a call it had already set out on, on the stage's loopback. It
+ * never reaches the delay the stage holds every API answer (`apiDelayMs`), so that of calls made one
+ * after another — each started after the previous one was answered — at most the first can fit in it.
+ */
+export const inFlightTransitMs = 10;
+
+/** The window after the answer in which a call was already in flight, for a session's stage. */
+export const inFlightWindowMs = (apiDelayMs: number) => Math.max(0, Math.min(inFlightTransitMs, apiDelayMs));
 
 /** Seconds of a Retry-After header (delay-seconds or an HTTP date, RFC 9110 §10.2.3). */
 export function retryAfterMs(exchange: RecordedExchange, sessionStart: number): number | undefined {
@@ -21,11 +32,10 @@ export default defineClientCheck({
   severity: 'should',
   reference: 'RFC 9110 §10.2.3, §15.6.4; RFC 6585 §4',
   citation:
-    '"Servers send the "Retry-After" header field to indicate how long the user agent ought to wait before making a follow-up request." (RFC 9110 §10.2.3); 429 "MAY include a Retry-After header indicating how long to wait before making a new request" (RFC 6585 §4)',
+    '"Servers send the "Retry-After" header field to indicate how long the user agent ought to wait before making a follow-up request." (RFC 9110 §10.2.3); 429 "MAY include a Retry-After header indicating how long to wait before making a new request" (RFC 6585 §4) — a follow-up is a request the client could send after the answer arrived; one it had sent before is not',
   precondition:
     'the throttle or unavailable scenario fired and the journey called the API again afterwards (a follow-up to judge)',
-  records:
-    'each 429/503 the stage sent with its Retry-After, and every later API call, of any operation, that came before the time given',
+  records: `each 429/503 the stage sent with its Retry-After, and every later API call, of any operation, that came before the time given; a call counts as already in flight only when it arrived before the answer was complete (or within ${inFlightTransitMs} ms after, its way back on loopback, never as long as the stage holds an API answer)`,
   fix: 'read Retry-After (seconds or an HTTP date) on 429 and 503 and send no request to the API — of any operation — until that time has passed',
   judge({ session, apiCalls }) {
     const start = Date.parse(session.startedAt);
@@ -41,12 +51,14 @@ export default defineClientCheck({
     for (const episode of timed) {
       const wait = retryAfterMs(episode.exchange, start)!;
       const sent = episode.exchange.end;
-      // Calls arriving within the grace were in flight when the answer left (arrival order: a range).
+      // In flight: arrived before the answer was complete, or on its heels (the answer's way back);
+      // every call after could only have been sent once the client had the answer (arrival order: a range).
       const from = firstAtOrAfter(
         apiCalls.map((call) => call.exchange),
-        sent + retryAfterGraceMs,
+        sent + inFlightWindowMs(session.stage.apiDelayMs),
       );
-      const followUps: ApiCall[] = apiCalls.slice(from);
+      // Never the episode itself (an answer can be complete the millisecond its request arrived).
+      const followUps: ApiCall[] = apiCalls.slice(Math.max(from, apiCalls.indexOf(episode) + 1));
       evidence.push(episode.exchange);
       if (followUps.length === 0) continue;
       const early = followUps.filter((call) => call.exchange.at < sent + wait - retryAfterGraceMs);

@@ -1,6 +1,6 @@
 import type { IssuedToken, RecordedExchange } from '../../session.js';
 import { maxRenewalWindowSeconds } from '../../stage/scenarios.js';
-import { requestedScopes, type SessionView, sortedIndex } from '../../view.js';
+import { grantableScopes, type SessionView, sortedIndex } from '../../view.js';
 
 /** Usable life of a token as the client learns it: until the earlier of exp and expires_in. */
 export const lifeOf = (token: IssuedToken) =>
@@ -32,7 +32,9 @@ export interface AskedAgain {
 
 /**
  * Long-phase token requests made while the client held a live, unrefused long token covering the
- * scopes asked, with more than the longest mainstream renewal window (300 s, and 30 s for a clock
+ * scopes asked that the client is authorised for (what the token endpoint grants: asked ∩ authorised,
+ * §5.5 — a client asking for all four scopes and granted two holds a covering token once it has
+ * those two, and an MSAL-style cache filing tokens under the granted scopes misses it by itself), with more than the longest mainstream renewal window (300 s, and 30 s for a clock
  * ahead of the stage's) of life left: no renewal policy explains them. O(n log n): the tokens are indexed by scope set and issue time.
  */
 export function askedAgainWhileHeld(view: SessionView): AskedAgain[] {
@@ -72,7 +74,10 @@ function findAskedAgain(view: SessionView): AskedAgain[] {
   const found: AskedAgain[] = [];
   for (const request of tokenRequests) {
     if (request.at < session.stage.shortPhaseMs) continue;
-    const wanted = requestedScopes(request, authorised);
+    // What this request could be granted: asked ∩ authorised. A request for nothing it may have
+    // (only scopes outside the grant) is refused or narrowed to nothing: not a renewal, not judged here.
+    const wanted = grantableScopes(request, authorised);
+    if (wanted.length === 0) continue;
     let best: AskedAgain | undefined;
     for (const list of bySet.values()) {
       if (!wanted.every((scope) => list[0]!.scope.includes(scope))) continue;
@@ -117,7 +122,8 @@ export function renewedAheadInShortPhase(view: SessionView): number {
     const held = short[sortedIndex(short, request.at, (token) => token.issuedAt) - 1];
     if (!held || endOf(held) <= request.at || (held.revokedAt !== undefined && held.revokedAt <= request.at))
       continue;
-    if (requestedScopes(request, authorised).every((scope) => held.scope.includes(scope))) count += 1;
+    const wanted = grantableScopes(request, authorised);
+    if (wanted.length > 0 && wanted.every((scope) => held.scope.includes(scope))) count += 1;
   }
   return count;
 }

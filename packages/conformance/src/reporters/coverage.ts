@@ -1,0 +1,39 @@
+import type { ClientReport } from '../common/report.js';
+
+/**
+ * The top of every client report, in lines: the plan (or a practice run), each operation with its calls
+ * and successes, each scenario met or not and why, the must checks not verified, the traffic from
+ * outside the run, the names the host gave, and — for a certification run — why it does not certify.
+ */
+export function coverageLines(report: ClientReport): string[] {
+  const { coverage } = report;
+  const lines = [
+    report.plan
+      ? `plan      ${report.plan.id} (sha256 ${report.plan.digest}) — ${report.certify ? 'certification run' : 'judged without --certify'}`
+      : 'plan      none — a practice run (certifies nothing; run with --certify to follow the certification plan)',
+  ];
+  if (report.partner) lines.push(`partner   ${report.partner.id} ${report.partner.name}`);
+  if (report.service) lines.push(`service   ${report.service.url} (version ${report.service.version})`);
+  for (const item of coverage.operations)
+    lines.push(
+      `operation ${item.succeeded > 0 ? '✓' : '✗'} ${item.operationId}: ${item.calls} call${item.calls === 1 ? '' : 's'}, ${item.succeeded} succeeded`,
+    );
+  for (const item of coverage.scenarios)
+    lines.push(
+      `scenario  ${item.met ? '✓' : '✗'} ${item.id}: ${item.met ? 'met' : 'not met'}${item.detail ? ` — ${item.detail}` : ''}`,
+    );
+  lines.push(
+    `must not verified: ${coverage.mustNotVerified.length === 0 ? 'none' : coverage.mustNotVerified.join(', ')}`,
+  );
+  if (report.outsideTraffic)
+    lines.push(
+      `outside traffic: ${report.outsideTraffic.exchanges} exchange${report.outsideTraffic.exchanges === 1 ? '' : 's'} carried none of the run's credentials or tokens — recorded apart, not judged`,
+    );
+  if (report.certification)
+    lines.push(
+      report.certification.passed
+        ? 'certification: every operation succeeded, every scenario was met, every must and decisive check passed'
+        : `certification: not passed — ${report.certification.reasons.join('; ')}`,
+    );
+  return lines;
+}

@@ -1,0 +1,278 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { type MockClient, type RunningMock, startMock } from '../src/index.js';
+import { maxAgeOf } from '../src/production-register.js';
+import { credentials, loansUrl, tokenRequest } from './helpers.js';
+import { type RegisterServer, startRegisterServer } from './support/register-server.js';
+
+// The production profile against a real register server on 127.0.0.1 that signs with a test key.
+// The mock and the register server share one clock the test moves, so max-age and exp are exercised
+// without sleeping.
+
+const all = ['read:loans', 'create:loan_draft', 'create:journal_update', 'create:repayment'];
+const client = (partnerId: string, authorizedScopes = all): MockClient => ({
+  partnerId,
+  clientId: `client-${partnerId}`,
+  clientSecret: `secret-${partnerId}-0123456789`,
+  authorizedScopes,
+});
+const approved = client('ptn_approved');
+const revoked = client('ptn_revoked');
+const expired = client('ptn_expired');
+const lapsed = client('ptn_lapsed');
+const stranger = client('ptn_never');
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setUp(configure: (register: RegisterServer) => void = () => undefined) {
+  const clock = { now: Date.now() };
+  const register = await startRegisterServer();
+  cleanups.push(() => register.close());
+  register.state.now = () => clock.now;
+  const inAYear = new Date(clock.now + 365 * 86_400_000).toISOString();
+  register.state.partners = [
+    {
+      partnerId: approved.partnerId,
+      name: 'Approved Lending',
+      status: 'active',
+      scopes: ['read:loans', 'create:loan_draft'],
+      validUntil: inAYear,
+      decisionId: 'dec_approved',
+    },
+    {
+      partnerId: revoked.partnerId,
+      name: 'Revoked Lending',
+      status: 'revoked',
+      scopes: [],
+      validUntil: null,
+      decisionId: 'dec_revoked',
+    },
+    {
+      partnerId: expired.partnerId,
+      name: 'Expired Lending',
+      status: 'expired',
+      scopes: [],
+      validUntil: '2026-01-01T00:00:00.000Z',
+      decisionId: 'dec_expired',
+    },
+    {
+      // Still active in the register, but its validUntil is only a minute away.
+      partnerId: lapsed.partnerId,
+      name: 'Lapsing Lending',
+      status: 'active',
+      scopes: ['read:loans'],
+      validUntil: new Date(clock.now + 60_000).toISOString(),
+      decisionId: 'dec_lapsing',
+    },
+  ];
+  configure(register);
+  const mock = await startMock({
+    profile: 'production',
+    clients: [approved, revoked, expired, lapsed, stranger],
+    register: { url: register.registerUrl, key: register.key },
+    clock: () => clock.now,
+  });
+  cleanups.push(() => mock.close());
+  return { mock, register, clock };
+}
+
+const ask = (mock: RunningMock, who: MockClient, scope?: string) =>
+  tokenRequest(mock, credentials(mock, who, { scope }));
+
+describe('production profile: who gets a token', () => {
+  it('gives an active partner exactly its approved scopes: requested ∩ authorised ∩ approved', async () => {
+    const { mock } = await setUp();
+    const everything = await ask(mock, approved);
+    expect(everything.status).toBe(200);
+    expect(everything.body.scope).toBe('read:loans create:loan_draft');
+    expect(everything.body.partnerId).toBe(approved.partnerId);
+    expect((await ask(mock, approved, 'read:loans create:repayment')).body.scope).toBe('read:loans');
+    const notApprovedScope = await ask(mock, approved, 'create:repayment');
+    expect(notApprovedScope.status).toBe(400);
+    expect(notApprovedScope.body.error).toBe('invalid_scope');
+    expect(notApprovedScope.body.error_description).toContain('approved: read:loans create:loan_draft');
+    // The token works at the API of the same mock, for the approved scope only.
+    const loans = await fetch(loansUrl(mock, approved.partnerId), {
+      headers: { authorization: `Bearer ${everything.body.access_token}` },
+    });
+    expect(loans.status).toBe(200);
+    expect(mock.registerStatus()?.state).toBe('fresh');
+  });
+
+  it('control: the same clients under the deployed profile get every authorised scope', async () => {
+    const plain = await startMock({ clients: [approved] });
+    cleanups.push(() => plain.close());
+    expect((await ask(plain, approved)).body.scope).toBe(all.join(' '));
+    expect(plain.registerStatus()).toBeUndefined();
+  });
+
+  it.each([
+    ['revoked', revoked, `its approval was revoked (decision dec_revoked)`],
+    ['expired', expired, 'its approval expired on 2026-01-01T00:00:00.000Z (decision dec_expired)'],
+    ['never approved', stranger, 'it was never approved'],
+  ])(
+    'refuses a partner %s with unauthorized_client saying why and where to certify',
+    async (_name, who, reason) => {
+      const { mock, register } = await setUp();
+      const answer = await ask(mock, who);
+      expect(answer.status).toBe(400);
+      expect(answer.headers.get('cache-control')).toBe('no-store');
+      expect(answer.body).toEqual({
+        error: 'unauthorized_client',
+        error_description: `partner ${who.partnerId} is not approved for production: ${reason}. Certify your integration at ${register.url} (a certification run, then a reviewer's approval), then ask again`,
+      });
+    },
+  );
+
+  it('refuses an approval whose validUntil has passed by its own clock, even while the register still says active', async () => {
+    const { mock, clock } = await setUp((register) => {
+      register.state.maxAge = 3600;
+    });
+    expect((await ask(mock, lapsed)).status).toBe(200);
+    clock.now += 61_000;
+    const answer = await ask(mock, lapsed);
+    expect(answer.status).toBe(400);
+    expect(answer.body.error_description).toMatch(/its approval expired on .* \(decision dec_lapsing\)/);
+  });
+
+  it('checks client authentication first: a wrong secret is invalid_client, not a register answer', async () => {
+    const { mock } = await setUp();
+    const answer = await tokenRequest(mock, credentials(mock, { ...approved, clientSecret: 'wrong' }));
+    expect(answer.status).toBe(401);
+    expect(answer.body.error).toBe('invalid_client');
+  });
+});
+
+describe('production profile: the register is verified', () => {
+  it.each([
+    ['a tampered signature', (r: RegisterServer) => (r.state.tamper = true), /signature does not verify/],
+    ['the wrong typ', (r: RegisterServer) => (r.state.typ = 'JWT'), /typ/],
+    ['a key that is not in the JWKS', (r: RegisterServer) => (r.state.foreignKey = true), /signature/],
+    ['no kid', (r: RegisterServer) => (r.state.noKid = true), /kid/],
+    ['an expired register', (r: RegisterServer) => (r.state.ttlSeconds = -10), /expired/],
+  ])('issues nothing on %s (fail closed, 503 saying why)', async (_name, spoil, reason) => {
+    const { mock } = await setUp(spoil as (r: RegisterServer) => void);
+    const answer = await ask(mock, approved);
+    expect(answer.status).toBe(503);
+    expect(answer.body.error).toBe('temporarily_unavailable');
+    expect(answer.body.error_description).toMatch(reason);
+    expect(mock.registerStatus()).toMatchObject({ state: 'none', lastError: expect.stringMatching(reason) });
+  });
+
+  it('refuses a wrong register reader key, naming it', async () => {
+    const register = await startRegisterServer();
+    cleanups.push(() => register.close());
+    const mock = await startMock({
+      profile: 'production',
+      clients: [approved],
+      register: { url: register.registerUrl, key: 'not-the-key' },
+    });
+    cleanups.push(() => mock.close());
+    const answer = await ask(mock, approved);
+    expect(answer.status).toBe(503);
+    expect(answer.body.error_description).toContain('answered 401');
+    expect(answer.body.error_description).toContain('register reader key');
+  });
+
+  it('never takes an older register than the one it holds (a replayed copy)', async () => {
+    const { mock, register, clock } = await setUp((r) => {
+      r.state.maxAge = 1;
+    });
+    expect((await ask(mock, approved)).status).toBe(200);
+    register.state.partners[0]!.status = 'revoked';
+    register.state.iatOffset = -3600;
+    clock.now += 2000;
+    await ask(mock, approved);
+    expect(mock.registerStatus()?.lastError).toContain('older than the copy already held');
+  });
+});
+
+describe('production profile: caching and outages', () => {
+  it('honours max-age: no read within it, a conditional read after it, a change taken at once', async () => {
+    const { mock, register, clock } = await setUp((r) => {
+      r.state.maxAge = 30;
+    });
+    expect(register.asked.register).toBe(1); // the read at start
+    for (let i = 0; i < 3; i++) expect((await ask(mock, approved)).status).toBe(200);
+    expect(register.asked.register).toBe(1);
+    clock.now += 31_000;
+    expect((await ask(mock, approved)).status).toBe(200);
+    expect(register.asked.register).toBe(2);
+    expect(register.asked.notModified).toBe(1); // unchanged: 304 to If-None-Match
+    expect(register.asked.ifNoneMatch).toHaveLength(1);
+    expect(mock.registerStatus()).toMatchObject({ state: 'fresh', fetches: 1, notModified: 1 });
+    // A revocation: still served from the copy within max-age, refused once it has passed.
+    register.state.partners[0]!.status = 'revoked';
+    clock.now += 10_000;
+    expect((await ask(mock, approved)).status).toBe(200);
+    expect(register.asked.register).toBe(2);
+    clock.now += 21_000;
+    const refused = await ask(mock, approved);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error_description).toContain('revoked');
+    expect(register.asked.register).toBe(3);
+  });
+
+  it('control: max-age=0 reads the register on every token request', async () => {
+    const { mock, register } = await setUp((r) => {
+      r.state.maxAge = 0;
+    });
+    for (let i = 0; i < 3; i++) await ask(mock, approved);
+    expect(register.asked.register).toBe(4);
+  });
+
+  it('keeps serving on the last valid copy while the service is unreachable, until its exp, then refuses', async () => {
+    const { mock, register, clock } = await setUp((r) => {
+      r.state.maxAge = 5;
+      r.state.ttlSeconds = 120;
+    });
+    expect((await ask(mock, approved)).status).toBe(200);
+    await register.close();
+    clock.now += 10_000;
+    const during = await ask(mock, approved);
+    expect(during.status).toBe(200);
+    expect(during.body.scope).toBe('read:loans create:loan_draft');
+    expect((await ask(mock, revoked)).status).toBe(400); // decisions still come from the copy
+    expect(mock.registerStatus()).toMatchObject({
+      state: 'stale',
+      lastError: expect.stringContaining('could not be reached'),
+    });
+    clock.now += 111_000; // past the copy's exp (120 s after it was signed)
+    const after = await ask(mock, approved);
+    expect(after.status).toBe(503);
+    expect(after.body.error_description).toContain('could not be reached');
+    expect(mock.registerStatus()?.state).toBe('none');
+  });
+});
+
+describe('production profile: options', () => {
+  it('needs a register and explicit clients, and the register only goes with the production profile', async () => {
+    await expect(startMock({ profile: 'production', clients: [approved] })).rejects.toThrow(
+      /'production' profile needs register/,
+    );
+    await expect(
+      startMock({ profile: 'production', register: { url: 'http://127.0.0.1:1/register', key: 'k' } }),
+    ).rejects.toThrow(/and clients/);
+    await expect(
+      startMock({ clients: [approved], register: { url: 'http://127.0.0.1:1/register', key: 'k' } }),
+    ).rejects.toThrow("register is for the 'production' profile only");
+    await expect(
+      startMock({
+        profile: 'production',
+        clients: [approved],
+        register: { url: 'ftp://127.0.0.1/register', key: 'k' },
+      }),
+    ).rejects.toThrow(/register.url must be an http\(s\) URL/);
+  });
+
+  it('reads Cache-Control max-age, and treats no-cache, no-store and its absence as 0', () => {
+    expect(maxAgeOf('max-age=60')).toBe(60);
+    expect(maxAgeOf('public, max-age=5, must-revalidate')).toBe(5);
+    expect(maxAgeOf('no-cache, max-age=60')).toBe(0);
+    expect(maxAgeOf('no-store')).toBe(0);
+    expect(maxAgeOf(null)).toBe(0);
+    expect(maxAgeOf('max-age=abc')).toBe(0);
+  });
+});

@@ -1,0 +1,151 @@
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+
+/**
+ * A small stand-in for the certification service's register endpoints, on 127.0.0.1: GET /register
+ * (a compact JWS, typ partner-register+jwt, signed with a test Ed25519 key) and
+ * GET /.well-known/jwks.json, with ETag / If-None-Match and Cache-Control: max-age, as the service
+ * serves them. Tests change what it serves (partners, typ, the signing key, a tampered signature)
+ * and count what it was asked.
+ */
+
+export interface RegisterPartner {
+  partnerId: string;
+  name: string;
+  status: 'active' | 'revoked' | 'expired';
+  scopes: string[];
+  validUntil: string | null;
+  decisionId: string;
+}
+
+type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
+
+export interface RegisterServer {
+  readonly url: string;
+  readonly registerUrl: string;
+  readonly jwksUrl: string;
+  readonly key: string;
+  /** What the next answers carry; change any field between requests. */
+  readonly state: {
+    partners: RegisterPartner[];
+    maxAge: number;
+    /** Seconds from `now()` to the register's exp. */
+    ttlSeconds: number;
+    typ: string;
+    /** Sign with a key that is not in the JWKS. */
+    foreignKey: boolean;
+    /** Flip a byte of the signature. */
+    tamper: boolean;
+    /** Leave kid out of the header. */
+    noKid: boolean;
+    /** iat/exp are computed from this clock (epoch ms). */
+    now: () => number;
+    /** Extra seconds added to iat (a replayed older register: negative). */
+    iatOffset: number;
+  };
+  /** Requests to /register: total, answered 304, and the If-None-Match values received. */
+  readonly asked: { register: number; notModified: number; ifNoneMatch: string[]; jwks: number };
+  /** Stops answering: the server closes (connections refused from then on). */
+  close(): Promise<void>;
+}
+
+export async function startRegisterServer(options: { key?: string } = {}): Promise<RegisterServer> {
+  const signing: KeyPair = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+  const foreign: KeyPair = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+  const kid = 'register-test-key';
+  const jwk: JWK = { ...(await exportJWK(signing.publicKey)), kid, alg: 'EdDSA', use: 'sig' };
+  const readerKey = options.key ?? 'rr_test_reader_key_0123456789';
+  const state: RegisterServer['state'] = {
+    partners: [],
+    maxAge: 60,
+    ttlSeconds: 300,
+    typ: 'partner-register+jwt',
+    foreignKey: false,
+    tamper: false,
+    noKid: false,
+    now: Date.now,
+    iatOffset: 0,
+  };
+  const asked = { register: 0, notModified: 0, ifNoneMatch: [] as string[], jwks: 0 };
+  let origin = '';
+
+  async function sign(): Promise<string> {
+    const iat = Math.floor(state.now() / 1000) + state.iatOffset;
+    const jws = await new SignJWT({ partners: state.partners })
+      .setProtectedHeader({ alg: 'EdDSA', typ: state.typ, ...(state.noKid ? {} : { kid }) })
+      .setIssuer(origin)
+      .setIssuedAt(iat)
+      .setExpirationTime(Math.floor(state.now() / 1000) + state.ttlSeconds)
+      .sign((state.foreignKey ? foreign : signing).privateKey);
+    if (!state.tamper) return jws;
+    const [header, payload, signature] = jws.split('.') as [string, string, string];
+    const bytes = Buffer.from(signature, 'base64url');
+    bytes[0] = (bytes[0] ?? 0) ^ 0x01;
+    return `${header}.${payload}.${bytes.toString('base64url')}`;
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    if (req.url === '/.well-known/jwks.json') {
+      asked.jwks += 1;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ keys: [jwk] }));
+    }
+    if (req.url !== '/register') {
+      res.writeHead(404, { 'content-type': 'application/problem+json' });
+      return res.end('{"title":"not found"}');
+    }
+    asked.register += 1;
+    if (req.headers.authorization !== `Bearer ${readerKey}`) {
+      res.writeHead(401, { 'content-type': 'application/problem+json', 'www-authenticate': 'Bearer' });
+      return res.end('{"title":"a register reader key is needed"}');
+    }
+    // The ETag names what the register says (not its iat/exp), as a service's would.
+    const etag = `"${createHash('sha256')
+      .update(JSON.stringify([state.partners, state.typ, state.foreignKey, state.tamper, state.noKid]))
+      .digest('base64url')
+      .slice(0, 16)}"`;
+    const cacheControl = `max-age=${state.maxAge}`;
+    const ifNoneMatch = req.headers['if-none-match'];
+    if (typeof ifNoneMatch === 'string') asked.ifNoneMatch.push(ifNoneMatch);
+    if (ifNoneMatch === etag) {
+      asked.notModified += 1;
+      res.writeHead(304, { etag, 'cache-control': cacheControl });
+      return res.end();
+    }
+    const body = await sign();
+    res.writeHead(200, { 'content-type': 'application/jwt', etag, 'cache-control': cacheControl });
+    res.end(body);
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      res.writeHead(500);
+      res.end(String(error));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // A test server stops by itself, whatever the test does.
+  const timer = setTimeout(() => void close(), 120_000);
+  timer.unref();
+  let closing: Promise<void> | undefined;
+  function close(): Promise<void> {
+    clearTimeout(timer);
+    closing ??= new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+    return closing;
+  }
+  return {
+    url: origin,
+    registerUrl: `${origin}/register`,
+    jwksUrl: `${origin}/.well-known/jwks.json`,
+    key: readerKey,
+    state,
+    asked,
+    close,
+  };
+}

@@ -1,0 +1,73 @@
+import type { TokenServer } from './token-server.mjs';
+
+export interface FailoverJob {
+  topology: 'cluster' | 'sentinel';
+  rootNodes?: { url: string }[];
+  sentinelRootNodes?: { host: string; port: number }[];
+  name?: string;
+  tokenUrl: string;
+  audience: string;
+  clientId: string;
+  clientSecret: string;
+  encryptionKey: string;
+  durationMs: number;
+  timeoutMs: number;
+  callers: number;
+  intervalMs?: number;
+  /** node-redis's default reconnection and topology refresh instead of the README's settings. */
+  defaults?: boolean;
+}
+
+export interface FailoverWorkerResult {
+  calls: number;
+  failed: number;
+  errors: Record<string, number>;
+  maxWaitMs: number;
+  overDeadline: number;
+  expired: number;
+  expiredByExp: number;
+  minLeftMs: number | null;
+  tokens: string[];
+  storeEvents: Record<string, number>;
+  timeline: [string, number][];
+}
+
+export interface FailoverOutcome {
+  results: FailoverWorkerResult[];
+  /** Workers that did not exit 0 with a result (a crash), with their output's tail. */
+  crashes: string[];
+  killedAt: number;
+  promotedAt: number;
+  calls: number;
+  failed: number;
+  errors: Record<string, number>;
+  expired: number;
+  foreign: number;
+  overDeadline: number;
+  maxWaitMs: number;
+  minLeftMs: number;
+  /** Per process that left Redis during the failover: ms from the promotion to its last `redis-ready`. */
+  backAfterPromotionMs: number[];
+  /** Per process whose client said 'ready' again (Sentinel): ms from that to the store's `redis-ready`. */
+  backAfterClientReadyMs: number[];
+  /** Processes that left Redis and never said it was back. */
+  neverBack: number;
+  /** Token requests from the kill to the end of the run. */
+  requestsFromKill: number;
+  controls: number;
+  controlsDied: number;
+  controlOutput: string[];
+}
+
+export function runFailover(options: {
+  job: FailoverJob;
+  processes: number;
+  listeners: (i: number) => boolean;
+  controls?: number;
+  tokens: TokenServer;
+  killAtMs: number;
+  kill?: () => Promise<number>;
+  primary?: () => Promise<number>;
+}): Promise<FailoverOutcome>;
+
+export function describeFailover(topology: string, outcome: FailoverOutcome): string;

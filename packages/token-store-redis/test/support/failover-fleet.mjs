@@ -1,0 +1,151 @@
+// A fleet of real `node` processes (failover-worker.mjs) through one primary failover: the primary is
+// SIGKILLed while they call getToken(), the promotion is timed from outside (the topology as Redis
+// reports it), and what every process delivered is checked: expired, foreign, crashed, over deadline,
+// and when each process was back on Redis after the promotion. Used by the tests and the bench.
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+
+const script = fileURLToPath(new URL('./failover-worker.mjs', import.meta.url));
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const digest = (token) => createHash('sha256').update(token).digest('hex').slice(0, 12);
+
+/** Starts one worker with `job`; resolves once it printed READY (20 s at most). */
+function startWorker(job) {
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, FLEET_JOB: JSON.stringify(job), NODE_NO_WARNINGS: '1' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk) => {
+    out += chunk;
+  });
+  child.stderr.on('data', (chunk) => {
+    if (err.length < 20_000) err += chunk;
+  });
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  const ready = new Promise((resolve, reject) => {
+    const timer = setInterval(() => {
+      if (out.includes('READY\n')) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 20);
+    setTimeout(() => {
+      clearInterval(timer);
+      reject(new Error(`worker not READY in 20 s: ${out} ${err}`));
+    }, 20_000).unref();
+    exited.then(() => {
+      clearInterval(timer);
+      reject(new Error(`worker exited before READY: ${out} ${err}`));
+    });
+  });
+  return {
+    ready,
+    go: () => child.stdin.write('go\n'),
+    output: () => out + err,
+    result: async () => {
+      const code = await exited;
+      const last = out.trim().split('\n').pop() ?? '';
+      if (code !== 0 || !last.startsWith('{')) {
+        throw new Error(
+          `worker failed (exit ${code}); stdout: ${out.slice(-300)} stderr: ${err.slice(-600)}`,
+        );
+      }
+      return JSON.parse(last);
+    },
+  };
+}
+
+/**
+ * Runs `processes` workers (`listeners(i)` decides whether the application adds its own 'error'
+ * listener) and `controls` negative controls (the client, a subscription, no store, no listener),
+ * kills the primary at `killAtMs` with `kill()` (resolving with the killed primary) and polls
+ * `primary()` every 50 ms until another one answers: that moment is the promotion. Without `kill`,
+ * nothing is killed (a baseline run); requests are counted from `killAtMs` all the same.
+ */
+export async function runFailover(options) {
+  const { job, processes, tokens } = options;
+  const workers = Array.from({ length: processes }, (_, i) =>
+    startWorker({ ...job, listener: options.listeners(i) }),
+  );
+  const controls = Array.from({ length: options.controls ?? 0 }, () =>
+    startWorker({ ...job, listener: false, bare: true, callers: 1 }),
+  );
+  await Promise.all([...workers, ...controls].map((w) => w.ready));
+  for (const w of [...workers, ...controls]) w.go();
+  await sleep(options.killAtMs);
+  const killedAt = Date.now();
+  let promotedAt = Number.NaN;
+  if (options.kill) {
+    const killed = await options.kill();
+    for (let i = 0; i < 600; i++) {
+      const now = await options.primary().catch(() => killed);
+      if (now !== killed && Number.isFinite(now) && now > 0) {
+        promotedAt = Date.now();
+        break;
+      }
+      await sleep(50);
+    }
+  }
+  const settled = await Promise.allSettled(workers.map((w) => w.result()));
+  const controlSettled = await Promise.allSettled(controls.map((w) => w.result()));
+  const results = [];
+  const crashes = [];
+  settled.forEach((s, i) => {
+    if (s.status === 'fulfilled') results.push(s.value);
+    else crashes.push(`worker ${i}: ${String(s.reason).slice(-600)}`);
+  });
+  const issued = new Set(tokens.issued.map(digest));
+  const backAfterPromotionMs = [];
+  const backAfterClientReadyMs = [];
+  let neverBack = 0;
+  for (const r of results) {
+    const after = r.timeline.filter(([, at]) => at >= killedAt);
+    const lastDown = after.filter(([type]) => type === 'redis-down' || type === 'redis-skipped').at(-1);
+    if (lastDown === undefined) continue;
+    const back = after.find(([type, at]) => type === 'redis-ready' && at >= lastDown[1]);
+    if (back === undefined) {
+      neverBack++;
+      continue;
+    }
+    backAfterPromotionMs.push(back[1] - promotedAt);
+    // What the store added: from the client's own 'ready' (a sentinel's new primary) to the store's.
+    const clientReady = after.filter(([type, at]) => type === 'client-ready' && at <= back[1]).at(-1);
+    if (clientReady !== undefined) backAfterClientReadyMs.push(back[1] - clientReady[1]);
+  }
+  const sum = (pick) => results.reduce((t, r) => t + pick(r), 0);
+  return {
+    results,
+    crashes,
+    killedAt,
+    promotedAt,
+    calls: sum((r) => r.calls),
+    failed: sum((r) => r.failed),
+    errors: results.reduce((all, r) => {
+      for (const [code, n] of Object.entries(r.errors)) all[code] = (all[code] ?? 0) + n;
+      return all;
+    }, {}),
+    expired: sum((r) => r.expired + r.expiredByExp),
+    foreign: results.flatMap((r) => r.tokens).filter((t) => !issued.has(t)).length,
+    overDeadline: sum((r) => r.overDeadline),
+    maxWaitMs: Math.max(0, ...results.map((r) => r.maxWaitMs)),
+    minLeftMs: Math.min(...results.map((r) => r.minLeftMs ?? Number.POSITIVE_INFINITY)),
+    backAfterPromotionMs,
+    backAfterClientReadyMs,
+    neverBack,
+    requestsFromKill: tokens.requestsSince(killedAt),
+    controls: controls.length,
+    controlsDied: controlSettled.filter((s) => s.status === 'rejected').length,
+    controlOutput: controls.map((w) => w.output().slice(-300)),
+  };
+}
+
+const range = (values) => (values.length ? `${Math.min(...values)}–${Math.max(...values)} ms` : 'n/a');
+
+/** One line for the test log (and the bench): the figures of one failover. */
+export function describeFailover(topology, o) {
+  const back = o.backAfterPromotionMs;
+  return `${topology} failover: promoted ${o.promotedAt - o.killedAt} ms after the SIGKILL; ${o.results.length} processes, ${o.crashes.length} crashed; ${o.calls} calls, ${o.failed} failed, ${o.expired} expired, ${o.foreign} foreign, ${o.overDeadline} over deadline, slowest ${o.maxWaitMs} ms, least left at hand-over ${o.minLeftMs} ms; back on Redis after the promotion: ${back.length ? `${range(back)} (${back.length} processes had left)` : 'no process had left'}${o.backAfterClientReadyMs.length ? ` (${range(o.backAfterClientReadyMs)} after the client said ready)` : ''}${o.neverBack ? `, ${o.neverBack} never back` : ''}; ${o.requestsFromKill} token requests from the kill on`;
+}

@@ -1,0 +1,124 @@
+// One process of a fleet through a failover: a node-redis Cluster or Sentinel client the "application"
+// creates and connects (with an 'error' listener of its own, or — `listener: false` — none, as the
+// partners whose fleets crashed had), the Redis store on it, a token provider, and `callers` callers
+// calling getToken() in a loop for `durationMs` once released with "go" on stdin. Each resolved token
+// is checked against the clock at the moment its caller resumes (expiresAt and the JWT exp) and the
+// caller's deadline is checked too. With `bare: true` the worker creates the client, subscribes to a
+// channel as the store does, and has no store: the negative control that a lost primary does raise an
+// 'error' (the process dies of it).
+// Prints one JSON line at the end; tokens appear as digests only, never whole.
+import { createHash } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { createTokenProvider } from '@partner-lending/auth';
+import { createCluster, createSentinel } from 'redis';
+import { createRedisTokenStore } from '../../dist/index.js';
+
+const job = JSON.parse(process.env.FLEET_JOB ?? '{}');
+const digest = (token) => createHash('sha256').update(token).digest('hex').slice(0, 12);
+const jwtExp = (jwt) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString('utf8')).exp;
+
+// The README's settings (unless `defaults: true`): node-redis's own reconnection of a lost node
+// bounded to 500 ms, and a cluster's topology refreshed 250 ms after a node is lost (default 5 s) —
+// node-redis finds the new primary only then, whatever the store does.
+const reconnectStrategy = (retries) => Math.min(50 * 2 ** retries, 500);
+const client =
+  job.topology === 'cluster'
+    ? createCluster({
+        rootNodes: job.rootNodes,
+        defaults: { socket: { connectTimeout: 1_000, ...(job.defaults ? {} : { reconnectStrategy }) } },
+        ...(job.defaults ? {} : { topologyRefreshOnReconnectionAttemptStrategy: 250 }),
+      })
+    : createSentinel({
+        name: job.name,
+        sentinelRootNodes: job.sentinelRootNodes,
+        ...(job.defaults
+          ? {}
+          : {
+              nodeClientOptions: { socket: { reconnectStrategy } },
+              sentinelClientOptions: { socket: { reconnectStrategy } },
+            }),
+      });
+if (job.listener) client.on('error', () => {});
+/** When the store said Redis was back or gone, and when the client itself said it was ready (epoch ms). */
+const timeline = [];
+client.on('ready', () => timeline.length < 500 && timeline.push(['client-ready', Date.now()]));
+await client.connect();
+
+const storeEvents = {};
+const store = job.bare
+  ? undefined
+  : createRedisTokenStore({
+      client,
+      encryptionKey: job.encryptionKey,
+      onEvent: (event) => {
+        storeEvents[event.type] = (storeEvents[event.type] ?? 0) + 1;
+        if (
+          (event.type === 'redis-ready' || event.type === 'redis-down' || event.type === 'redis-skipped') &&
+          timeline.length < 500
+        ) {
+          timeline.push([event.type, Date.now()]);
+        }
+      },
+    });
+const provider = createTokenProvider({
+  tokenUrl: job.tokenUrl,
+  clientId: job.clientId,
+  clientSecret: job.clientSecret,
+  audience: job.audience,
+  dangerouslyAllowInsecureHttp: true,
+  ...(store ? { store } : {}),
+});
+
+// The control subscribes to a channel as the store does (its notices): node-redis reports the lost
+// primary of that pub/sub connection as an 'error' of the client.
+if (job.bare) await client.subscribe('partner-lending-control', () => {});
+await (store ? store.get('warm-up') : Promise.resolve()).catch(() => {});
+console.log('READY');
+const lines = createInterface({ input: process.stdin });
+await new Promise((resolve) => lines.once('line', resolve));
+
+const started = Date.now();
+const result = {
+  calls: 0,
+  failed: 0,
+  errors: {},
+  maxWaitMs: 0,
+  overDeadline: 0,
+  expired: 0,
+  expiredByExp: 0,
+  /** Least time left (ms) of a token at the moment its caller resumed. */
+  minLeftMs: Number.POSITIVE_INFINITY,
+  tokens: [],
+};
+const tokens = new Set();
+const caller = async () => {
+  while (Date.now() - started < job.durationMs) {
+    const t0 = performance.now();
+    try {
+      const token = await provider.getToken({ timeoutMs: job.timeoutMs });
+      const now = Date.now();
+      const waited = performance.now() - t0;
+      if (waited > job.timeoutMs) result.overDeadline++;
+      if (token.expiresAt <= now) result.expired++;
+      if (jwtExp(token.accessToken) * 1000 <= now) result.expiredByExp++;
+      result.minLeftMs = Math.min(result.minLeftMs, token.expiresAt - now);
+      if (tokens.size < 1_000) tokens.add(digest(token.accessToken));
+    } catch (error) {
+      result.failed++;
+      const code = error?.code ?? String(error);
+      result.errors[code] = (result.errors[code] ?? 0) + 1;
+      if (performance.now() - t0 > job.timeoutMs + 50) result.overDeadline++;
+    }
+    const waited = performance.now() - t0;
+    if (waited > result.maxWaitMs) result.maxWaitMs = Math.round(waited);
+    result.calls++;
+    await new Promise((resolve) => setTimeout(resolve, job.intervalMs ?? 20));
+  }
+};
+await Promise.all(Array.from({ length: job.callers ?? 5 }, caller));
+result.tokens = [...tokens];
+console.log(JSON.stringify({ ...result, storeEvents, timeline }));
+await store?.close();
+await Promise.race([client.close().catch(() => {}), new Promise((r) => setTimeout(r, 2_000))]);
+lines.close();
+process.exit(0);
