@@ -16,6 +16,7 @@ import {
   api,
   bin,
   type CreatedRun,
+  conformanceBin,
   journeyEnv,
   runCommand,
   type ServeProcess,
@@ -104,7 +105,14 @@ describe.each([['embedded'], ['postgres']] as const)(
     let serve: ServeProcess | undefined;
     let receiver: Receiver & { setSecret(secret: string): void };
     let mock: Awaited<ReturnType<typeof startProductionMock>> | undefined;
-    const args = () => ['--data-dir', join(dir, 'data'), '--register-max-age', String(maxAge), '--plan', join(dir, 'plan.json')];
+    const args = () => [
+      '--data-dir',
+      join(dir, 'data'),
+      '--register-max-age',
+      String(maxAge),
+      '--plan',
+      join(dir, 'plan.json'),
+    ];
     const adminJson = async (...adminArgs: string[]) => {
       const result = await runCommand(
         process.execPath,
@@ -119,9 +127,12 @@ describe.each([['embedded'], ['postgres']] as const)(
       dir = mkdtempSync(join(tmpdir(), `pcs-prod-e2e-${store}-`));
       const keyFile = join(dir, 'attestation-key.pem');
       writeFileSync(keyFile, ed25519Pem(), { mode: 0o600 });
-    // The vendor's plan: listing loans (what the reference journey does with success), 2-s tokens so
-    // that a 9-s journey renews them. Production then grants read:loans, and only that.
-    writeFileSync(join(dir, 'plan.json'), JSON.stringify({ id: 'e2e-plan', operations: ['listLoans'], ttlSeconds: 2 }));
+      // The vendor's plan: listing loans (what the reference journey does with success), 2-s tokens so
+      // that a 9-s journey renews them. Production then grants read:loans, and only that.
+      writeFileSync(
+        join(dir, 'plan.json'),
+        JSON.stringify({ id: 'e2e-plan', operations: ['listLoans'], ttlSeconds: 2 }),
+      );
       env = {
         SIGNING_KEY_FILE: keyFile,
         DATABASE_URL: store === 'postgres' ? await postgres.database('e2e') : '',
@@ -144,19 +155,26 @@ describe.each([['embedded'], ['postgres']] as const)(
     }
 
     /** Clicks a form's button and expects the service to take it (a 303 to the next page). */
-  async function submit(page: Page, button: string): Promise<void> {
-    if ((await page.locator(button).count()) !== 1)
-      throw new Error(`no ${button} on ${page.url()}: ${(await page.textContent('main'))?.replace(/\s+/g, ' ').slice(0, 1500)}`);
-    const [response] = await Promise.all([
-      page.waitForResponse((r) => r.request().method() === 'POST'),
-      page.click(button),
-    ]);
-    if (response.status() !== 303)
-      throw new Error(`the form answered ${response.status()}: ${(await response.text()).replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').slice(0, 800)}`);
-    await page.waitForLoadState();
-  }
+    async function submit(page: Page, button: string): Promise<void> {
+      if ((await page.locator(button).count()) !== 1)
+        throw new Error(
+          `no ${button} on ${page.url()}: ${(await page.textContent('main'))?.replace(/\s+/g, ' ').slice(0, 1500)}`,
+        );
+      const [response] = await Promise.all([
+        page.waitForResponse((r) => r.request().method() === 'POST'),
+        page.click(button),
+      ]);
+      if (response.status() !== 303)
+        throw new Error(
+          `the form answered ${response.status()}: ${(await response.text())
+            .replace(/<[^>]+>/g, ' ')
+            .replace(/\s+/g, ' ')
+            .slice(0, 800)}`,
+        );
+      await page.waitForLoadState();
+    }
 
-  it('certifies, approves, opens production, revokes, and loses no webhook through a SIGKILL and an outage', async () => {
+    it('certifies, approves, opens production, revokes, and loses no webhook through a SIGKILL and an outage', async () => {
       // The operator: a partner, a reviewer, the production side's register key, the partner console's webhook.
       const partner = await adminJson('add-partner', '--name', 'Acme Lending');
       const reviewer = await adminJson('add-reviewer', '--name', 'Rita Reviewer');
@@ -168,9 +186,7 @@ describe.each([['embedded'], ['postgres']] as const)(
       const url = serve.url;
 
       // The partner certifies through the service with the reference journey.
-      const run: CreatedRun = (
-        await api(url, partner.apiKey, 'POST', '/api/runs', { certify: true })
-      ).json();
+      const run: CreatedRun = (await api(url, partner.apiKey, 'POST', '/api/runs', { certify: true })).json();
       const journey = await runCommand(process.execPath, [referenceClient], {
         env: { ...journeyEnv(run), JOURNEY_SECONDS: '9' },
         timeoutMs: 60_000,
@@ -233,6 +249,38 @@ describe.each([['embedded'], ['postgres']] as const)(
       expect(approved.data).toMatchObject({ partnerId: partner.partnerId, runId: run.id });
       const approvedScopes = approved.data.scopes as string[];
       expect(approvedScopes).toEqual(['read:loans']);
+
+      // The partner's signed decision verifies offline on the attestation it rests on; a one-byte change does not.
+      const statement = await api(
+        url,
+        partner.apiKey,
+        'GET',
+        `/api/decisions/${String(approved.data.decisionId)}/statement`,
+      );
+      expect(statement.status).toBe(200);
+      const attestation = await api(url, partner.apiKey, 'GET', `/api/runs/${run.id}/attestation`);
+      writeFileSync(join(dir, 'decision.json'), statement.text);
+      writeFileSync(join(dir, 'attestation.json'), attestation.text);
+      const verify = (file: string) =>
+        runCommand(process.execPath, [
+          conformanceBin,
+          'verify',
+          join(dir, file),
+          '--keys',
+          `${url}/.well-known/jwks.json`,
+          '--attestation',
+          join(dir, 'attestation.json'),
+        ]);
+      const verified = await verify('decision.json');
+      expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+      const envelope = JSON.parse(statement.text) as { payload: string };
+      const payload = Buffer.from(envelope.payload, 'base64');
+      payload.writeUInt8(payload.readUInt8(20) ^ 1, 20);
+      writeFileSync(
+        join(dir, 'changed.json'),
+        JSON.stringify({ ...envelope, payload: payload.toString('base64') }),
+      );
+      expect((await verify('changed.json')).code).not.toBe(0);
 
       // The production mock now issues a token with the approved scopes exactly, and the SDK lists loans.
       const granted = await until(
