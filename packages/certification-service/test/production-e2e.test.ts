@@ -374,6 +374,23 @@ describe.each([['embedded'], ['postgres']] as const)(
         ).values(),
       ];
       expect(order).toEqual([...decisions].reverse().map((d) => d.id));
+
+      // The delivery log in the UI: the second approval's delivery shows the refused attempts and the
+      // one taken; sent again by hand, it arrives again with the same webhook-id.
+      const second = accepted.filter((e) => e.type === 'partner.approved')[1]!;
+      const ui = await signedIn(serve.url, reviewer.credential!);
+      await ui.goto(`${serve.url}/ui/webhooks`);
+      await ui.click(`tr:has-text("${second.id}") a[href^="/ui/webhooks/deliveries/"]`);
+      const log = (await ui.textContent('main'))!;
+      expect(log).toContain('delivered');
+      expect(log).toContain('503');
+      expect(log).toContain('204');
+      await submit(ui, 'button:has-text("Send again")');
+      await receiver.until(
+        () => receiver.accepted().filter((e) => e.id === second.id).length >= 2,
+        'the delivery sent again',
+      );
+      await ui.close();
     });
   },
 );
