@@ -323,7 +323,7 @@ describe('refresh ahead', () => {
       const first = await provider.getToken();
       const lifetime = first.expiresAt - clock.now();
       expect(lifetime).toBeGreaterThan(1_000);
-      // The hard window is 5 % of the lifetime but at least 300 ms (at most a quarter of the lifetime).
+      // The hard window is 5 % of the lifetime but at least 300 ms (at most a fifth of the lifetime).
       clock.set(first.expiresAt - Math.max(0.13 * lifetime, 320));
       expect((await provider.getToken()).accessToken).toBe(first.accessToken);
       expect(local.tokenRequests()).toBe(1);

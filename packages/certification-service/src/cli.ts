@@ -1,9 +1,13 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { addPartner, addReviewer } from './admin.js';
 import { type Database, openDatabase } from './db/database.js';
 import { migrate } from './db/migrations.js';
 import { ServiceError } from './errors.js';
 import { loadSigningKey } from './keys.js';
+import { createLogger } from './observability/logger.js';
+import { type MetricsServer, serveMetrics } from './observability/metrics.js';
+import { startTracing } from './observability/tracing.js';
 import { addRegisterReader } from './register/register.js';
 import type { RunLimits } from './runs/runs.js';
 import { startService } from './server.js';
@@ -12,7 +16,7 @@ import { addWebhook } from './webhooks/admin.js';
 import { parseEventList } from './webhooks/events.js';
 
 const usage = `Usage:
-  partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR]
+  partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR] [--trust-forwarded-for]
   partner-certification-service admin add-partner --name NAME [--json] [--data-dir DIR]
   partner-certification-service admin add-reviewer --name NAME [--json] [--data-dir DIR]
   partner-certification-service admin add-register-reader --name NAME [--json] [--data-dir DIR]
@@ -31,6 +35,14 @@ serve
   --approval-valid-days N  an approval for production is valid N days (default 365)
   --expiry-notice-days N   an approval expiring within N days is announced (approval.expiring) (default 30)
   --register-max-age S     the register's Cache-Control max-age, seconds (default 60)
+  --trust-forwarded-for  a reviewer's sign-in address is the last X-Forwarded-For entry (behind a proxy that
+                     sets it), not the socket's; failed sign-ins are limited per address (default off)
+  --retain-days N    purge the sessions, reports, attestations and exchanges of runs ended N days ago that
+                     no decision rests on (their digests stay in the audit log) (default: keep everything)
+  --metrics-port N   serve GET /metrics (Prometheus text format) on this port (default: no metrics served)
+  --metrics-host H   the interface of the metrics port (default 127.0.0.1)
+  --log-format F     json: one JSON line per event on stdout; text: lines for a person on stderr
+                     (default: text when stdout is a terminal, json otherwise)
 
 admin (the same storage options as serve)
   add-partner        prints the partner id and its API key, once (only a hash is stored)
@@ -47,6 +59,10 @@ admin (the same storage options as serve)
 Environment
   DATABASE_URL       postgres://USER:PASSWORD@HOST:PORT/DB: PostgreSQL instead of the embedded database
   SIGNING_KEY_FILE   the attestation key (private JWK or PEM, Ed25519 or ES256); generated into --data-dir when unset
+  SECRETS_KEY_FILE   a file of at least 32 random characters that seals the secrets the service keeps (a run's
+                     stage key); derived from the attestation key when unset
+  OTEL_EXPORTER_OTLP_ENDPOINT  export traces over OTLP/HTTP (JSON) to this collector (default: no traces);
+                     the other standard OTEL_* variables apply (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS…)
 
   --help             this text      --version   the version`;
 
@@ -74,6 +90,11 @@ async function main(argv: string[]): Promise<void> {
         'approval-valid-days': { type: 'string' },
         'expiry-notice-days': { type: 'string' },
         'register-max-age': { type: 'string' },
+        'trust-forwarded-for': { type: 'boolean' },
+        'metrics-port': { type: 'string' },
+        'retain-days': { type: 'string' },
+        'metrics-host': { type: 'string' },
+        'log-format': { type: 'string' },
         name: { type: 'string' },
         url: { type: 'string' },
         events: { type: 'string' },
@@ -110,6 +131,11 @@ async function main(argv: string[]): Promise<void> {
       'approval-valid-days',
       'expiry-notice-days',
       'register-max-age',
+      'trust-forwarded-for',
+      'metrics-port',
+      'metrics-host',
+      'retain-days',
+      'log-format',
     ] as const)
       if (values[flag] !== undefined) fail(`--${flag} is an option of serve, not of admin`);
     if (sub === 'add-webhook') {
@@ -224,42 +250,92 @@ async function main(argv: string[]): Promise<void> {
     expiryNoticeDays: whole('expiry-notice-days', values['expiry-notice-days'], 0, 3_650),
     registerMaxAgeSeconds: whole('register-max-age', values['register-max-age'], 0, 86_400),
   };
+  const retainDays = whole('retain-days', values['retain-days'], 1, 36_500);
+  const metricsPort = whole('metrics-port', values['metrics-port'], 0, 65_535);
+  if (values['metrics-host'] !== undefined && metricsPort === undefined)
+    fail('--metrics-host needs --metrics-port N');
+  const logFormat = values['log-format'] ?? (process.stdout.isTTY ? 'text' : 'json');
+  if (logFormat !== 'json' && logFormat !== 'text')
+    fail(`--log-format takes json or text, got ${JSON.stringify(logFormat.slice(0, 40))}`);
+  const logger = logFormat === 'json' ? createLogger() : undefined;
+  const tracing = await startTracing().catch((error: unknown) => fail((error as Error).message));
   const db = await openStorage(databaseUrl, dataDir);
   const key = await loadSigningKey({
     file: process.env.SIGNING_KEY_FILE || undefined,
     dataDir: databaseUrl && !values['data-dir'] ? await ensureDir(dataDir) : await ensureDir(dataDir),
-    warn: (line) => process.stderr.write(`partner-certification-service: warning: ${line}\n`),
+    warn: (line) =>
+      logger
+        ? logger.warn({ event: 'signing-key.generated' }, line)
+        : process.stderr.write(`partner-certification-service: warning: ${line}\n`),
   }).catch(async (error: unknown) => {
     await db.close();
     throw error;
   });
+  const secretsKey = readSecretsKey(process.env.SECRETS_KEY_FILE || undefined);
   const service = await startService({
     db,
     signingKey: key,
+    ...(secretsKey && { secretsKey }),
+    ...(values['trust-forwarded-for'] && { trustForwardedFor: true }),
     host: values.host ?? '127.0.0.1',
     port,
     limits,
     production: Object.fromEntries(Object.entries(production).filter(([, value]) => value !== undefined)),
     ...(publicUrl && { publicUrl }),
+    ...(logger && { logger }),
+    ...(retainDays !== undefined && { retainDays }),
   }).catch(async (error: unknown) => {
     await db.close();
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE')
       fail(`port ${port} is in use: choose another with --port`);
     throw error;
   });
-  process.stderr.write(
+  let metrics: MetricsServer | undefined;
+  if (metricsPort !== undefined)
+    metrics = await serveMetrics({
+      db,
+      port: metricsPort,
+      ...(values['metrics-host'] && { host: values['metrics-host'] }),
+    }).catch(async (error: unknown) => {
+      await service.close();
+      await db.close();
+      fail(
+        (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
+          ? `metrics port ${metricsPort} is in use: choose another with --metrics-port`
+          : `cannot serve the metrics: ${(error as Error).message}`,
+      );
+    });
+  const storage = `${db.kind === 'embedded' ? `embedded PGlite in ${db.where}` : `PostgreSQL at ${db.where}`}; attestation key ${key.kid} from ${key.source}`;
+  const human =
     `partner-certification-service ${tool.version} listening on ${service.url} (public URL ${service.publicUrl})\n` +
-      `storage: ${db.kind === 'embedded' ? `embedded PGlite in ${db.where}` : `PostgreSQL at ${db.where}`}; attestation key ${key.kid} from ${key.source}\n`,
-  );
+    `storage: ${storage}${metrics ? `; metrics at ${metrics.url}` : ''}${tracing ? '; traces exported over OTLP' : ''}\n`;
+  if (logger) {
+    logger.info(
+      {
+        event: 'service.started',
+        url: service.url,
+        publicUrl: service.publicUrl,
+        storage: db.kind,
+        kid: key.kid,
+        ...(metrics && { metricsUrl: metrics.url }),
+        tracing: tracing !== undefined,
+      },
+      human.split('\n')[0]!,
+    );
+    // The person who started it in a terminal still reads where it listens.
+    if (process.stderr.isTTY) process.stderr.write(human);
+  } else process.stderr.write(human);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write(
-      `partner-certification-service: ${signal}: stopping (open runs continue on the next start)\n`,
-    );
+    const line = `partner-certification-service: ${signal}: stopping (open runs continue on the next start)`;
+    if (logger) logger.info({ event: 'service.stopping', signal }, line);
+    else process.stderr.write(`${line}\n`);
     void service
       .close()
+      .then(() => metrics?.close())
+      .then(() => tracing?.shutdown().catch(() => {}))
       .then(() => db.close())
       .then(() => process.exit(0));
   };
@@ -280,3 +356,21 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof ServiceError) fail(error.message, error.code === 'ERR_STORAGE_IN_USE' ? 3 : 2);
   fail(`unexpected error: ${(error as Error).stack ?? String(error)}`, 1);
 });
+
+/** The text of SECRETS_KEY_FILE (at least 32 characters once trimmed), or undefined when it is not set. */
+function readSecretsKey(file: string | undefined): string | undefined {
+  if (!file) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    fail(
+      `SECRETS_KEY_FILE ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}): give the path of a file holding at least 32 random characters (e.g. openssl rand -base64 32 > FILE).`,
+    );
+  }
+  if (text.length < 32)
+    fail(
+      `SECRETS_KEY_FILE ${file} holds ${text.length} characters, expected at least 32 random ones (e.g. openssl rand -base64 32 > FILE).`,
+    );
+  return text;
+}

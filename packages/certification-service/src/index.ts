@@ -1,7 +1,13 @@
 export { addPartner, addReviewer } from './admin.js';
 export { type Database, openDatabase, openEmbedded, openPostgres, type Queryable } from './db/database.js';
 export { migrate, migrations } from './db/migrations.js';
-export { ServiceError, type ServiceErrorCode } from './errors.js';
+export { ServiceError, type ServiceErrorCode, StorageUnavailableError } from './errors.js';
+export { defaultFairnessLimits, type FairnessLimits } from './http/fairness.js';
 export { jwksOf, loadSigningKey, publishKey, type SigningKey } from './keys.js';
+export { createLogger, type Logger } from './observability/logger.js';
+export { type MetricsServer, registry as metricsRegistry, serveMetrics } from './observability/metrics.js';
+export { startTracing, type Tracing } from './observability/tracing.js';
+export { type PurgeResult, purgeExpired } from './retention/retention.js';
 export { defaultRunLimits, type RunLimits, type RunRequest } from './runs/runs.js';
 export { type RunningService, type ServiceOptions, startService } from './server.js';
+export { defaultSigninLimits, type SigninLimits } from './ui/signin-guard.js';

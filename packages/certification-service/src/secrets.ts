@@ -1,4 +1,13 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  hkdfSync,
+  type KeyObject,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 
 /**
  * A new secret: a prefix that says what it is (so a leaked one is recognised by secret scanners and
@@ -26,4 +35,52 @@ export function sameText(a: string, b: string): boolean {
 /** A random id with a readable prefix (`run_…`, `ptn_…`, `rev_…`). */
 export function newId(prefix: 'run' | 'ptn' | 'rev'): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
+}
+
+/**
+ * The key the service seals its reusable secrets with (32 bytes): HKDF-SHA256 of the operator's
+ * `SECRETS_KEY_FILE` text, or — when none is given — of the attestation key's private bytes, so that
+ * every instance holding the same key files opens what another sealed, and a copy of the database
+ * alone opens nothing.
+ */
+export function secretsKeyFrom(material: KeyObject | string): Buffer {
+  const bytes =
+    typeof material === 'string'
+      ? Buffer.from(material.trim())
+      : material.export({ format: 'der', type: 'pkcs8' });
+  return Buffer.from(hkdfSync('sha256', bytes, 'partner-certification-service', 'secrets at rest v1', 32));
+}
+
+/**
+ * Seals `plain` with AES-256-GCM under `key`: `v1.<iv>.<ciphertext>.<tag>` (base64url). `context`
+ * (e.g. the run's id) is authenticated with it, so a sealed value copied to another row does not open.
+ */
+export function seal(key: Buffer, plain: string, context: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(Buffer.from(context));
+  const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+  return ['v1', iv, body, cipher.getAuthTag()]
+    .map((part) => (typeof part === 'string' ? part : part.toString('base64url')))
+    .join('.');
+}
+
+/** Opens what `seal` sealed under the same key and context; throws when either differs or it was altered. */
+export function unseal(key: Buffer, sealed: string, context: string): string {
+  const [version, iv, body, tag] = sealed.split('.');
+  if (version !== 'v1' || !iv || body === undefined || !tag)
+    throw new Error('not a sealed value of this service (expected v1.<iv>.<ciphertext>.<tag>)');
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  decipher.setAAD(Buffer.from(context));
+  decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+  return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
+}
+
+/**
+ * A secret derived from `key` for one purpose and subject (HMAC-SHA256, base64url): the same on every
+ * instance with the same key, so it need not be stored at all (a run's client secret; a session's CSRF
+ * token, keyed by the session token itself).
+ */
+export function derivedSecret(key: Buffer | string, purpose: string, subject: string): string {
+  return createHmac('sha256', key).update(`${purpose}\u0000${subject}`).digest('base64url');
 }

@@ -1,20 +1,37 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
+import { defaultApiDelayMs, defaultTokenDelayMs } from '@partner-lending/conformance';
 import { Hono } from 'hono';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
+import { StorageUnavailableError, unavailableRetrySeconds } from './errors.js';
 import { type Audit, mountApi } from './http/api.js';
-import { problem } from './http/problem.js';
+import { defaultFairnessLimits, type FairnessLimits, partnerLimiter } from './http/fairness.js';
+import { mountHealth } from './http/health.js';
+import { problem, unavailable } from './http/problem.js';
+import { hostileText } from './http/schemas.js';
 import { publishKey, type SigningKey } from './keys.js';
+import type { Logger } from './observability/logger.js';
+import { signInFailures } from './observability/metrics.js';
+import { notePartner, requestObserver } from './observability/requests.js';
 import { type Production, type ProductionOptions, startProduction } from './register/production.js';
+import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
+import { secretsKeyFrom } from './secrets.js';
 import { mountUi } from './ui/routes.js';
+import { defaultSigninLimits, type SigninLimits, signinGuard } from './ui/signin-guard.js';
 
 export interface ServiceOptions {
   /** The database (see `openDatabase`); migrated on start. */
   db: Database;
   /** The key that signs attestations (see `loadSigningKey`). */
   signingKey: SigningKey;
+  /**
+   * The text that seals the secrets the service keeps and must use again (a run's stage key; at least
+   * 32 random characters; AES-256-GCM under its HKDF). Default: derived from `signingKey`. Every
+   * instance of one database needs the same.
+   */
+  secretsKey?: string;
   /** Interface to listen on. Default 127.0.0.1. */
   host?: string;
   /** Port. Default 8080; 0 for a random one. */
@@ -26,13 +43,31 @@ export interface ServiceOptions {
   publicUrl?: string;
   /** Run limits (idle time, duration, exchanges, rate limits). Default `defaultRunLimits`. */
   limits?: Partial<RunLimits>;
+  /** Each partner's share of the API (requests in flight and per second, creations in flight). Default `defaultFairnessLimits`. */
+  fairness?: Partial<FairnessLimits>;
+  /** Run stage keys (RSA-2048) generated ahead, one at a time. Default 2. */
+  preparedStageKeys?: number;
+  /** How many failed reviewer sign-ins, per client address and overall, before 429. Default `defaultSigninLimits`. */
+  signinLimits?: Partial<SigninLimits>;
+  /**
+   * Take the client's address from the last `X-Forwarded-For` entry (behind a proxy that sets it, as the
+   * operator guide's nginx does) instead of the socket's. Default false.
+   */
+  trustForwardedFor?: boolean;
   /** How often this instance judges idle and expired runs, in ms. Default 5000. */
   sweepIntervalMs?: number;
   /** Stage delays in ms (the CLI's defaults: 100 for token answers, 20 for API calls). */
   tokenDelayMs?: number;
   apiDelayMs?: number;
-  /** Where lines of the service go (never a secret). Default stderr. */
-  log?: (line: string) => void;
+  /** Where lines of the service go (never a secret). Default `logger`, else stderr. */
+  log?: (line: string, fields?: Record<string, unknown>) => void;
+  /** A structured logger (see `createLogger`): one JSON line per request and per event of the service. */
+  logger?: Logger;
+  /**
+   * Days a run that no decision rests on keeps its session, reports, attestation and exchanges after it
+   * ended (see `purgeExpired`); purged at start and hourly. Default: kept for ever.
+   */
+  retainDays?: number;
   /** The production flow: approval validity, expiry notices, the register's max-age, webhook retries. */
   production?: ProductionOptions;
 }
@@ -52,7 +87,12 @@ const stagePath = /^\/runs\/([A-Za-z0-9_-]{1,64})\/(auth|api)(\/.*)?$/s;
 /** Starts one instance of the certification service on an open database. */
 export async function startService(options: ServiceOptions): Promise<RunningService> {
   const { db } = options;
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const { logger } = options;
+  const log =
+    options.log ??
+    (logger
+      ? (line: string, fields?: Record<string, unknown>) => logger.info(fields ?? {}, line)
+      : (line: string) => process.stderr.write(`${line}\n`));
   const host = options.host ?? '127.0.0.1';
   await migrate(db);
   await publishKey(db, options.signingKey);
@@ -74,12 +114,15 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     db,
     publicUrl,
     key: options.signingKey,
+    ...(options.preparedStageKeys !== undefined && { preparedStageKeys: options.preparedStageKeys }),
+    secretsKey: secretsKeyFrom(options.secretsKey ?? options.signingKey.privateKey),
     limits: { ...defaultRunLimits, ...options.limits },
     ...(options.tokenDelayMs !== undefined && { tokenDelayMs: options.tokenDelayMs }),
     ...(options.apiDelayMs !== undefined && { apiDelayMs: options.apiDelayMs }),
     log,
   });
   const audit: Audit = async (actor, action, subject, detail) => {
+    if (action.startsWith('signin.')) signInFailures.inc({ reason: action.slice('signin.'.length, 40) });
     await db.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
       actor,
       action,
@@ -89,8 +132,23 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   };
   // biome-ignore lint/suspicious/noExplicitAny: both mounts add their own variables to one app
   const app = new Hono<any>();
+  // An address with a control character, an unpaired surrogate or bad percent-encoding names nothing
+  // here: answered 404 before any route reads it (a NUL would otherwise reach the database).
+  app.use('*', async (c, next) => {
+    const raw = c.req.url.slice(c.req.url.indexOf('/', 8)).split('?')[0]!;
+    let path: string;
+    try {
+      path = decodeURIComponent(raw);
+    } catch {
+      path = '\u0000';
+    }
+    if (hostileText.test(path))
+      return problem(c, 404, 'Not found', 'no address here holds control characters or invalid encoding');
+    return next();
+  });
   app.use('*', async (c, next) => {
     await next();
+    notePartner(c.env?.incoming, c.get('partnerId'));
     c.res.headers.set('x-content-type-options', 'nosniff');
     if (!c.res.headers.has('content-security-policy'))
       c.res.headers.set('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
@@ -103,19 +161,42 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     options: options.production ?? {},
     log,
   });
-  mountApi(app, { db, runs, publicUrl, audit });
+  mountHealth(app, { db, signingKey: options.signingKey, log });
+  app.use('/api/runs/*', purgedRunAnswers(db));
+  const limiter = partnerLimiter({ ...defaultFairnessLimits, ...options.fairness });
+  mountApi(app, { db, runs, publicUrl, audit, limiter });
   production.mount(app);
-  mountUi(app, { db, publicUrl, audit });
+  const signin = signinGuard(
+    db,
+    { ...defaultSigninLimits, ...options.signinLimits },
+    { trustForwardedFor: options.trustForwardedFor ?? false },
+  );
+  mountUi(app, { db, publicUrl, audit, signin });
   production.mountUi(app);
   app.notFound((c) =>
     problem(c, 404, 'Not found', `nothing at ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}`),
   );
   app.onError((error, c) => {
     log(`error on ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}: ${error.message}`);
+    if (error instanceof StorageUnavailableError) return unavailable(c);
+    // SQLSTATE class 22 (data exception): a value of the request the database cannot hold.
+    if (/^22/.test(String((error as { code?: unknown }).code ?? '')))
+      return problem(
+        c,
+        400,
+        'Invalid characters',
+        'the request holds text the service cannot store (a NUL or an invalid character): remove it and send again',
+      );
     return problem(c, 500, 'Internal error', 'the service failed to answer; the error is in its log');
   });
   const listener = getRequestListener(app.fetch);
-  server.on('request', (req, res) => {
+  const observe = requestObserver({
+    ...(logger && { logger }),
+    tokenDelayMs: options.tokenDelayMs ?? defaultTokenDelayMs,
+    apiDelayMs: options.apiDelayMs ?? defaultApiDelayMs,
+    partnerOf: async (runId) => (await runs.row(runId))?.partner_id,
+  });
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const match = stagePath.exec((req.url ?? '/').split('?')[0]!);
     if (match) {
       const query = (req.url ?? '').includes('?') ? (req.url ?? '').slice((req.url ?? '').indexOf('?')) : '';
@@ -124,7 +205,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         .catch((error: unknown) => {
           log(`stage error on run ${match[1]}: ${(error as Error).message}`);
           if (!res.headersSent)
-            res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+            res.writeHead(503, {
+              'content-type': 'application/json',
+              'retry-after': String(error instanceof StorageUnavailableError ? unavailableRetrySeconds : 1),
+            });
           if (!res.writableEnded)
             res.end(
               JSON.stringify({
@@ -136,7 +220,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       return;
     }
     void listener(req, res);
-  });
+  };
+  server.on('request', (req, res) => observe(req, res, handle));
   const startedAt = Date.now();
   let sweeping: Promise<void> | undefined;
   const sweeper = setInterval(() => {
@@ -149,6 +234,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       });
   }, options.sweepIntervalMs ?? 5000);
   sweeper.unref();
+  const stopRetention =
+    options.retainDays === undefined
+      ? undefined
+      : retentionSweeper({ db, retainDays: options.retainDays, log });
   let closing: Promise<void> | undefined;
   return {
     url,
@@ -166,6 +255,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         });
         await sweeping;
         await production.close();
+        await stopRetention?.();
         await runs.close();
       })();
       return closing;

@@ -195,7 +195,10 @@ describe.each(storages)('on %s storage', (storage) => {
     // A fixed port: the run's addresses are the service's, and they stay the same across the restart.
     const port = String(await freePort());
     let service = await startServe({ cwd: dir, env, args: ['--max-run-duration', '600', '--port', port] });
-    const run = (await api(service.url, apiKey, 'POST', '/api/runs', { scenarios: [] })).json() as CreatedRun;
+    // Tokens for a minute: the restart below may take longer than the default 5 s on a loaded machine.
+    const run = (
+      await api(service.url, apiKey, 'POST', '/api/runs', { scenarios: [], ttlSeconds: 60 })
+    ).json() as CreatedRun;
     const token = await (
       await fetch(run.tokenUrl, {
         method: 'POST',

@@ -170,14 +170,16 @@ describe('the reviewer UI in Chromium', () => {
       });
     const before = (await svc.db.query('SELECT id FROM decisions')).length;
     expect((await post({ origin: svc.service.url }, { decision: 'rejected', note: 'x' })).status).toBe(403);
-    const [session] = await svc.db.query<{ csrf_token: string }>(
-      'SELECT csrf_token FROM reviewer_sessions ORDER BY expires_at DESC LIMIT 1',
-    );
+    // The token a page of this session carries (the database keeps none: it is derived from the cookie).
+    const home = await (
+      await fetch(`${svc.service.url}/`, { headers: { cookie: `pcs_session=${cookie.value}` } })
+    ).text();
+    const session = { csrf_token: /name="csrf" value="([^"]+)"/.exec(home)![1]! };
     expect(
       (
         await post(
           { origin: 'https://evil.example' },
-          { csrf: session!.csrf_token, decision: 'rejected', note: 'x' },
+          { csrf: session.csrf_token, decision: 'rejected', note: 'x' },
         )
       ).status,
     ).toBe(403);
@@ -186,7 +188,7 @@ describe('the reviewer UI in Chromium', () => {
       (
         await post(
           { origin: svc.service.url },
-          { csrf: session!.csrf_token, decision: 'rejected', note: 'regression found' },
+          { csrf: session.csrf_token, decision: 'rejected', note: 'regression found' },
         )
       ).status,
     ).toBe(303);

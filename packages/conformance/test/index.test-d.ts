@@ -6,6 +6,8 @@ import {
   type ConformanceError,
   type ConformanceErrorCode,
   type ConformanceOptions,
+  certificationPlan,
+  type DigestedPlan,
   type Report,
   runClientConformance,
   runConformance,
@@ -14,6 +16,7 @@ import {
   type Verification,
   verdictOf,
   verifyAttestation,
+  verifyDecision,
 } from '../src/index.js';
 
 describe('public types of client verdicts and attestations', () => {
@@ -77,5 +80,21 @@ describe('public types', () => {
   it('errors carry a stable code union', () => {
     expectTypeOf<ConformanceError['code']>().toEqualTypeOf<ConformanceErrorCode>();
     expectTypeOf<'ERR_UNREACHABLE'>().toMatchTypeOf<ConformanceErrorCode>();
+  });
+
+  it('the certification plan, the coverage and a decision are typed for the service', () => {
+    expectTypeOf(certificationPlan.digest).toEqualTypeOf<string>();
+    expectTypeOf<ClientReport['coverage']['operations'][number]>().toEqualTypeOf<{
+      operationId: string;
+      calls: number;
+      succeeded: number;
+    }>();
+    expectTypeOf<ClientReport['certification']>().toEqualTypeOf<
+      { passed: boolean; reasons: string[] } | undefined
+    >();
+    expectTypeOf(verifyDecision).returns.toMatchTypeOf<{ ok: boolean; problems: string[] }>();
+    // @ts-expect-error a plan's operations are the spec's operationIds, not free text
+    const wrong: DigestedPlan['operations'][number] = { operationId: 'deleteLoan', scope: 'read:loans' };
+    void wrong;
   });
 });

@@ -28,6 +28,14 @@ export const fresh = (
   return replacing === undefined || left > (token.expiresAt - token.obtainedAt) / 2;
 };
 
+/** A waiting process looks again at least this often: a hung Redis or a lost notice is found within it. */
+const WAITER_CHECK_MS = 300;
+/**
+ * The holder's callers wait at most this long for its write: the token is theirs whatever happens, and
+ * a write to a lost primary would otherwise keep them a whole commandTimeoutMs.
+ */
+const HOLDER_WRITE_WAIT_MS = 200;
+
 export interface FlightSettings {
   namespace: string;
   channel: string;
@@ -112,10 +120,19 @@ export function createFlight(
     clearInterval(renewal);
     // The token is this caller's whatever happens next: a failed write only costs the others a wait.
     const message = notice(names.tag, 'ok', lockId);
-    await (token.expiresAt > Date.now()
-      ? write('single-flight', names, token, token.expiresAt, { lockId, message })
-      : evaluate('single-flight', releaseScript, [names.lock], [lockId, channel, message])
+    const written = (
+      token.expiresAt > Date.now()
+        ? write('single-flight', names, token, token.expiresAt, { lockId, message })
+        : evaluate('single-flight', releaseScript, [names.lock], [lockId, channel, message])
     ).catch(() => {});
+    // Normally done in a millisecond; on a lost primary the write goes on (bounded by its own deadline)
+    // without keeping this process's callers.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      written,
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, HOLDER_WRITE_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
     return token;
   };
 
@@ -133,7 +150,8 @@ export function createFlight(
       let waited = false;
       let takeover = false;
       // A waiter looks again at least this often: a hung Redis or a lost notice is found within it.
-      const checkMs = Math.min(commandTimeoutMs, 1_000);
+      // 300 ms: a lost primary costs a waiter one look and one timeout, not a second of waiting first.
+      const checkMs = Math.min(commandTimeoutMs, WAITER_CHECK_MS);
       // Bounded: each round either returns, waits for a notice (at most checkMs), or finds the lock gone.
       const rounds = Math.ceil(timeoutMs / checkMs) + 100;
       for (let round = 0; round < rounds; round++) {

@@ -29,14 +29,14 @@ export const HARD_SHARE = 0.05;
  */
 export const HARD_FLOOR_MS = 300;
 /** The floor of the hard window takes at most this share of a token's lifetime. */
-export const HARD_FLOOR_SHARE = 0.25;
+export const HARD_FLOOR_SHARE = 0.2;
 /** The soft window is at most this share of a token's lifetime: a short token is refreshed about once. */
 export const SOFT_SHARE = 0.12;
 
 /**
  * The refresh plan of a token: a pure function of the token's times, the windows and a random draw in
  * [0, 1). Windows scale with the lifetime: the hard window is 5 % of it but at least 300 ms (at most a
- * quarter of the lifetime), so a 2-s token gets a 0.3-s hard window and is refreshed in the background
+ * fifth of the lifetime), so a 2-s token gets a 0.3-s hard window and is refreshed in the background
  * at about 85 % of its life, so it is asked for about once per lifetime.
  */
 export function planRefresh(

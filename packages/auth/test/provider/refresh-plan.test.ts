@@ -39,9 +39,9 @@ describe('planRefresh (a pure function: no provider, no clock)', () => {
     expect(planRefresh(at(1_000_000_000_300, 2_000), defaults, () => 0.5).renewAt).toBe(0);
   });
 
-  it('the hard window has a floor of 300 ms, at most a quarter of the lifetime and never above hardWindowMs', () => {
+  it('the hard window has a floor of 300 ms, at most a fifth of the lifetime and never above hardWindowMs', () => {
     expect(at(0, 2_000).expiresAt - planRefresh(at(0, 2_000), defaults, () => 0).hardAt).toBe(300);
-    expect(at(0, 800).expiresAt - planRefresh(at(0, 800), defaults, () => 0).hardAt).toBe(200);
+    expect(at(0, 800).expiresAt - planRefresh(at(0, 800), defaults, () => 0).hardAt).toBe(160);
     const small = { ...defaults, hardWindowMs: 50 };
     expect(at(0, 2_000).expiresAt - planRefresh(at(0, 2_000), small, () => 0).hardAt).toBe(50);
     // A long token keeps 5 % up to hardWindowMs (the floor does not lower it).

@@ -1,3 +1,7 @@
+import { type Context, context, type Link, SpanKind, trace } from '@opentelemetry/api';
+import { dbBatchDuration, dbBatchSize, dbBatchWait } from '../observability/metrics.js';
+import { inSpan } from '../observability/tracing.js';
+
 /**
  * Group commit: `run` gets every item queued while its previous call was in flight, so that under load
  * many callers share one statement and one commit, and a caller alone waits for nothing but the end of
@@ -12,6 +16,8 @@
  * whole, so nothing of the batch was kept).
  *
  * `weigh` bounds a batch (by default, `maxItems` items); an item heavier than `maxWeight` goes alone.
+ * `name` names the batch in metrics (its size, its items' wait) and in its span, a child of its first
+ * caller's span linked to the others'.
  */
 export function batched<I, O>(
   run: (items: readonly I[]) => Promise<readonly O[]>,
@@ -20,10 +26,23 @@ export function batched<I, O>(
     maxWeight?: number;
     weigh?: (item: I) => number;
     alone?: (error: unknown) => boolean;
+    name?: string;
   },
 ): (item: I) => Promise<O> {
-  const { maxItems, maxWeight = Number.POSITIVE_INFINITY, weigh = () => 0, alone = () => false } = options;
-  type Waiting = { item: I; resolve: (value: O) => void; reject: (error: unknown) => void };
+  const {
+    maxItems,
+    maxWeight = Number.POSITIVE_INFINITY,
+    weigh = () => 0,
+    alone = () => false,
+    name = 'statement',
+  } = options;
+  type Waiting = {
+    item: I;
+    resolve: (value: O) => void;
+    reject: (error: unknown) => void;
+    queuedAt: number;
+    context: Context;
+  };
   let queue: Waiting[] = [];
   let flying = false;
 
@@ -42,12 +61,27 @@ export function batched<I, O>(
 
   /** Runs a batch; settles every caller of it. */
   async function send(batch: Waiting[]): Promise<void> {
+    const sentAt = performance.now();
+    dbBatchSize.observe({ batch: name }, batch.length);
+    for (const waiting of batch) dbBatchWait.observe({ batch: name }, (sentAt - waiting.queuedAt) / 1000);
+    const links: Link[] = [];
+    for (const waiting of batch.slice(1, 32)) {
+      const span = trace.getSpan(waiting.context);
+      if (span) links.push({ context: span.spanContext() });
+    }
     try {
-      const results = await run(batch.map((waiting) => waiting.item));
+      const results = await inSpan(
+        `db batch ${name}`,
+        { kind: SpanKind.CLIENT, attributes: { 'db.operation.batch.size': batch.length }, links },
+        () => run(batch.map((waiting) => waiting.item)),
+        batch[0]!.context,
+      );
+      dbBatchDuration.observe({ batch: name, outcome: 'ok' }, (performance.now() - sentAt) / 1000);
       if (results.length !== batch.length)
         throw new Error(`a batch of ${batch.length} gave ${results.length} results`);
       for (const [index, waiting] of batch.entries()) waiting.resolve(results[index]!);
     } catch (error) {
+      dbBatchDuration.observe({ batch: name, outcome: 'error' }, (performance.now() - sentAt) / 1000);
       if (batch.length > 1 && alone(error)) for (const waiting of batch) await send([waiting]);
       else for (const waiting of batch) waiting.reject(error);
     }
@@ -60,7 +94,7 @@ export function batched<I, O>(
 
   return (item) =>
     new Promise<O>((resolve, reject) => {
-      queue.push({ item, resolve, reject });
+      queue.push({ item, resolve, reject, queuedAt: performance.now(), context: context.active() });
       if (!flying) {
         flying = true;
         setImmediate(() => void flush());

@@ -1,6 +1,6 @@
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { ServiceError } from '../errors.js';
+import { ServiceError, StorageUnavailableError } from '../errors.js';
 
 /** A row as the drivers give it. */
 // biome-ignore lint/suspicious/noExplicitAny: rows are typed by the caller of each query
@@ -139,32 +139,58 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
       `cannot reach PostgreSQL at ${where}: ${(error as Error).message}. Check DATABASE_URL and that the server accepts connections.`,
     );
   }
+  /** A connection-level failure becomes a StorageUnavailableError; a statement's own error stays as it is. */
+  const guard = <T>(work: () => Promise<T>): Promise<T> =>
+    work().catch((error: unknown) => {
+      throw unreachable(error) ? new StorageUnavailableError(where, error) : error;
+    });
   return {
     kind: 'postgres',
     where,
-    query: async (text, params) => (await pool.query(text, params ? [...params] : undefined)).rows,
-    queryUnflushed: async (text, params) =>
-      (await unflushed.query(text, params ? [...params] : undefined)).rows,
+    query: (text, params) =>
+      guard(async () => (await pool.query(text, params ? [...params] : undefined)).rows),
+    queryUnflushed: (text, params) =>
+      guard(async () => (await unflushed.query(text, params ? [...params] : undefined)).rows),
     async transaction(work) {
-      const client = await pool.connect();
+      const client = await guard(() => pool.connect());
+      let broken: unknown;
       try {
-        await client.query('BEGIN');
+        await guard(() => client.query('BEGIN'));
         const result = await work({
-          query: async (text, params) => (await client.query(text, params ? [...params] : undefined)).rows,
+          query: (text, params) =>
+            guard(async () => (await client.query(text, params ? [...params] : undefined)).rows),
         });
-        await client.query('COMMIT');
+        await guard(() => client.query('COMMIT'));
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
+        if (error instanceof StorageUnavailableError) broken = error;
+        else await client.query('ROLLBACK').catch(() => {});
         throw error;
       } finally {
-        client.release();
+        // A connection that failed is destroyed, not handed to the next caller.
+        client.release(broken instanceof Error ? broken : undefined);
       }
     },
     close: async () => {
       await Promise.all([pool.end(), unflushed.end()]);
     },
   };
+}
+
+/**
+ * Whether an error of the driver means the database is out of reach rather than that a statement
+ * failed: a network error (ECONNREFUSED, ECONNRESET, ETIMEDOUT…), SQLSTATE class 08 (connection
+ * exception), 57P (the server shutting down or starting), 53 (out of resources, e.g. too many
+ * connections), or the driver's own words for a dropped or timed-out connection.
+ */
+export function unreachable(error: unknown): boolean {
+  const code = String((error as { code?: unknown })?.code ?? '');
+  if (/^E[A-Z]+$/.test(code)) return true;
+  if (/^(08|57P|53)/.test(code)) return true;
+  if (code !== '') return false;
+  return /Connection terminated|timeout exceeded when trying to connect|connection error|Client was closed|not queryable|Connection closed/i.test(
+    (error as Error)?.message ?? '',
+  );
 }
 
 /** The database the options name: PostgreSQL when `databaseUrl` is set, else PGlite in `dataDir`. */

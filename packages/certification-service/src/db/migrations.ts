@@ -105,6 +105,28 @@ CREATE INDEX rate_events_partner ON rate_events (partner_id, at);
 `,
   },
   {
+    id: 3,
+    name: 'secrets at rest and security events',
+    // A run's client secret is derived again from the service's secrets key and checked against its
+    // SHA-256 (the column client_secret stays NULL for new runs); its stage key is sealed in
+    // signing_key; a CSRF token is derived from the session token, never stored. Security events
+    // (refused sign-ins) are counted per kind, source and minute, apart from the audit log.
+    sql: `
+ALTER TABLE runs ADD COLUMN client_secret_sha256 text;
+ALTER TABLE reviewer_sessions DROP COLUMN csrf_token;
+CREATE TABLE security_events (
+  kind text NOT NULL,
+  source text NOT NULL,
+  minute timestamptz NOT NULL,
+  count integer NOT NULL DEFAULT 0,
+  last_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (kind, source, minute)
+);
+CREATE INDEX security_events_minute ON security_events (minute DESC);
+CREATE INDEX audit_log_action ON audit_log (action, id DESC);
+`,
+  },
+  {
     id: 4,
     name: 'production flow: decision statements, register readers, webhooks',
     sql: `
@@ -164,6 +186,14 @@ CREATE TABLE webhook_attempts (
   next_attempt_at timestamptz
 );
 CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id, id)
+`,
+  },
+  {
+    id: 5,
+    name: 'retention',
+    sql: `
+ALTER TABLE runs ADD COLUMN purged_at timestamptz;
+CREATE INDEX runs_retention ON runs (finished_at) WHERE purged_at IS NULL AND status IN ('judged', 'interrupted')
 `,
   },
 ];

@@ -5,9 +5,13 @@ import type { Database } from '../db/database.js';
 import { jwksOf } from '../keys.js';
 import { iso, RunRefusal, type RunRow, type Runs } from '../runs/runs.js';
 import { hashSecret } from '../secrets.js';
+import type { PartnerLimiter } from './fairness.js';
 import { openApiDocument } from './openapi.js';
 import { problem } from './problem.js';
 import { finishSchema, issuesText, runRequestSchema } from './schemas.js';
+
+/** How long an instance remembers which partner an API key is (ms). */
+const keyCacheMs = 10_000;
 
 /** Largest JSON body the API reads. */
 export const maxApiBodyBytes = 16 * 1024;
@@ -19,7 +23,7 @@ const challenge = { 'www-authenticate': 'Bearer realm="partner-certification"' }
 /** The partner API: runs, their reports, sessions and attestations; the JWKS; the OpenAPI document. */
 export function mountApi(
   app: Hono<Env>,
-  deps: { db: Database; runs: Runs; publicUrl: string; audit: Audit },
+  deps: { db: Database; runs: Runs; publicUrl: string; audit: Audit; limiter: PartnerLimiter },
 ) {
   const { db, runs } = deps;
 
@@ -27,11 +31,21 @@ export function mountApi(
   app.get('/.well-known/jwks.json', async (c) =>
     c.json(await jwksOf(db), 200, { 'cache-control': 'public, max-age=300' }),
   );
-  app.get('/healthz', async (c) => {
-    await db.query('SELECT 1');
-    return c.json({ status: 'ok' });
-  });
 
+  // Known keys are remembered for a few seconds, so that a partner's flood costs no database read
+  // per request (a key replaced is refused at most `keyCacheMs` later).
+  const known = new Map<string, { id: string; until: number }>();
+  const partnerOf = async (keyHash: string): Promise<{ id: string } | undefined> => {
+    const cached = known.get(keyHash);
+    if (cached && cached.until > Date.now()) return cached;
+    const [partner] = await db.query<{ id: string }>('SELECT id FROM partners WHERE api_key_hash = $1', [
+      keyHash,
+    ]);
+    if (known.size >= 10_000) known.clear();
+    if (partner) known.set(keyHash, { id: partner.id, until: Date.now() + keyCacheMs });
+    else known.delete(keyHash);
+    return partner;
+  };
   app.use('/api/*', async (c, next) => {
     const header = c.req.header('authorization') ?? '';
     const match = /^bearer +(\S+)$/i.exec(header);
@@ -44,9 +58,7 @@ export function mountApi(
         {},
         challenge,
       );
-    const [partner] = await db.query<{ id: string }>('SELECT id FROM partners WHERE api_key_hash = $1', [
-      hashSecret(match[1]!),
-    ]);
+    const partner = await partnerOf(hashSecret(match[1]!));
     if (!partner)
       return problem(
         c,
@@ -59,7 +71,14 @@ export function mountApi(
         },
       );
     c.set('partnerId', partner.id);
-    await next();
+    // The partner's share, checked before any other work: a flood is refused at the cost of a lookup.
+    const admitted = deps.limiter.api(partner.id);
+    if ('refused' in admitted) return tooMany(c, admitted);
+    try {
+      await next();
+    } finally {
+      admitted.release();
+    }
   });
   app.use(
     '/api/*',
@@ -89,6 +108,15 @@ export function mountApi(
   };
 
   app.post('/api/runs', async (c) => {
+    const admitted = deps.limiter.create(c.get('partnerId'));
+    if ('refused' in admitted) return tooMany(c, admitted);
+    try {
+      return await createRun(c);
+    } finally {
+      admitted.release();
+    }
+  });
+  const createRun = async (c: Context<Env>) => {
     const body = await jsonBody(c);
     if (body instanceof Response) return body;
     const parsed = runRequestSchema.safeParse(body);
@@ -116,7 +144,7 @@ export function mountApi(
         );
       throw error;
     }
-  });
+  };
 
   app.get('/api/runs', async (c) => {
     const rows = await db.query<RunRow>(
@@ -175,6 +203,15 @@ export function mountApi(
   });
 
   app.post('/api/runs/:id/finish', async (c) => {
+    const admitted = deps.limiter.create(c.get('partnerId'));
+    if ('refused' in admitted) return tooMany(c, admitted);
+    try {
+      return await finishRun(c);
+    } finally {
+      admitted.release();
+    }
+  });
+  const finishRun = async (c: Context<Env>) => {
     const run = await ownRun(c);
     if (run instanceof Response) return run;
     const body = await jsonBody(c);
@@ -207,7 +244,7 @@ export function mountApi(
       },
       200,
     );
-  });
+  };
 
   app.get('/api/runs/:id/report.html', async (c) => {
     const run = await judgedRun(c);
@@ -242,6 +279,18 @@ export function mountApi(
     });
   });
 }
+
+const tooMany = (c: Context, refusal: { refused: string; retryAfterSeconds: number }) =>
+  problem(
+    c,
+    429,
+    'Too many requests',
+    refusal.refused,
+    {},
+    {
+      'retry-after': String(refusal.retryAfterSeconds),
+    },
+  );
 
 /** `closing` is an instant of judging: outside, the run is still open until it is judged. */
 export const publicStatus = (status: RunRow['status']) => (status === 'closing' ? 'open' : status);

@@ -1,14 +1,56 @@
-import { scenarioNames } from '@partner-lending/conformance';
-import { scopes } from '@partner-lending/spec';
+import { z } from 'zod';
+import { productionPaths, productionSchemas, registerSecurityScheme } from '../register/openapi.js';
+import { finishSchema, runRequestSchema } from './schemas.js';
 
-const problemResponse = (description: string) => ({
+/** A request body's JSON Schema, from the zod schema that validates it (so the two cannot disagree). */
+const bodySchema = (schema: z.ZodType) => {
+  const { $schema: _, ...json } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+  return json;
+};
+
+const problem = (description: string) => ({
   description,
   content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
 });
+const retryAfter = {
+  'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'string' } },
+};
+const limited = (description: string) => ({ ...problem(description), headers: retryAfter });
+const json = (description: string, schema: object = { type: 'object' }) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
 
-const runIdParameter = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+/** What every API operation may answer besides its own statuses. */
+const common = {
+  '401': problem('No API key, or an unknown one (with a `WWW-Authenticate: Bearer` challenge).'),
+  '429': limited(
+    'This partner sent too many requests, or has too many in flight (see Retry-After); for a creation, also too many open runs or runs this hour.',
+  ),
+  '503': limited('The service cannot reach its database just now (see Retry-After).'),
+};
+/** What an operation with a body may answer besides. */
+const withBody = {
+  '400': problem(
+    'The body is not valid JSON, not valid for this operation, or holds text the service cannot store.',
+  ),
+  '413': problem('The body is larger than 16 KiB.'),
+  '415': problem('The body is not application/json.'),
+};
+const runId = { name: 'id', in: 'path', required: true, schema: { type: 'string', maxLength: 200 } };
+const noRun = { '404': problem('No run of yours has this id.') };
+const notJudged = {
+  '409': problem('The run is still open: finish it or wait until it ends.'),
+  '410': problem(
+    'Deleted by retention: the run ended longer ago than the service keeps runs no decision rests on.',
+  ),
+};
 
-/** The service's OpenAPI 3.1 document (served at `/openapi.json`). */
+/**
+ * The service's OpenAPI 3.1 document (served at `/openapi.json`): the request bodies are the JSON
+ * Schemas of the zod schemas that validate them (`schemas.ts`), and every status and content type an
+ * operation answers is listed (a fuzz test of every operation keeps it so).
+ */
 export function openApiDocument(publicUrl: string) {
   return {
     openapi: '3.1.0',
@@ -21,6 +63,7 @@ export function openApiDocument(publicUrl: string) {
     servers: [{ url: publicUrl }],
     security: [{ partnerKey: [] }],
     paths: {
+      ...productionPaths,
       '/api/runs': {
         post: {
           operationId: 'createRun',
@@ -30,39 +73,29 @@ export function openApiDocument(publicUrl: string) {
             content: { 'application/json': { schema: { $ref: '#/components/schemas/RunRequest' } } },
           },
           responses: {
-            '201': {
-              description:
-                'The run: its addresses, its client credentials (shown once), its plan and deadline.',
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/CreatedRun' } } },
-            },
-            '400': problemResponse('The body is not a valid run request.'),
-            '401': problemResponse('No API key, or an unknown one.'),
-            '413': problemResponse('The body is too large.'),
-            '429': problemResponse(
-              'Too many open runs, or too many runs created in the last hour (see Retry-After).',
+            '201': json(
+              'The run: its addresses, its client credentials (shown once), its plan and deadline.',
+              { $ref: '#/components/schemas/CreatedRun' },
             ),
+            ...withBody,
+            ...common,
           },
         },
         get: {
           operationId: 'listRuns',
           summary: 'Your runs, newest first (at most 100)',
-          responses: {
-            '200': { description: 'Runs.' },
-            '401': problemResponse('No API key, or an unknown one.'),
-          },
+          responses: { '200': json('Runs.'), ...common },
         },
       },
       '/api/runs/{id}': {
         get: {
           operationId: 'getRun',
           summary: 'A run: its status and, once judged, its report (the JSON report of partner-conformance)',
-          parameters: [runIdParameter],
+          parameters: [runId],
           responses: {
-            '200': {
-              description: 'The run.',
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/Run' } } },
-            },
-            '404': problemResponse('No run of yours has this id.'),
+            '200': json('The run.', { $ref: '#/components/schemas/Run' }),
+            ...noRun,
+            ...common,
           },
         },
       },
@@ -70,55 +103,48 @@ export function openApiDocument(publicUrl: string) {
         post: {
           operationId: 'finishRun',
           summary: 'Finish a run: it is judged now',
-          parameters: [runIdParameter],
+          parameters: [runId],
           requestBody: {
             required: false,
-            content: {
-              'application/json': {
-                schema: {
-                  type: 'object',
-                  additionalProperties: false,
-                  properties: { journeyExitCode: { type: ['integer', 'null'], minimum: -255, maximum: 255 } },
-                },
-              },
-            },
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/FinishRequest' } } },
           },
           responses: {
-            '200': {
-              description: 'The judged run.',
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/Run' } } },
-            },
-            '404': problemResponse('No run of yours has this id.'),
-            '409': problemResponse('The run has already ended.'),
+            '200': json('The judged run.', { $ref: '#/components/schemas/Run' }),
+            ...withBody,
+            ...noRun,
+            '409': problem('The run has already ended.'),
+            ...common,
           },
         },
       },
       '/api/runs/{id}/report.html': {
         get: {
           operationId: 'getRunReportHtml',
-          parameters: [runIdParameter],
+          parameters: [runId],
           summary: 'The HTML report',
-          responses: { '200': { description: 'HTML.' }, '409': problemResponse('Not judged yet.') },
+          responses: {
+            '200': { description: 'HTML.', content: { 'text/html': { schema: { type: 'string' } } } },
+            ...noRun,
+            ...notJudged,
+            ...common,
+          },
         },
       },
       '/api/runs/{id}/session': {
         get: {
           operationId: 'getRunSession',
-          parameters: [runIdParameter],
+          parameters: [runId],
           summary:
             'The recorded session (redacted; `partner-conformance client --judge` reads it); the attestation subject is its SHA-256',
-          responses: {
-            '200': { description: 'The session file.' },
-            '409': problemResponse('Not judged yet.'),
-          },
+          responses: { '200': json('The session file.'), ...noRun, ...notJudged, ...common },
         },
       },
       '/api/runs/{id}/attestation': {
         get: {
           operationId: 'getRunAttestation',
-          parameters: [runIdParameter],
+          parameters: [runId],
           summary: 'The DSSE envelope of the in-toto test-result statement',
-          responses: { '200': { description: 'The envelope.' }, '409': problemResponse('Not judged yet.') },
+          responses: { '200': json('The envelope.'), ...noRun, ...notJudged, ...common },
         },
       },
       '/.well-known/jwks.json': {
@@ -126,12 +152,35 @@ export function openApiDocument(publicUrl: string) {
           operationId: 'getJwks',
           security: [],
           summary: 'The public keys that verify attestations (every key that ever signed)',
-          responses: { '200': { description: 'A JWKS.' } },
+          responses: { '200': json('A JWKS.'), '503': common['503'] },
+        },
+      },
+      '/healthz': {
+        get: {
+          operationId: 'getHealth',
+          security: [],
+          summary: 'Liveness: the process answers (no database involved)',
+          responses: { '200': json('Alive.') },
+        },
+      },
+      '/readyz': {
+        get: {
+          operationId: 'getReadiness',
+          security: [],
+          summary: 'Readiness: database reachable, migrations current, attestation key published',
+          responses: {
+            '200': json('Ready.', { $ref: '#/components/schemas/Readiness' }),
+            '503': {
+              ...json('Not ready: which check failed.', { $ref: '#/components/schemas/Readiness' }),
+              headers: retryAfter,
+            },
+          },
         },
       },
     },
     components: {
       securitySchemes: {
+        ...registerSecurityScheme,
         partnerKey: {
           type: 'http',
           scheme: 'bearer',
@@ -139,8 +188,10 @@ export function openApiDocument(publicUrl: string) {
         },
       },
       schemas: {
+        ...productionSchemas,
         Problem: {
           type: 'object',
+          required: ['type', 'title', 'status', 'detail'],
           properties: {
             type: { type: 'string' },
             title: { type: 'string' },
@@ -148,49 +199,8 @@ export function openApiDocument(publicUrl: string) {
             detail: { type: 'string' },
           },
         },
-        RunRequest: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            ttlSeconds: {
-              type: 'integer',
-              minimum: 1,
-              maximum: 86400,
-              default: 5,
-              description: 'Token lifetime of the short phase (`--ttl`).',
-            },
-            longTtlSeconds: {
-              type: 'integer',
-              minimum: 600,
-              default: 3600,
-              description: 'Token lifetime after it (`--long-ttl`).',
-            },
-            scenarios: {
-              type: 'array',
-              items: { enum: [...scenarioNames] },
-              description: 'The scenario steps to play (default all; [] for none).',
-            },
-            scopes: {
-              type: 'array',
-              items: { enum: [...scopes] },
-              description: 'The grant under narrowed-grant (default read:loans create:loan_draft).',
-            },
-            integration: {
-              type: 'object',
-              additionalProperties: false,
-              properties: {
-                name: { type: 'string', maxLength: 100 },
-                version: { type: 'string', maxLength: 100 },
-              },
-            },
-            certify: {
-              type: 'boolean',
-              default: false,
-              description:
-                '`--certify` rules: a skipped must check or a journey that did not exit 0 fails the run. Only such runs can be approved.',
-            },
-          },
-        },
+        RunRequest: bodySchema(runRequestSchema),
+        FinishRequest: bodySchema(finishSchema),
         CreatedRun: {
           type: 'object',
           required: [
@@ -224,16 +234,32 @@ export function openApiDocument(publicUrl: string) {
         },
         Run: {
           type: 'object',
+          required: ['id', 'status', 'createdAt'],
           properties: {
             id: { type: 'string' },
             status: { enum: ['open', 'judged', 'interrupted'] },
             createdAt: { type: 'string', format: 'date-time' },
             finishedAt: { type: ['string', 'null'], format: 'date-time' },
             integration: { type: ['object', 'null'] },
-            verdict: { type: ['string', 'null'], enum: ['PASS', 'FAIL', null] },
+            verdict: { type: ['string', 'null'] },
             report: {
               type: ['object', 'null'],
-              description: 'The JSON report of partner-conformance (schemaVersion 3), with run: {id, url}.',
+              description: 'The JSON report of partner-conformance, with run: {id, url}.',
+            },
+          },
+        },
+        Readiness: {
+          type: 'object',
+          required: ['status', 'checks'],
+          properties: {
+            status: { enum: ['ready', 'unavailable'] },
+            checks: {
+              type: 'object',
+              properties: {
+                database: { enum: ['ok', 'unreachable'] },
+                migrations: { enum: ['ok', 'behind', 'unknown'] },
+                signingKey: { enum: ['ok', 'not published', 'unknown'] },
+              },
             },
           },
         },

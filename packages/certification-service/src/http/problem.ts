@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { unavailableRetrySeconds } from '../errors.js';
 
 /**
  * An RFC 9457 problem: `type` (about:blank unless a page explains it), `title`, `status`, `detail`
@@ -16,4 +17,16 @@ export function problem(
     status,
     headers: { 'content-type': 'application/problem+json', 'cache-control': 'no-store', ...headers },
   });
+}
+
+/** The answer while the database cannot be reached: 503, when to retry, and nothing of the cause. */
+export function unavailable(c: Context): Response {
+  return problem(
+    c,
+    503,
+    'Service unavailable',
+    `the certification service cannot reach its database just now; retry in ${unavailableRetrySeconds} s`,
+    {},
+    { 'retry-after': String(unavailableRetrySeconds) },
+  );
 }

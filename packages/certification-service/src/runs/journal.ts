@@ -63,7 +63,7 @@ export function runJournal(db: Database): RunJournal {
         return seq;
       });
     },
-    { maxItems, alone: dataError },
+    { maxItems, alone: dataError, name: 'number' },
   );
 
   const record = batched<{ runId: string; seq: number; exchange: string }, boolean>(
@@ -109,7 +109,13 @@ export function runJournal(db: Database): RunJournal {
       const open = new Set(rows.map((row) => row.id));
       return items.map((item) => open.has(item.runId));
     },
-    { maxItems, maxWeight: maxBytes, weigh: (item) => item.exchange.length, alone: dataError },
+    {
+      maxItems,
+      maxWeight: maxBytes,
+      weigh: (item) => item.exchange.length,
+      alone: dataError,
+      name: 'record',
+    },
   );
 
   return {

@@ -9,6 +9,7 @@ import {
   type StageLedger,
 } from '@partner-lending/conformance';
 import type { Database, Queryable } from '../db/database.js';
+import { StorageUnavailableError, unavailableRetrySeconds } from '../errors.js';
 import type { RunJournal } from './journal.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -43,6 +44,7 @@ export function databaseLedger(
   db: Database,
   journal: RunJournal,
   run: { id: string; enabled: ReadonlySet<ScenarioName>; grant: readonly string[]; seq: number },
+  onUnavailable?: (error: StorageUnavailableError) => void,
 ): StageLedger {
   const { id } = run;
   /** The steps an API call can trigger that this run plays. */
@@ -174,16 +176,30 @@ export function databaseLedger(
       if (!(await journal.record(id, exchange.seq, storableJson(JSON.stringify(exchange)))))
         throw new RunClosedError();
     },
-    refusal: (error) =>
-      error instanceof RunClosedError
-        ? {
-            status: 404,
-            body: JSON.stringify({
-              error: 'invalid_request',
-              error_description: 'no open certification run at this address (it ended, or never existed)',
-            }),
-          }
-        : undefined,
+    refusal: (error) => {
+      if (error instanceof RunClosedError)
+        return {
+          status: 404,
+          body: JSON.stringify({
+            error: 'invalid_request',
+            error_description: 'no open certification run at this address (it ended, or never existed)',
+          }),
+        };
+      // The database is out of reach: the call was not recorded, so it is refused (never answered
+      // unrecorded), with when to retry and nothing of the cause (the service logs it).
+      if (error instanceof StorageUnavailableError) {
+        onUnavailable?.(error);
+        return {
+          status: 503,
+          headers: { 'retry-after': String(unavailableRetrySeconds) },
+          body: JSON.stringify({
+            error: 'temporarily_unavailable',
+            error_description: `the certification service cannot record this call just now; retry in ${unavailableRetrySeconds} s`,
+          }),
+        };
+      }
+      return undefined;
+    },
   };
 }
 

@@ -13,7 +13,6 @@ import {
   formatClientHtmlReport,
   formatJsonReport,
   formatSession,
-  generateStageSigningKey,
   type HostedStage,
   type JourneyRecord,
   judgeSession,
@@ -32,9 +31,13 @@ import {
 import { scopes as allScopes } from '@partner-lending/spec';
 import type { Database } from '../db/database.js';
 import type { SigningKey } from '../keys.js';
-import { newId } from '../secrets.js';
+import { observeJudge } from '../observability/judging.js';
+import { newId, secretsKeyFrom } from '../secrets.js';
+import { RunRefusal, refuseOverLimits } from './admission.js';
 import { runJournal } from './journal.js';
 import { databaseLedger, ledgerContents } from './ledger.js';
+import { openRunSecrets, runClientSecret, type SealedStageKey, sealStageKey } from './run-secrets.js';
+import { stageKeyPool } from './stage-keys.js';
 
 /** What a partner may ask of a run (the body of `POST /api/runs`); everything optional. */
 export interface RunRequest {
@@ -94,8 +97,10 @@ interface RunRow {
   integration: { name?: string; version?: string } | null;
   stage: StoredStage;
   client_id: string;
+  /** Only for a run open across the upgrade to sealed secrets; NULL otherwise (see run-secrets.ts). */
   client_secret: string | null;
-  signing_key: StageSigningKey | null;
+  client_secret_sha256: string | null;
+  signing_key: StageSigningKey | SealedStageKey | null;
   max_exchanges: number;
   /** The run's last number: the last given (shared numbering) or the highest recorded. */
   seq: number;
@@ -105,35 +110,29 @@ interface RunRow {
   verdict: string | null;
 }
 
-/** Why a run was refused: a limit reached (429) or a conflict with its state (409). */
-export class RunRefusal extends Error {
-  constructor(
-    readonly status: 409 | 429,
-    readonly title: string,
-    message: string,
-    readonly retryAfterSeconds?: number,
-  ) {
-    super(message);
-  }
-}
-
 const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString());
 
 export interface RunsOptions {
   db: Database;
   publicUrl: string;
   key: SigningKey;
+  /** Stage keys prepared ahead (generated one at a time; see `stageKeyPool`). Default 4. */
+  preparedStageKeys?: number;
+  /** What seals a run's reusable secrets (see `secretsKeyFrom`). Default: derived from `key`. */
+  secretsKey?: Buffer;
   limits: RunLimits;
   /** Delays of the stage (ms); the CLI's defaults. */
   tokenDelayMs?: number;
   apiDelayMs?: number;
-  log: (line: string) => void;
+  log: (line: string, fields?: Record<string, unknown>) => void;
 }
 
 /** Runs: created by partners, served by any instance, judged once, signed. */
 export function createRuns(options: RunsOptions) {
   const { db, publicUrl, limits } = options;
   const stages = new Map<string, Promise<HostedStage>>();
+  const stageKeys = stageKeyPool({ size: options.preparedStageKeys ?? 4 });
+  const secretsKey = options.secretsKey ?? secretsKeyFrom(options.key.privateKey);
   const journal = runJournal(db);
 
   async function create(partnerId: string, request: RunRequest) {
@@ -154,48 +153,25 @@ export function createRuns(options: RunsOptions) {
       tokenDelayMs: options.tokenDelayMs ?? defaultTokenDelayMs,
       apiDelayMs: options.apiDelayMs ?? defaultApiDelayMs,
     };
-    const { clientId, clientSecret } = client;
-    const signingKey = await generateStageSigningKey();
+    const { clientId } = client;
+    const { secret: clientSecret, sha256: clientSecretSha256 } = runClientSecret(secretsKey, id);
+    // Limits first, with reads only: a refused creation costs no key and no lock.
+    await refuseOverLimits(db, partnerId, limits);
+    const signingKey = await stageKeys.take(partnerId);
     const scenarioState = playScenarios(new Set(enabled), grant).state();
     const now = Date.now();
     const expiresAt = new Date(now + limits.maxDurationSeconds * 1000);
     await db.transaction(async (tx) => {
       // One partner's runs are counted under its row's lock: two creations at once cannot both pass.
       await tx.query('SELECT id FROM partners WHERE id = $1 FOR UPDATE', [partnerId]);
-      const [open] = await tx.query<{ count: string }>(
-        "SELECT count(*) AS count FROM runs WHERE partner_id = $1 AND status IN ('open', 'closing')",
-        [partnerId],
-      );
-      if (Number(open!.count) >= limits.maxOpenRunsPerPartner)
-        throw new RunRefusal(
-          429,
-          'Too many open runs',
-          `this partner already has ${open!.count} open runs (at most ${limits.maxOpenRunsPerPartner}): finish one (POST /api/runs/{id}/finish) before creating another`,
-          60,
-        );
-      const [recent] = await tx.query<{ count: string; oldest: Date | string | null }>(
-        "SELECT count(*) AS count, min(at) AS oldest FROM rate_events WHERE partner_id = $1 AND at > now() - interval '1 hour'",
-        [partnerId],
-      );
-      if (Number(recent!.count) >= limits.maxRunsPerHour) {
-        const wait = Math.max(
-          1,
-          Math.ceil((new Date(recent!.oldest!).getTime() + 3_600_000 - Date.now()) / 1000),
-        );
-        throw new RunRefusal(
-          429,
-          'Too many runs created',
-          `this partner created ${recent!.count} runs in the last hour (at most ${limits.maxRunsPerHour}); try again in ${wait} s`,
-          wait,
-        );
-      }
+      await refuseOverLimits(tx, partnerId, limits);
       await tx.query("DELETE FROM rate_events WHERE partner_id = $1 AND at < now() - interval '1 hour'", [
         partnerId,
       ]);
       await tx.query('INSERT INTO rate_events (partner_id) VALUES ($1)', [partnerId]);
       await tx.query(
         `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, integration,
-           stage, client_id, client_secret, signing_key, max_exchanges, scenario_state)
+           stage, client_id, client_secret_sha256, signing_key, max_exchanges, scenario_state)
          VALUES ($1, $2, 'open', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
         [
           id,
@@ -207,8 +183,8 @@ export function createRuns(options: RunsOptions) {
           request.integration ? JSON.stringify(request.integration) : null,
           JSON.stringify(stage),
           clientId,
-          clientSecret,
-          JSON.stringify(signingKey),
+          clientSecretSha256,
+          JSON.stringify(sealStageKey(secretsKey, id, signingKey)),
           limits.maxExchanges,
           JSON.stringify(scenarioState),
         ],
@@ -253,16 +229,22 @@ export function createRuns(options: RunsOptions) {
   function stageOf(run: RunRow): Promise<HostedStage> {
     let stage = stages.get(run.id);
     if (!stage) {
+      const secrets = openRunSecrets(secretsKey, run);
       stage = openHostedStage({
-        ledger: databaseLedger(db, journal, {
-          id: run.id,
-          enabled: new Set(run.stage.enabled),
-          grant: run.stage.grant,
-          seq: run.seq,
-        }),
+        ledger: databaseLedger(
+          db,
+          journal,
+          {
+            id: run.id,
+            enabled: new Set(run.stage.enabled),
+            grant: run.stage.grant,
+            seq: run.seq,
+          },
+          (error) => options.log(`run ${run.id}: ${error.message}`),
+        ),
         client: {
           clientId: run.client_id,
-          clientSecret: run.client_secret!,
+          clientSecret: secrets.clientSecret,
           partnerId: run.stage.partnerId,
           authorizedScopes: run.stage.authorizedScopes,
         },
@@ -271,7 +253,7 @@ export function createRuns(options: RunsOptions) {
         startedAtEpoch: Number(run.started_epoch_ms),
         ttlSeconds: run.stage.ttlSeconds,
         longTtlSeconds: run.stage.longTtlSeconds,
-        signingKey: run.signing_key!,
+        signingKey: secrets.signingKey,
         tokenDelayMs: run.stage.tokenDelayMs,
         apiDelayMs: run.stage.apiDelayMs,
       });
@@ -326,7 +308,10 @@ export function createRuns(options: RunsOptions) {
    * Judges a run once, whichever instance asks first: the run is claimed (open → closing) in one
    * statement, judged, and stored (→ judged or interrupted). Resolves with false when another claim won.
    */
-  async function judge(
+  const judge = observeJudge(judgeRun, (_, ending) =>
+    ending.how === 'interrupted' ? 'interrupted' : 'judged',
+  );
+  async function judgeRun(
     id: string,
     ending: { journeyExitCode?: number | null; how: 'finished' | 'idle' | 'duration' | 'interrupted' },
   ): Promise<boolean> {
@@ -411,6 +396,13 @@ export function createRuns(options: RunsOptions) {
     );
     options.log(
       `run ${id}: ${status}, ${reportVerdict(report).word} (${contents.exchanges.length} exchanges)`,
+      {
+        event: 'run.judged',
+        runId: id,
+        partnerId: run.partner_id,
+        status,
+        verdict: reportVerdict(report).word,
+      },
     );
     return true;
   }
@@ -446,6 +438,7 @@ export function createRuns(options: RunsOptions) {
   }
 
   async function close(): Promise<void> {
+    stageKeys.close();
     await Promise.all([...stages.keys()].map(closeStage));
   }
 
@@ -461,4 +454,4 @@ export function createRuns(options: RunsOptions) {
 
 export type Runs = ReturnType<typeof createRuns>;
 export type { RunRow };
-export { iso };
+export { iso, RunRefusal };

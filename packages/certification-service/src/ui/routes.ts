@@ -3,9 +3,12 @@ import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Database } from '../db/database.js';
 import { type Audit, reportResponse } from '../http/api.js';
+import { hostileText } from '../http/schemas.js';
 import { iso } from '../runs/runs.js';
-import { hashSecret, newSecret, sameText } from '../secrets.js';
+import { derivedSecret, hashSecret, newSecret, sameText } from '../secrets.js';
+import { auditPage } from './audit.js';
 import { h, page, stylesheet, uiContentSecurityPolicy } from './html.js';
+import type { SigninGuard } from './signin-guard.js';
 
 const cookieName = 'pcs_session';
 /** A reviewer's sign-in lasts this long. */
@@ -19,7 +22,7 @@ interface Reviewer {
 
 type Env = { Variables: { reviewer: Reviewer } };
 
-const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 409 = 200) =>
+const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 409 | 429 = 200) =>
   c.html(body, status, {
     'content-security-policy': uiContentSecurityPolicy,
     'x-content-type-options': 'nosniff',
@@ -35,7 +38,10 @@ const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 40
  * on an attested run; the audit log. Every form carries the session's CSRF token, and every POST must
  * come from this origin.
  */
-export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string; audit: Audit }) {
+export function mountUi(
+  app: Hono<Env>,
+  deps: { db: Database; publicUrl: string; audit: Audit; signin: SigninGuard },
+) {
   const { db } = deps;
   const secure = deps.publicUrl.startsWith('https:');
   const origin = new URL(deps.publicUrl).origin;
@@ -58,6 +64,14 @@ export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string;
   app.get('/signin', (c) => html(c, signinPage()));
   app.post('/signin', async (c) => {
     if (!fromHere(c)) return html(c, signinPage('This form must be sent from this site.'), 403);
+    // Guessing is slowed before the credential is looked at (see signin-guard.ts).
+    const address = deps.signin.addressOf(c);
+    const wait = await deps.signin.throttled(address);
+    if (wait > 0) {
+      const answer = html(c, signinPage(`Too many failed sign-ins: try again in ${wait} s.`), 429);
+      answer.headers.set('retry-after', String(wait));
+      return answer;
+    }
     const form = await c.req.parseBody();
     const credential = typeof form.credential === 'string' ? form.credential.trim() : '';
     const [reviewer] = credential
@@ -67,13 +81,13 @@ export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string;
         )
       : [];
     if (!reviewer) {
-      await deps.audit('anonymous', 'signin.refused', null, {});
+      await deps.signin.failed(address);
       return html(c, signinPage('That credential is not valid.'), 401);
     }
     const token = newSecret('pcs_session');
     await db.query(
-      `INSERT INTO reviewer_sessions (token_hash, reviewer_id, csrf_token, expires_at) VALUES ($1, $2, $3, now() + interval '${sessionHours} hours')`,
-      [hashSecret(token), reviewer.id, newSecret('pcs_session')],
+      `INSERT INTO reviewer_sessions (token_hash, reviewer_id, expires_at) VALUES ($1, $2, now() + interval '${sessionHours} hours')`,
+      [hashSecret(token), reviewer.id],
     );
     await db.query('DELETE FROM reviewer_sessions WHERE expires_at < now()');
     await deps.audit(`reviewer:${reviewer.id}`, 'signin', null, {});
@@ -91,8 +105,8 @@ export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string;
   const signedIn = async (c: Context<Env>, next: () => Promise<void>) => {
     const token = getCookie(c, cookieName);
     const [session] = token
-      ? await db.query<{ id: string; name: string; csrf_token: string }>(
-          `SELECT r.id, r.name, s.csrf_token FROM reviewer_sessions s JOIN reviewers r ON r.id = s.reviewer_id
+      ? await db.query<{ id: string; name: string }>(
+          `SELECT r.id, r.name FROM reviewer_sessions s JOIN reviewers r ON r.id = s.reviewer_id
            WHERE s.token_hash = $1 AND s.expires_at > now()`,
           [hashSecret(token)],
         )
@@ -101,10 +115,13 @@ export function mountUi(app: Hono<Env>, deps: { db: Database; publicUrl: string;
       if (c.req.method === 'GET') return c.redirect('/signin', 303);
       return html(c, page('Signed out', '<p>Sign in again: <a href="/signin">sign in</a>.</p>'), 401);
     }
-    c.set('reviewer', { id: session.id, name: session.name, csrf: session.csrf_token });
+    // The CSRF token is bound to the session without being stored: an HMAC keyed by the session token,
+    // which only the reviewer's cookie holds (the database has its hash).
+    const csrf = derivedSecret(token!, 'csrf', 'reviewer UI');
+    c.set('reviewer', { id: session.id, name: session.name, csrf });
     if (c.req.method === 'POST') {
       const form = await c.req.parseBody();
-      if (!fromHere(c) || typeof form.csrf !== 'string' || !sameText(form.csrf, session.csrf_token))
+      if (!fromHere(c) || typeof form.csrf !== 'string' || !sameText(form.csrf, csrf))
         return html(
           c,
           page(
@@ -274,12 +291,12 @@ ${
     const run = await runForUi(db, c.req.param('id'));
     if (!run) return html(c, page('No such run', '<p>No run has this id.</p>', reviewer), 404);
     const back = `<p><a href="/ui/runs/${h(run.id)}">Back to the run</a></p>`;
-    if (!decision || note === '' || note.length > 2000)
+    if (!decision || note === '' || note.length > 2000 || hostileText.test(note))
       return html(
         c,
         page(
           'Not recorded',
-          `<p class="error">A decision needs approve or reject and a note of 1 to 2000 characters.</p>${back}`,
+          `<p class="error">A decision needs approve or reject and a note of 1 to 2000 characters, with no control characters.</p>${back}`,
           reviewer,
         ),
         400,
@@ -318,30 +335,7 @@ ${
     return c.redirect(`/partners/${encodeURIComponent(run.partner_id)}`, 303);
   });
 
-  app.get('/audit', async (c) => {
-    const entries = await db.query<{
-      id: string;
-      at: string;
-      actor: string;
-      action: string;
-      subject: string | null;
-      detail: unknown;
-    }>('SELECT id, at, actor, action, subject, detail FROM audit_log ORDER BY id DESC LIMIT 500');
-    const rows = entries
-      .map(
-        (e) =>
-          `<tr><td>${h(iso(e.at))}</td><td>${h(e.actor)}</td><td>${h(e.action)}</td><td>${h(e.subject ?? '')}</td><td><code>${h(JSON.stringify(e.detail ?? {}))}</code></td></tr>`,
-      )
-      .join('\n');
-    return html(
-      c,
-      page(
-        'Audit log',
-        `<p class="muted">The newest 500 entries.</p><table><thead><tr><th>When</th><th>Who</th><th>What</th><th>On</th><th>Detail</th></tr></thead><tbody>${rows}</tbody></table>`,
-        c.get('reviewer'),
-      ),
-    );
-  });
+  app.get('/audit', async (c) => html(c, await auditPage(db, c.req.query(), c.get('reviewer'))));
 }
 
 function safeOrigin(value: string): string | undefined {

@@ -6,6 +6,10 @@ export interface ThrowawayPostgres {
   readonly url: string;
   /** A fresh, empty database on the cluster; its URL. */
   database(name: string): Promise<string>;
+  /** Stops the server (an outage: connections refused), keeping its data for `resume`. */
+  halt(): Promise<void>;
+  /** Starts the halted server again on the same port and data; resolves once it accepts connections. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 /**

@@ -62,39 +62,51 @@ export async function startPostgres({ durable = false } = {}) {
     },
   );
   const port = await freePort();
-  const server = spawn(
-    join(bin, 'postgres'),
-    [
-      '-D',
-      data,
-      '-p',
-      String(port),
-      '-h',
-      '127.0.0.1',
-      '-k',
-      dir,
-      // Tests skip the flushes to disk; a bench (durable) keeps PostgreSQL's defaults.
-      ...(durable ? [] : ['-c', 'fsync=off']),
-      '-c',
-      'max_connections=200',
-    ],
-    { stdio: 'ignore', ...user },
-  );
+  const launch = () =>
+    spawn(
+      join(bin, 'postgres'),
+      [
+        '-D',
+        data,
+        '-p',
+        String(port),
+        '-h',
+        '127.0.0.1',
+        '-k',
+        dir,
+        // Tests skip the flushes to disk; a bench (durable) keeps PostgreSQL's defaults.
+        ...(durable ? [] : ['-c', 'fsync=off']),
+        '-c',
+        'max_connections=200',
+      ],
+      { stdio: 'ignore', ...user },
+    );
+  let server = launch();
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const client = new pg.Client({ connectionString: url });
-    try {
-      await client.connect();
-      await client.end();
-      break;
-    } catch (error) {
-      await client.end().catch(() => {});
-      if (Date.now() > deadline || server.exitCode !== null)
-        throw new Error(`PostgreSQL did not start: ${/** @type {Error} */ (error).message}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+  const ready = async () => {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const client = new pg.Client({ connectionString: url });
+      try {
+        await client.connect();
+        await client.end();
+        break;
+      } catch (error) {
+        await client.end().catch(() => {});
+        if (Date.now() > deadline || server.exitCode !== null)
+          throw new Error(`PostgreSQL did not start: ${/** @type {Error} */ (error).message}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
     }
-  }
+  };
+  await ready();
+  /** Fast shutdown; a server that hangs is killed after 10 s. */
+  const halt = async () => {
+    server.kill('SIGINT');
+    const killer = setTimeout(() => server.kill('SIGKILL'), 10_000);
+    await new Promise((resolve) => (server.exitCode !== null ? resolve(null) : server.once('exit', resolve)));
+    clearTimeout(killer);
+  };
   return {
     url,
     /** @param {string} name */
@@ -105,14 +117,15 @@ export async function startPostgres({ durable = false } = {}) {
       await client.end();
       return `postgres://postgres@127.0.0.1:${port}/${name}`;
     },
+    /** Stops the server (an outage: connections refused), keeping its data for `resume`. */
+    halt,
+    /** Starts the halted server again on the same port and data; resolves once it accepts connections. */
+    async resume() {
+      server = launch();
+      await ready();
+    },
     async stop() {
-      // Fast shutdown; a server that hangs is killed after 10 s.
-      server.kill('SIGINT');
-      const killer = setTimeout(() => server.kill('SIGKILL'), 10_000);
-      await new Promise((resolve) =>
-        server.exitCode !== null ? resolve(null) : server.once('exit', resolve),
-      );
-      clearTimeout(killer);
+      if (server.exitCode === null && server.signalCode === null) await halt();
       rmSync(dir, { recursive: true, force: true });
     },
   };

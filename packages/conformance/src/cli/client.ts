@@ -69,8 +69,8 @@ plays the scenario plan, and judges the traffic it recorded.
   --service-key-file FILE   the file holding your API key for --service (never the key itself on the command line)
   --attestation FILE     with --service: write the run's signed attestation (partner-conformance verify checks it)
 
-Exit: 0 no must check failed, 1 a must check failed (or, with --certify, was not verified, or the
-journey failed), 2 usage error (a missing or non-executable COMMAND, a port in use, a bad flag).
+Exit: 0 no must check failed, 1 a must check failed (or, with --certify, the run did not certify: the
+verdict lists why), 2 usage error (a missing or non-executable COMMAND, a port in use, a bad flag).
 `;
 
 const flags = {
@@ -417,7 +417,7 @@ export async function clientMain(argv: readonly string[], io: CliIo): Promise<nu
     const journey = report.journey;
     io.stdout.write(
       terminalSafe(
-        `\njourney  ${journey.command.join(' ') || '(none)'} — ${journey.ending === 'exited' ? `exit ${journey.exitCode ?? `signal ${journey.signal}`}` : journey.ending}${journey.note ? ` (${journey.note})` : ''}, ${(journey.durationMs / 1000).toFixed(2)} s; ${journey.calls.token} token requests, ${journey.calls.api} API calls${report.recording.dropped > 0 ? `; ${report.recording.dropped} exchanges not recorded (cap ${report.recording.maxExchanges})` : ''}${journey.survivors ? `\n         ${journey.survivors.length} process${journey.survivors.length === 1 ? '' : 'es'} had left the journey's process group and outlived it (stopped): ${journey.survivors.join('; ')}` : ''}\n`,
+        `\njourney  ${journey.command.join(' ') || '(none)'} — ${journey.ending === 'exited' ? `exit ${journey.exitCode ?? `signal ${journey.signal}`}` : journey.ending}${journey.note ? ` (${journey.note})` : ''}, ${(journey.durationMs / 1000).toFixed(2)} s; ${journey.calls.token} token requests, ${journey.calls.api} API calls${report.recording.dropped > 0 ? `; ${report.recording.dropped} exchanges not recorded (cap ${report.recording.maxExchanges})` : ''}${report.recording.clamped ? `; ${report.recording.clamped} recorded values shortened to the session's bounds (marked "…[N chars]")` : ''}${journey.survivors ? `\n         ${journey.survivors.length} process${journey.survivors.length === 1 ? '' : 'es'} had left the journey's process group and outlived it (stopped): ${journey.survivors.join('; ')}` : ''}\n`,
       ),
     );
     reporter.finish(report);

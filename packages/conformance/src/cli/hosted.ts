@@ -8,6 +8,7 @@ import { type ClientReport, exitCodeFor, reportVerdict } from '../common/report.
 import { terminalSafe } from '../common/terminal.js';
 import { ConformanceError } from '../errors.js';
 import { ConsoleReporter } from '../reporters/console.js';
+import { coverageLines } from '../reporters/coverage.js';
 import { formatJsonReport } from '../reporters/json.js';
 import { formatJunitReport } from '../reporters/junit.js';
 import { tool } from '../version.js';
@@ -128,6 +129,8 @@ export async function hostedClientMain(config: ClientCliConfig, io: CliIo): Prom
     })
   ).json()) as { report: ClientReport; status: string };
   const report = finished.report;
+  const top = coverageLines(report);
+  if (top.length > 0) io.stdout.write(terminalSafe(`${top.join('\n')}\n\n`));
   for (const result of report.checks) reporter.result(result);
   io.stdout.write(
     terminalSafe(

@@ -196,6 +196,7 @@ export function judgeSession(session: ClientSession, options: JudgeOptions = {})
       exchanges: session.exchanges.length,
       dropped: session.dropped,
       maxExchanges: session.maxExchanges,
+      ...(session.clamped !== undefined && { clamped: session.clamped }),
     },
     ...(session.integration && { integration: { ...session.integration } }),
     provenance,

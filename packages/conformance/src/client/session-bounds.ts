@@ -1,6 +1,6 @@
 import type * as z from 'zod';
-import type { ClientSession } from './session.js';
-import { maxRecordedHeaders, sessionSchema } from './session-schema.js';
+import { type ClientSession, formatSession } from './session.js';
+import { maxRecordedHeaders, maxSessionBytes, sessionSchema } from './session-schema.js';
 
 /**
  * The recorder's side of the session schema: every bound the reader (`--judge`, `verify`) enforces,
@@ -23,7 +23,22 @@ interface Def {
 
 const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: Def } })._zod.def;
 
+/** A def's bounds, read once per schema node (a session walks the same nodes 50,000 times). */
+const bounds = new WeakMap<Def, Map<string, { value: number; inclusive: boolean } | undefined>>();
+
 function bound(def: Def, check: string): { value: number; inclusive: boolean } | undefined {
+  let known = bounds.get(def);
+  if (!known) {
+    known = new Map();
+    bounds.set(def, known);
+  }
+  if (known.has(check)) return known.get(check);
+  const found = readBound(def, check);
+  known.set(check, found);
+  return found;
+}
+
+function readBound(def: Def, check: string): { value: number; inclusive: boolean } | undefined {
   for (const item of def.checks ?? []) {
     const { check: kind, maximum, value, inclusive } = item._zod.def;
     if (kind !== check) continue;
@@ -122,10 +137,44 @@ class Fitter {
  * The session brought within every bound of the session schema, and how many values that shortened
  * (added to the session's `clamped`). O(size of the session).
  */
-export function fitSession(session: ClientSession): ClientSession {
+export function fitSession(session: ClientSession, maxBytes = maxSessionBytes): ClientSession {
   const fitter = new Fitter();
   const { clamped: before, ...rest } = session;
   const fitted = fitter.fit(sessionSchema, rest) as ClientSession;
   const clamped = (before ?? 0) + fitter.clamped;
-  return clamped > 0 ? { ...fitted, clamped } : fitted;
+  return fitBytes(clamped > 0 ? { ...fitted, clamped } : fitted, maxBytes);
+}
+
+/** Below this many exchanges a session cannot reach the file bound: its size is not measured. */
+const measuredFrom = 1_000;
+
+/**
+ * The session within the file bound the reader enforces (100 MiB): past it, the last exchanges (and
+ * the tokens they issued) are counted in `dropped`, not kept — as past the recording cap, which makes
+ * every pass "not verified". Only a client that filled every field to its bound meets this.
+ */
+function fitBytes(session: ClientSession, maxBytes: number): ClientSession {
+  if (session.exchanges.length < measuredFrom && maxBytes >= maxSessionBytes) return session;
+  const bytes = (value: ClientSession) => Buffer.byteLength(formatSession(value));
+  if (bytes(session) <= maxBytes) return session;
+  // Each exchange's share of the file, nested two levels deep (an overestimate: a margin, not a search).
+  const sizes = session.exchanges.map((exchange) =>
+    Math.ceil(Buffer.byteLength(JSON.stringify(exchange, null, 1)) * 1.5 + 16),
+  );
+  const fixed = bytes({ ...session, exchanges: [], tokens: [] });
+  const tokenBytes = session.tokens.map((token) => Buffer.byteLength(JSON.stringify(token, null, 1)) * 1.5);
+  let budget = maxBytes - fixed - tokenBytes.reduce((sum, size) => sum + size, 0);
+  let kept = 0;
+  while (kept < sizes.length && budget - sizes[kept]! >= 0) budget -= sizes[kept++]!;
+  for (;;) {
+    const seqs = new Set(session.exchanges.slice(0, kept).map((exchange) => exchange.seq));
+    const cut: ClientSession = {
+      ...session,
+      exchanges: session.exchanges.slice(0, kept),
+      tokens: session.tokens.filter((token) => seqs.has(token.seq)),
+      dropped: session.dropped + (session.exchanges.length - kept),
+    };
+    if (kept === 0 || bytes(cut) <= maxBytes) return cut;
+    kept = Math.floor(kept / 2);
+  }
 }

@@ -141,7 +141,8 @@ export interface ClientReport extends ReportBase {
   /** The scenario plan, each step with when it fired (absent: the journey never reached it). */
   scenarios: ScenarioRecord[];
   /** Exchanges recorded and dropped past the cap (a dropped exchange makes every pass "not verified"). */
-  recording: { exchanges: number; dropped: number; maxExchanges: number };
+  /** `clamped`: recorded values the stage shortened to the session's bounds (each marked "…[N chars]"). */
+  recording: { exchanges: number; dropped: number; maxExchanges: number; clamped?: number };
   /** The integration certified: the partner's name and its version or commit, as given (or `git describe`). */
   integration?: IntegrationRecord;
   /** Where the verdicts come from, and what they prove. */
@@ -182,6 +183,18 @@ export interface Provenance {
   mark: string;
   /** What this kind of report proves, in a sentence for the reviewer. */
   note: string;
+}
+
+/**
+ * A report's attestation flag and mark as the reporters show them: a report from an older service
+ * without them is not attested (only `attested: true` is).
+ */
+export function attestationOf(provenance: Provenance): { attested: boolean; mark: string } {
+  const attested = provenance.attested === true;
+  return {
+    attested,
+    mark: typeof provenance.mark === 'string' ? provenance.mark : provenanceMark({ ...provenance, attested }),
+  };
 }
 
 /** The mark of a report's provenance, the same words in every format (console, JSON, JUnit, HTML). */
@@ -324,7 +337,9 @@ export function decisionLines(report: ClientReport): string[] {
         ? `must checks: ${must.length - mustSkipped.length} of ${must.length} passed, ${mustSkipped.length} not verified (${mustSkipped.map((c) => c.id).join(', ')}) — certification (--certify) needs them verified`
         : `must checks: all ${must.length} passed — the rules an approval requires hold for what the journey did`,
     shouldBad.length > 0
-      ? `should checks: ${shouldBad.length} failed (${shouldBad.map((c) => c.id).join(', ')}) — recommendations: they do not block approval, and a reviewer may ask for them`
+      ? report.certification
+        ? `should checks: ${shouldBad.length} failed (${shouldBad.map((c) => c.id).join(', ')}) — recommendations, except those the certification plan makes decisive (the certification line says which block it)`
+        : `should checks: ${shouldBad.length} failed (${shouldBad.map((c) => c.id).join(', ')}) — recommendations: they do not block approval, and a reviewer may ask for them`
       : 'should checks: none failed',
   ];
   const exercised = report.operations.filter((operation) => operation.exercised);

@@ -1,5 +1,11 @@
 import { categoryOrder } from '../common/check-meta.js';
-import { type AnyReport, type CheckResult, decisionLines, reportVerdict } from '../common/report.js';
+import {
+  type AnyReport,
+  attestationOf,
+  type CheckResult,
+  decisionLines,
+  reportVerdict,
+} from '../common/report.js';
 import { terminalSafe } from '../common/terminal.js';
 import type { TargetInfo } from '../server/run.js';
 
@@ -174,7 +180,7 @@ export class ConsoleReporter {
         );
       // The mark first, painted: a report not attested says so before anything else of its provenance.
       this.#stream.write(
-        `  ${this.#paint(provenance.attested ? 32 : 33, `provenance: ${provenance.mark}`)}\n`,
+        `  ${this.#paint(attestationOf(provenance).attested ? 32 : 33, `provenance: ${terminalSafe(attestationOf(provenance).mark)}`)}\n`,
       );
       this.#stream.write(
         `  session SHA-256 ${provenance.sessionSha256} (${provenance.source}${provenance.sessionFile ? `: ${terminalSafe(provenance.sessionFile)}` : ''}): ${provenance.note}\n`,

@@ -7,6 +7,8 @@ import type { ClientReport } from '../common/report.js';
  */
 export function coverageLines(report: ClientReport): string[] {
   const { coverage } = report;
+  // A report of a service that predates coverage has none to show.
+  if (!coverage) return [];
   const lines = [
     report.plan
       ? `plan      ${report.plan.id} (sha256 ${report.plan.digest}) — ${report.certify ? 'certification run' : 'judged without --certify'}`

@@ -1,4 +1,10 @@
-import type { AnyReport, CheckResult, ClientReport, Report } from '../common/report.js';
+import {
+  type AnyReport,
+  attestationOf,
+  type CheckResult,
+  type ClientReport,
+  type Report,
+} from '../common/report.js';
 
 const serverKeys = [
   'schemaVersion',
@@ -67,7 +73,13 @@ const pick = <T extends object>(value: T, keys: readonly (keyof T)[]) =>
 /** The JSON report (schemaVersion 3, either mode), pretty-printed, its keys in the documented order. */
 export function formatJsonReport(report: AnyReport): string {
   const ordered = {
-    ...(report.mode === 'client' ? pick(report, clientKeys) : pick(report, serverKeys)),
+    ...(report.mode === 'client'
+      ? // provenance.attested is always there: false unless a signature vouches (an older service's report included).
+        {
+          ...pick(report, clientKeys),
+          provenance: { ...report.provenance, ...attestationOf(report.provenance) },
+        }
+      : pick(report, serverKeys)),
     checks: report.checks.map((check) => pick(check, checkKeys)),
   };
   return `${JSON.stringify(ordered, null, 2)}\n`;

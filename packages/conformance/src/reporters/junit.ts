@@ -1,5 +1,5 @@
 import { categoryOrder } from '../common/check-meta.js';
-import type { AnyReport, CheckResult } from '../common/report.js';
+import { type AnyReport, attestationOf, type CheckResult } from '../common/report.js';
 
 /** Escapes text for XML content and attributes, dropping characters XML 1.0 cannot hold. */
 export function xmlEscape(text: string): string {
@@ -60,8 +60,8 @@ export function formatJunitReport(report: AnyReport): string {
     const properties: Array<[string, string]> = [
       ['session-sha256', report.provenance.sessionSha256],
       ['provenance', report.provenance.source],
-      ['attested', String(report.provenance.attested)],
-      ['provenance-mark', report.provenance.mark],
+      ['attested', String(attestationOf(report.provenance).attested)],
+      ['provenance-mark', attestationOf(report.provenance).mark],
       ...(report.integration?.name
         ? ([['integration', report.integration.name]] as Array<[string, string]>)
         : []),
@@ -70,36 +70,37 @@ export function formatJunitReport(report: AnyReport): string {
         : []),
     ];
     // The coverage a certification decides on, for a CI that reads only JUnit.
-    properties.push(
-      ['plan', report.plan ? `${report.plan.id} sha256:${report.plan.digest}` : 'none (practice run)'],
-      ...report.coverage.operations.map((item): [string, string] => [
-        `operation:${item.operationId}`,
-        `${item.calls} calls, ${item.succeeded} succeeded`,
-      ]),
-      ...report.coverage.scenarios.map((item): [string, string] => [
-        `scenario:${item.id}`,
-        item.met ? 'met' : `not met: ${item.detail ?? ''}`,
-      ]),
-      ['must-not-verified', report.coverage.mustNotVerified.join(',') || 'none'],
-      ...(report.partner
-        ? ([['partner', `${report.partner.id} ${report.partner.name}`]] as Array<[string, string]>)
-        : []),
-      ...(report.outsideTraffic
-        ? ([['outside-traffic', `${report.outsideTraffic.exchanges} exchanges, not judged`]] as Array<
-            [string, string]
-          >)
-        : []),
-      ...(report.certification
-        ? ([
-            [
-              'certification',
-              report.certification.passed
-                ? 'passed'
-                : `not passed: ${report.certification.reasons.join('; ')}`,
-            ],
-          ] as Array<[string, string]>)
-        : []),
-    );
+    if (report.coverage)
+      properties.push(
+        ['plan', report.plan ? `${report.plan.id} sha256:${report.plan.digest}` : 'none (practice run)'],
+        ...report.coverage.operations.map((item): [string, string] => [
+          `operation:${item.operationId}`,
+          `${item.calls} calls, ${item.succeeded} succeeded`,
+        ]),
+        ...report.coverage.scenarios.map((item): [string, string] => [
+          `scenario:${item.id}`,
+          item.met ? 'met' : `not met: ${item.detail ?? ''}`,
+        ]),
+        ['must-not-verified', report.coverage.mustNotVerified.join(',') || 'none'],
+        ...(report.partner
+          ? ([['partner', `${report.partner.id} ${report.partner.name}`]] as Array<[string, string]>)
+          : []),
+        ...(report.outsideTraffic
+          ? ([['outside-traffic', `${report.outsideTraffic.exchanges} exchanges, not judged`]] as Array<
+              [string, string]
+            >)
+          : []),
+        ...(report.certification
+          ? ([
+              [
+                'certification',
+                report.certification.passed
+                  ? 'passed'
+                  : `not passed: ${report.certification.reasons.join('; ')}`,
+              ],
+            ] as Array<[string, string]>)
+          : []),
+      );
     suiteProperties = `    <properties>\n${properties.map(([name, value]) => `      <property name="${name}" value="${xmlEscape(value)}"/>\n`).join('')}    </properties>\n`;
   }
   for (const category of order) {

@@ -4,7 +4,9 @@ import {
   type ClientConformanceOptions,
   type ClientConformanceRun,
   certificationPlan,
+  formatSession,
   judgeSession,
+  parseSession,
   type RunningStage,
   reportVerdict,
   runClientConformance,
@@ -118,6 +120,11 @@ describe('certification under the plan', () => {
       reasons: [],
     });
     expect(reportVerdict(report).word).toBe('PASS');
+    // The saved session (its plan, its outside exchanges) reads back and judges again to the same outcome.
+    const again = judgeSession(parseSession(formatSession(correct.session)), { certify: true });
+    expect(again.certification).toEqual(report.certification);
+    expect(again.outsideTraffic).toEqual({ exchanges: 9 });
+    expect(again.plan).toEqual(report.plan);
 
     // The negative control: the same requests with the run's secret are judged (its secret in a URL fails).
     expect(control.report.outsideTraffic?.exchanges ?? 0).toBe(6);

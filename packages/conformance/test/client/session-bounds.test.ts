@@ -56,6 +56,33 @@ describe('fitSession: every bound of the session schema, applied when the sessio
     expect(fitted.clamped).toBe(1 + 1 + 1 + 1 + 15 + 1 + 31 + 1 + 1 + 16 + 1);
   });
 
+  it('past the file bound, the last exchanges and the tokens they issued are counted in dropped, not kept', () => {
+    const exchanges = Array.from({ length: 300 }, (_, index) =>
+      index % 10 === 0
+        ? tokenRequest(index * 10, `T${index / 10 + 1}`)
+        : loans(index * 10, `T${Math.floor(index / 10) + 1}`, 200, { responseBody: 'r'.repeat(2000) }),
+    );
+    const tokens = Array.from({ length: 30 }, (_, index) => ({
+      ref: `T${index + 1}`,
+      seq: index * 10 + 1,
+      issuedAt: index * 100 + 5,
+      expAt: index * 100 + 4000,
+    }));
+    const session = sessionOf(exchanges, tokens);
+    // Negative control: under the reader's 100 MiB the same session is kept whole.
+    expect(fitSession(structuredClone(session)).exchanges).toHaveLength(300);
+    const maxBytes = 200_000;
+    expect(Buffer.byteLength(formatSession(session))).toBeGreaterThan(maxBytes);
+    const fitted = fitSession(session, maxBytes);
+    expect(Buffer.byteLength(formatSession(fitted))).toBeLessThanOrEqual(maxBytes);
+    expect(fitted.exchanges.length).toBeGreaterThan(30);
+    expect(fitted.dropped).toBe(300 - fitted.exchanges.length);
+    const kept = new Set(fitted.exchanges.map((exchange) => exchange.seq));
+    expect(fitted.tokens.every((token) => kept.has(token.seq))).toBe(true);
+    expect(fitted.tokens.length).toBeLessThan(30);
+    expect(() => parseSession(formatSession(fitted))).not.toThrow();
+  });
+
   it('clampText keeps short text whole and marks what it cuts', () => {
     expect(clampText('abc', 3)).toBe('abc');
     expect(clampText('abcdefghijklmnopqrstuvwxyz', 20)).toBe('abcdefghi…[26 chars]');
@@ -122,6 +149,7 @@ describe('the stage saves a session that --judge reads back, whatever the client
     // Judged: exit 0 or 1 (a verdict), never 2 (a file refused).
     expect([0, 1], run.stderr).toContain(run.status);
     expect(run.stdout).toContain('self-recorded, not attested');
+    expect(run.stdout).toMatch(/\d+ recorded values shortened to the session's bounds/);
     // Nothing the client sent twice lands whole: not the secret, not a token.
     expect(formatSession(session)).not.toContain(stage.client.clientSecret);
   }, 60_000);

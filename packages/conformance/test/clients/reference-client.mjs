@@ -141,7 +141,8 @@ async function call(method, path, scope, body) {
       if (bug === 'cached-past-exp') return response.status;
       if (retriedAuth) return response.status;
       retriedAuth = true;
-      if (cache.get(keyOf(scope))?.token === token) cache.delete(keyOf(scope));
+      // Drop the cached token (under a lock, only if it is still the refused one: another worker may have renewed).
+      if (!locked || cache.get(keyOf(scope))?.token === token) cache.delete(keyOf(scope));
       continue;
     }
     if ((response.status === 429 || response.status === 503) && attempts < 4) {
@@ -215,8 +216,15 @@ else if (bug === 'ignore-grant') {
     statuses.push(await call('POST', 'repayments', 'read:loans', { amount: 1, attempt }));
 }
 const end = Date.now() + seconds * 1000;
+// serialised-herd drops its token once two thirds in (past the stage's short phase, however late the
+// journey started), as a pool restarting its workers would: its herd then meets a long-lived token.
+let forgetAt = Date.now() + (seconds * 2000) / 3;
 // Two calls at a time (WORKERS): renewals happen under concurrency (single flight, or the herd).
 while (Date.now() < end) {
+  if (bug === 'serialised-herd' && Date.now() >= forgetAt) {
+    cache.clear();
+    forgetAt = Number.POSITIVE_INFINITY;
+  }
   statuses.push(...(await Promise.all(together(10))));
   if (creates.length > 0) await createsRound();
   await sleep(250);

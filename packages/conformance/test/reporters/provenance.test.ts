@@ -81,3 +81,12 @@ describe('provenance: attested or not, in every report format', () => {
     expect(xml).toContain('<property name="provenance-mark" value="self-recorded, not attested"/>');
   });
 });
+
+describe('a report from a service that predates the flag', () => {
+  it('is shown as not attested in every format (only attested: true removes the mark)', () => {
+    const { attested: _a, mark: _m, ...older } = reports.service.provenance;
+    const report = { ...reports.service, provenance: older } as unknown as ClientReport;
+    for (const [name, render] of formats)
+      expect(render(report), name).toContain('recorded by the certification service, not attested');
+  });
+});

@@ -251,7 +251,12 @@ export function createStageHandler(context: StageHandlerContext) {
       if (refusal) {
         req.resume();
         if (!res.headersSent)
-          await send(res, refusal.status, { 'content-type': 'application/json' }, refusal.body);
+          await send(
+            res,
+            refusal.status,
+            { 'content-type': 'application/json', ...refusal.headers },
+            refusal.body,
+          );
         return;
       }
       const message = error instanceof Error ? error.message : String(error);

@@ -2,7 +2,8 @@ import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { exportPKCS8, exportSPKI, generateKeyPair, importPKCS8, importSPKI } from 'jose';
 import { Redactor } from '../../common/redact.js';
-import type { StageInfo } from '../session.js';
+import type { RunNames } from '../../common/report.js';
+import type { DigestedPlan, StageInfo } from '../session.js';
 import { stageInfoOf } from './assemble.js';
 import { createStageHandler, type StageServer } from './handler.js';
 import type { StageLedger } from './ledger.js';
@@ -46,12 +47,19 @@ export interface HostedStageOptions {
   maxHeldBytes?: number;
   /** Epoch ms clock. Default Date.now. */
   clock?: () => number;
+  /**
+   * The names the host gives the run — the vendor's partner, the service (URL, version) and, for a
+   * certification run, the plan it follows — handed back as `names` for `assembleSession({ names })`.
+   */
+  names?: Omit<RunNames, 'plan'> & { plan?: DigestedPlan };
 }
 
 /** One instance's handle on a hosted run's stage: any number of instances may hold one for the same run. */
 export interface HostedStage {
   /** What the session file says of the stage. */
   readonly info: StageInfo;
+  /** The names the host gave (`HostedStageOptions.names`), for `assembleSession({ names })`. */
+  readonly names: Omit<RunNames, 'plan'> & { plan?: DigestedPlan };
   /**
    * Answers a request of the run and records it in the ledger before the answer leaves. `target` is the
    * path and query below the run's `authUrl` or `baseUrl`.
@@ -116,6 +124,7 @@ export async function openHostedStage(options: HostedStageOptions): Promise<Host
       tokenDelayMs: options.tokenDelayMs,
       apiDelayMs: options.apiDelayMs,
     }),
+    names: structuredClone(options.names ?? {}),
     handle: handler,
     redact: (text) => redactor.redact(text),
     close: () => {

@@ -49,9 +49,9 @@ export interface StageLedger {
   /**
    * The answer to give instead of recording when a method of this ledger failed with `error` (for a
    * hosted run: the run has ended → 404); undefined for any other error (the stage answers 502 and
-   * records it).
+   * records it). `headers` go with the answer (a `Retry-After` when the refusal is for a while).
    */
-  refusal?(error: unknown): { status: number; body: string } | undefined;
+  refusal?(error: unknown): { status: number; body: string; headers?: Record<string, string> } | undefined;
 }
 
 /** What a stage recorded, in the order of the session file. */

@@ -1,6 +1,6 @@
 import type { ClientSession } from '../../client/session.js';
 import { phasesPlan } from '../../client/stage/scenarios.js';
-import { type ClientReport, decisionLines } from '../../common/report.js';
+import { attestationOf, type ClientReport, decisionLines } from '../../common/report.js';
 import { coverageLines } from '../coverage.js';
 import { headHtml, htmlEscape, num, provenanceHtml, sectionsHtml, verdictHtml } from './page.js';
 import { timelineSvg } from './timeline.js';
@@ -40,7 +40,7 @@ ${headHtml(`Partner Lending integration certification — ${command}`)}
 <body>
 <h1>Partner Lending integration certification</h1>
 ${verdictHtml(report)}
-<p class="provenance-mark"><strong>${htmlEscape(provenance.mark)}</strong></p>
+<p class="provenance-mark"><strong>${htmlEscape(attestationOf(provenance).mark)}</strong></p>
 <h2>Coverage</h2>
 <ul class="coverage">
 ${coverageLines(report)
@@ -59,7 +59,7 @@ ${operations}
 <h2>Run</h2>
 <dl>
 <dt>Integration</dt><dd>${integration?.name || integration?.version ? htmlEscape([integration.name, integration.version].filter(Boolean).join(' — ')) : '<span class="muted">not named (--partner, --integration-version)</span>'}</dd>
-<dt>Attested</dt><dd><strong>${provenance.attested ? 'yes' : 'no'}</strong>: ${htmlEscape(provenance.mark)}</dd>
+<dt>Attested</dt><dd><strong>${attestationOf(provenance).attested ? 'yes' : 'no'}</strong>: ${htmlEscape(attestationOf(provenance).mark)}</dd>
 <dt>Provenance</dt><dd><strong>${htmlEscape(provenance.source === 'live' ? 'live run' : provenance.source === 'rejudged' ? 'judged again from a session file' : 'certification service')}</strong>${provenance.sessionFile ? ` (<code>${htmlEscape(provenance.sessionFile)}</code>)` : ''}: ${htmlEscape(provenance.note)}</dd>
 <dt>Session SHA-256</dt><dd><code>${htmlEscape(provenance.sessionSha256)}</code></dd>
 <dt>Tool</dt><dd>${htmlEscape(report.tool.name)} ${htmlEscape(report.tool.version)} (client mode)</dd>
@@ -67,7 +67,7 @@ ${operations}
 <dt>Spec SHA-256</dt><dd><code>${htmlEscape(report.spec.sha256)}</code></dd>
 <dt>Journey</dt><dd><code>${htmlEscape(command)}</code></dd>
 <dt>Ended</dt><dd>${htmlEscape(ending)} after ${num(journey.durationMs / 1000, 2)} s${journey.survivors ? `; <strong>${num(journey.survivors.length)} process(es) had left the journey's process group and outlived it</strong> (stopped): <code>${htmlEscape(journey.survivors.join('; '))}</code>` : ''}</dd>
-<dt>Calls</dt><dd>${num(journey.calls.token)} token requests, ${num(journey.calls.api)} API calls, ${num(journey.calls.other)} other requests${report.recording.dropped > 0 ? `; ${num(report.recording.dropped)} exchanges past the cap of ${num(report.recording.maxExchanges)} were not recorded` : ''}</dd>
+<dt>Calls</dt><dd>${num(journey.calls.token)} token requests, ${num(journey.calls.api)} API calls, ${num(journey.calls.other)} other requests${report.recording.dropped > 0 ? `; ${num(report.recording.dropped)} exchanges past the cap of ${num(report.recording.maxExchanges)} were not recorded` : ''}${report.recording.clamped ? `; ${num(report.recording.clamped)} recorded values were shortened to the session's bounds (marked “…[N chars]”)` : ''}</dd>
 <dt>Stage</dt><dd>token endpoint <code>${htmlEscape(report.stage.authUrl)}/oauth/token</code>, partner API <code>${htmlEscape(report.stage.baseUrl)}</code>, partner <code>${htmlEscape(report.stage.partnerId)}</code>, authorised ${htmlEscape(report.stage.authorizedScopes.join(' '))}, tokens live ${num(report.stage.ttlSeconds)} s for the first ${num(report.stage.shortPhaseMs / 1000, 0)} s, then ${num(report.stage.longTtlSeconds)} s</dd>
 <dt>Date</dt><dd>${htmlEscape(report.startedAt)}</dd>
 ${provenanceHtml(report)}

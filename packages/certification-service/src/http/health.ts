@@ -1,0 +1,46 @@
+import type { Hono } from 'hono';
+import type { Database } from '../db/database.js';
+import { migrations } from '../db/migrations.js';
+import { unavailableRetrySeconds } from '../errors.js';
+import type { SigningKey } from '../keys.js';
+
+/** What `/readyz` checked, each `ok` or what is wrong (never a driver's message or an address). */
+export interface Readiness {
+  database: 'ok' | 'unreachable';
+  migrations: 'ok' | 'behind' | 'unknown';
+  signingKey: 'ok' | 'not published' | 'unknown';
+}
+
+/**
+ * `/healthz`: the process is alive and answers (no database involved, so that an orchestrator does not
+ * restart an instance for its database's outage). `/readyz`: the instance can serve — its database
+ * answers, every migration this version knows is applied, its attestation key is loaded and published
+ * — 200, or 503 with `Retry-After` and which check failed.
+ */
+export function mountHealth(
+  app: Hono,
+  deps: { db: Database; signingKey: SigningKey; log: (line: string) => void },
+) {
+  app.get('/healthz', (c) => c.json({ status: 'ok' }, 200, { 'cache-control': 'no-store' }));
+  app.get('/readyz', async (c) => {
+    const checks: Readiness = { database: 'ok', migrations: 'unknown', signingKey: 'unknown' };
+    try {
+      const applied = new Set(
+        (await deps.db.query<{ id: number }>('SELECT id FROM schema_migrations')).map((row) =>
+          Number(row.id),
+        ),
+      );
+      checks.migrations = migrations.every((migration) => applied.has(migration.id)) ? 'ok' : 'behind';
+      const [key] = await deps.db.query('SELECT kid FROM signing_keys WHERE kid = $1', [deps.signingKey.kid]);
+      checks.signingKey = key ? 'ok' : 'not published';
+    } catch (error) {
+      deps.log(`readiness: the database did not answer: ${(error as Error).message}`);
+      checks.database = 'unreachable';
+    }
+    const ready = checks.database === 'ok' && checks.migrations === 'ok' && checks.signingKey === 'ok';
+    return c.json({ status: ready ? 'ready' : 'unavailable', checks }, ready ? 200 : 503, {
+      'cache-control': 'no-store',
+      ...(!ready && { 'retry-after': String(unavailableRetrySeconds) }),
+    });
+  });
+}

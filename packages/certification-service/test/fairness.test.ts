@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { partnerLimiter } from '../src/http/fairness.js';
+import { stageKeyPool } from '../src/runs/stage-keys.js';
+import { type InProcessService, inProcessService } from './support/in-process.js';
+import { api, type CreatedRun } from './support/service.js';
+
+// One partner's flood of creations (refused and accepted) leaves another served: refusals come first,
+// with Retry-After, before any key is made. Speed under a flood is the bench's (bench/fairness.bench.mjs);
+// this checks correctness only.
+
+describe('partner limiter', () => {
+  it('refuses past the rate with Retry-After, and admits again once the bucket refills', () => {
+    let now = 0;
+    const limiter = partnerLimiter(
+      { apiConcurrency: 100, apiRequestsPerSecond: 5, createConcurrency: 1 },
+      () => now,
+    );
+    const answers = Array.from({ length: 12 }, () => limiter.api('B'));
+    const admitted = answers.filter((answer) => 'release' in answer);
+    expect(admitted).toHaveLength(10); // a burst of twice the rate
+    const refused = answers.find((answer) => 'refused' in answer) as { retryAfterSeconds: number };
+    expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    // Another partner is not touched by B's bucket.
+    expect('release' in limiter.api('A')).toBe(true);
+    now += 1000;
+    expect('release' in limiter.api('B')).toBe(true);
+  });
+
+  it('counts requests in flight and frees the place on release', () => {
+    const limiter = partnerLimiter({ apiConcurrency: 2, apiRequestsPerSecond: 1000, createConcurrency: 1 });
+    const first = limiter.create('B');
+    expect('release' in first).toBe(true);
+    expect('refused' in limiter.create('B')).toBe(true);
+    expect('release' in limiter.create('A')).toBe(true);
+    (first as { release(): void }).release();
+    expect('release' in limiter.create('B')).toBe(true);
+  });
+});
+
+describe('stage key pool', () => {
+  it('generates one key at a time and hands them out in order', async () => {
+    let inFlight = 0;
+    let most = 0;
+    let made = 0;
+    const pool = stageKeyPool({
+      size: 2,
+      generate: async () => {
+        inFlight += 1;
+        most = Math.max(most, inFlight);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        inFlight -= 1;
+        made += 1;
+        return { privateKeyPem: `key ${made}`, publicKeyPem: `pub ${made}` };
+      },
+    });
+    expect(made).toBe(0); // nothing before the first take
+    const keys = await Promise.all(Array.from({ length: 6 }, () => pool.take()));
+    expect(keys.map((key) => key.privateKeyPem)).toEqual([
+      'key 1',
+      'key 2',
+      'key 3',
+      'key 4',
+      'key 5',
+      'key 6',
+    ]);
+    expect(most).toBe(1);
+    pool.close();
+  });
+});
+
+describe('a flood of creations by one partner', () => {
+  let svc: InProcessService;
+  beforeAll(async () => {
+    svc = await inProcessService({
+      tokenDelayMs: 0,
+      apiDelayMs: 0,
+      limits: { maxOpenRunsPerPartner: 2, maxRunsPerHour: 10_000 },
+    });
+  });
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it('refuses B with 429 and Retry-After while A is served', async () => {
+    const { url } = svc.service;
+    const a = await svc.partner('Partner A');
+    const b = await svc.partner('Partner B');
+    const flood = Promise.all(
+      Array.from({ length: 40 }, () => api(url, b.apiKey, 'POST', '/api/runs', { scenarios: [] })),
+    );
+    const created = await api(url, a.apiKey, 'POST', '/api/runs', { scenarios: [] });
+    expect(created.status).toBe(201);
+    const run = created.json() as CreatedRun;
+    const token = await fetch(run.tokenUrl, {
+      method: 'POST',
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: run.clientId,
+        client_secret: run.clientSecret,
+      }),
+    });
+    expect(token.status).toBe(200);
+    const answers = await flood;
+    const statuses = answers.map((answer) => answer.status);
+    // B got at most its cap of open runs; every other creation was refused 429, never failed.
+    expect(statuses.filter((status) => status === 201).length).toBeGreaterThanOrEqual(1);
+    expect(statuses.filter((status) => status === 201).length).toBeLessThanOrEqual(2);
+    expect(statuses.filter((status) => status !== 201 && status !== 429)).toEqual([]);
+    for (const answer of answers.filter((item) => item.status === 429)) {
+      expect(answer.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+      expect(answer.headers.get('content-type')).toBe('application/problem+json');
+    }
+    // The control: B's refusals are its limits, not a service refusing everyone: A still creates.
+    const again = await api(url, a.apiKey, 'POST', '/api/runs', { scenarios: [] });
+    expect(again.status).toBe(201);
+    const [row] = await svc.db.query<{ count: string }>(
+      "SELECT count(*) AS count FROM runs WHERE partner_id = (SELECT id FROM partners WHERE name = 'Partner B')",
+    );
+    expect(Number(row!.count)).toBe(statuses.filter((status) => status === 201).length);
+  });
+});

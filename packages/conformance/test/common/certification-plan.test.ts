@@ -1,0 +1,45 @@
+import { createHash } from 'node:crypto';
+import { operations } from '@partner-lending/spec';
+import { describe, expect, it } from 'vitest';
+import { canonicalJson, certificationPlan, definePlan, planDigest } from '../../src/index.js';
+
+describe('the certification plan', () => {
+  it('the default plan: the four operations of the spec with their scopes, all four scopes, every scenario, a renewal, two decisive should checks', () => {
+    expect(certificationPlan.operations).toEqual(
+      Object.entries(operations)
+        .filter(([, operation]) => operation.server === 'api')
+        .map(([operationId, operation]) => ({ operationId, scope: operation.scope })),
+    );
+    expect(certificationPlan.scopes).toEqual([
+      'read:loans',
+      'create:loan_draft',
+      'create:journal_update',
+      'create:repayment',
+    ]);
+    expect(certificationPlan.scenarios).toEqual(['revocation', 'throttle', 'unavailable', 'narrowed-grant']);
+    expect(certificationPlan.renewal).toBe(true);
+    expect(certificationPlan.decisiveShouldChecks).toEqual(['client-token-reuse', 'client-retry-after']);
+  });
+
+  it('its digest is the SHA-256 of its canonical JSON, and any change changes it', () => {
+    const { digest, ...rest } = certificationPlan;
+    expect(digest).toBe(createHash('sha256').update(canonicalJson(rest)).digest('hex'));
+    expect(canonicalJson({ b: 1, a: [{ d: 2, c: 'x' }] })).toBe('{"a":[{"c":"x","d":2}],"b":1}');
+    expect(planDigest(certificationPlan)).toBe(digest);
+    const relaxed = definePlan({ ...rest, decisiveShouldChecks: ['client-token-reuse'] });
+    expect(relaxed.digest).not.toBe(digest);
+    expect(definePlan({ ...rest }).digest).toBe(digest);
+  });
+
+  it('refuses a plan that is not the API’s or cannot be met, saying what to change', () => {
+    const { digest: _digest, ...rest } = certificationPlan;
+    expect(() => definePlan({ ...rest, scopes: ['read:loans'] })).toThrow(
+      "certification plan: operation createLoanDraft needs scope create:loan_draft, which the plan's scopes do not grant",
+    );
+    expect(() =>
+      definePlan({ ...rest, operations: [{ operationId: 'deleteLoan' as never, scope: 'read:loans' }] }),
+    ).toThrow('certification plan: operation "deleteLoan" is not one of the API\'s');
+    expect(() => definePlan({ ...rest, ttlSeconds: 0 })).toThrow('ttlSeconds must be a whole number');
+    expect(() => definePlan({ ...rest, id: 'a plan' })).toThrow('id "a plan" must be 1–64 letters');
+  });
+});
