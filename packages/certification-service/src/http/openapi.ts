@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { productionPaths, productionSchemas, registerSecurityScheme } from '../register/openapi.js';
+import { productionPaths, productionSchemas, registerSecurityScheme } from './production-openapi.js';
 import { finishSchema, runRequestSchema } from './schemas.js';
 
 /** A request body's JSON Schema, from the zod schema that validates it (so the two cannot disagree). */
