@@ -4,6 +4,7 @@ import { defaultApiDelayMs, defaultTokenDelayMs } from '@partner-lending/conform
 import { Hono } from 'hono';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
+import { recordDecision } from './decisions/decisions.js';
 import { StorageUnavailableError, unavailableRetrySeconds } from './errors.js';
 import { type Audit, mountApi } from './http/api.js';
 import { defaultFairnessLimits, type FairnessLimits, partnerLimiter } from './http/fairness.js';
@@ -15,6 +16,7 @@ import type { Logger } from './observability/logger.js';
 import { signInFailures } from './observability/metrics.js';
 import { notePartner, requestObserver } from './observability/requests.js';
 import type { DigestedPlan } from './plan/plan.js';
+import { type Production, type ProductionOptions, startProduction } from './register/production.js';
 import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { secretsKeyFrom } from './secrets.js';
@@ -70,12 +72,15 @@ export interface ServiceOptions {
    * ended (see `purgeExpired`); purged at start and hourly. Default: kept for ever.
    */
   retainDays?: number;
+  /** The production flow: approval validity, expiry notices, the register's max-age, webhook retries. */
+  production?: ProductionOptions;
 }
 
 export interface RunningService {
   readonly url: string;
   readonly publicUrl: string;
   readonly runs: Runs;
+  readonly production: Production;
   readonly server: Server;
   /** Stops taking requests, stops the sweeper, closes this instance's stages (the database stays open). */
   close(): Promise<void>;
@@ -153,16 +158,26 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     if (!c.res.headers.has('content-security-policy'))
       c.res.headers.set('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
   });
+  const production = startProduction({
+    db,
+    key: options.signingKey,
+    publicUrl,
+    record: recordDecision,
+    options: options.production ?? {},
+    log,
+  });
   mountHealth(app, { db, signingKey: options.signingKey, log });
   app.use('/api/runs/*', purgedRunAnswers(db));
   const limiter = partnerLimiter({ ...defaultFairnessLimits, ...options.fairness });
-  mountApi(app, { db, runs, publicUrl, audit, limiter });
+  mountApi(app, { db, runs, publicUrl, audit, limiter, standing: production.standing });
+  production.mount(app);
   const signin = signinGuard(
     db,
     { ...defaultSigninLimits, ...options.signinLimits },
     { trustForwardedFor: options.trustForwardedFor ?? false },
   );
-  mountUi(app, { db, publicUrl, audit, signin });
+  mountUi(app, { db, publicUrl, audit, signin, production });
+  production.mountUi(app);
   app.notFound((c) =>
     problem(c, 404, 'Not found', `nothing at ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}`),
   );
@@ -226,6 +241,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const sweeper = setInterval(() => {
     sweeping ??= runs
       .sweep(startedAt)
+      .then(async () => void (await production.sweep()))
       .catch((error: unknown) => log(`sweep failed: ${(error as Error).message}`))
       .finally(() => {
         sweeping = undefined;
@@ -241,6 +257,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     url,
     publicUrl,
     runs,
+    production,
     server,
     close: () => {
       closing ??= (async () => {
@@ -251,6 +268,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
           setTimeout(() => server.closeAllConnections(), 2000).unref();
         });
         await sweeping;
+        await production.close();
         await stopRetention?.();
         await runs.close();
       })();
