@@ -8,6 +8,7 @@ import { loadSigningKey } from './keys.js';
 import { createLogger } from './observability/logger.js';
 import { type MetricsServer, serveMetrics } from './observability/metrics.js';
 import { startTracing } from './observability/tracing.js';
+import { checkOidcOptions, type OidcOptions, parseAllowRule } from './oidc/oidc.js';
 import { loadPlanFile } from './plan/plan.js';
 import { addRegisterReader } from './register/register.js';
 import type { RunLimits } from './runs/runs.js';
@@ -49,6 +50,12 @@ serve
                      "decisiveShouldChecks"?}; absent fields take the default plan's (partner-lending-default-v1:
                      the four operations and scopes, every scenario, ttl 5 s, long ttl 3600 s, a renewal,
                      client-token-reuse and client-retry-after deciding like musts)
+  --oidc-issuer URL  reviewers sign in through this OpenID Connect provider instead of local credentials
+                     (default: local credentials from admin add-reviewer); redirect URI PUBLIC_URL/signin/oidc/callback
+  --oidc-client-id ID  the client registered at the provider (needed with --oidc-issuer)
+  --oidc-client-secret-file FILE  the client's secret (or the environment variable OIDC_CLIENT_SECRET)
+  --oidc-allow CLAIM=VALUE  who may sign in: groups=cert-reviewers, roles=…, realm_access.roles=…, or
+                     email_domain=vendor.example (a verified email); repeat for "any of" (at least one needed)
 
 admin (the same storage options as serve)
   add-partner        prints the partner id and its API key, once (only a hash is stored)
@@ -68,6 +75,7 @@ admin (the same storage options as serve)
 Environment
   DATABASE_URL       postgres://USER:PASSWORD@HOST:PORT/DB: PostgreSQL instead of the embedded database
   SIGNING_KEY_FILE   the attestation key (private JWK or PEM, Ed25519 or ES256); generated into --data-dir when unset
+  OIDC_CLIENT_SECRET the OIDC client secret when --oidc-client-secret-file is not given
   SECRETS_KEY_FILE   a file of at least 32 random characters that seals the secrets the service keeps (a run's
                      stage key); derived from the attestation key when unset
   OTEL_EXPORTER_OTLP_ENDPOINT  export traces over OTLP/HTTP (JSON) to this collector (default: no traces);
@@ -105,6 +113,10 @@ async function main(argv: string[]): Promise<void> {
         'retain-days': { type: 'string' },
         'metrics-host': { type: 'string' },
         'log-format': { type: 'string' },
+        'oidc-issuer': { type: 'string' },
+        'oidc-client-id': { type: 'string' },
+        'oidc-client-secret-file': { type: 'string' },
+        'oidc-allow': { type: 'string', multiple: true },
         name: { type: 'string' },
         url: { type: 'string' },
         events: { type: 'string' },
@@ -113,6 +125,10 @@ async function main(argv: string[]): Promise<void> {
         version: { type: 'boolean' },
       },
     });
+  if (argv.some((arg) => /^--oidc-client-secret(=|$)/.test(arg)))
+    fail(
+      'the OIDC client secret is not taken on the command line (other users can read it there): put it in a file and pass --oidc-client-secret-file FILE, or set OIDC_CLIENT_SECRET',
+    );
   try {
     parsed = parse();
   } catch (error) {
@@ -147,6 +163,10 @@ async function main(argv: string[]): Promise<void> {
       'metrics-host',
       'retain-days',
       'log-format',
+      'oidc-issuer',
+      'oidc-client-id',
+      'oidc-client-secret-file',
+      'oidc-allow',
     ] as const)
       if (values[flag] !== undefined) fail(`--${flag} is an option of serve, not of admin`);
     if (sub === 'add-webhook') {
@@ -272,6 +292,7 @@ async function main(argv: string[]): Promise<void> {
   const logFormat = values['log-format'] ?? (process.stdout.isTTY ? 'text' : 'json');
   if (logFormat !== 'json' && logFormat !== 'text')
     fail(`--log-format takes json or text, got ${JSON.stringify(logFormat.slice(0, 40))}`);
+  const oidc = await oidcOptions(values);
   const logger = logFormat === 'json' ? createLogger() : undefined;
   const tracing = await startTracing().catch((error: unknown) => fail((error as Error).message));
   const db = await openStorage(databaseUrl, dataDir);
@@ -300,12 +321,19 @@ async function main(argv: string[]): Promise<void> {
     ...(publicUrl && { publicUrl }),
     ...(logger && { logger }),
     ...(retainDays !== undefined && { retainDays }),
+    ...(oidc && { oidc }),
   }).catch(async (error: unknown) => {
     await db.close();
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE')
       fail(`port ${port} is in use: choose another with --port`);
     throw error;
   });
+  if (oidc)
+    await service.oidcReady?.().catch(async (error: unknown) => {
+      await service.close();
+      await db.close();
+      fail((error as Error).message);
+    });
   let metrics: MetricsServer | undefined;
   if (metricsPort !== undefined)
     metrics = await serveMetrics({
@@ -358,6 +386,48 @@ async function main(argv: string[]): Promise<void> {
       .then(() => process.exit(0));
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => stop(signal));
+}
+
+async function oidcOptions(values: {
+  'oidc-issuer'?: string | undefined;
+  'oidc-client-id'?: string | undefined;
+  'oidc-client-secret-file'?: string | undefined;
+  'oidc-allow'?: string[] | undefined;
+}): Promise<OidcOptions | undefined> {
+  const issuer = values['oidc-issuer'];
+  if (issuer === undefined) {
+    for (const flag of ['oidc-client-id', 'oidc-client-secret-file', 'oidc-allow'] as const)
+      if (values[flag] !== undefined) fail(`--${flag} needs --oidc-issuer URL`);
+    return undefined;
+  }
+  const clientId = values['oidc-client-id'];
+  if (clientId === undefined)
+    fail('--oidc-issuer needs --oidc-client-id ID (the client registered at the provider)');
+  const file = values['oidc-client-secret-file'];
+  let clientSecret = process.env.OIDC_CLIENT_SECRET ?? '';
+  if (file !== undefined) {
+    const { readFileSync } = await import('node:fs');
+    try {
+      clientSecret = readFileSync(file, 'utf8').trim();
+    } catch (error) {
+      fail(
+        `cannot read --oidc-client-secret-file ${JSON.stringify(file)}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      );
+    }
+  }
+  if (clientSecret === '')
+    fail(
+      '--oidc-issuer needs the client secret: --oidc-client-secret-file FILE, or the environment variable OIDC_CLIENT_SECRET',
+    );
+  let allow: OidcOptions['allow'];
+  try {
+    allow = (values['oidc-allow'] ?? []).map(parseAllowRule);
+    const options = { issuer, clientId, clientSecret, allow };
+    checkOidcOptions(options);
+    return options;
+  } catch (error) {
+    fail((error as Error).message);
+  }
 }
 
 async function ensureDir(dir: string): Promise<string> {

@@ -15,6 +15,7 @@ export { jwksOf, loadSigningKey, publishKey, type SigningKey } from './keys.js';
 export { createLogger, type Logger } from './observability/logger.js';
 export { type MetricsServer, registry as metricsRegistry, serveMetrics } from './observability/metrics.js';
 export { startTracing, type Tracing } from './observability/tracing.js';
+export { type OidcAllowRule, type OidcOptions, oidcCallbackPath, parseAllowRule } from './oidc/oidc.js';
 export { type DigestedPlan, defaultPlan, loadPlanFile, makePlan, type PlanFile } from './plan/plan.js';
 export { type PurgeResult, purgeExpired } from './retention/retention.js';
 export { defaultRunLimits, type RunLimits, type RunRequest } from './runs/runs.js';

@@ -13,8 +13,8 @@ import { problem, unavailable } from './http/problem.js';
 import { hostileText } from './http/schemas.js';
 import { publishKey, type SigningKey } from './keys.js';
 import type { Logger } from './observability/logger.js';
-import { signInFailures } from './observability/metrics.js';
 import { notePartner, requestObserver } from './observability/requests.js';
+import { type OidcOptions, oidcSignIn } from './oidc/oidc.js';
 import type { DigestedPlan } from './plan/plan.js';
 import { type Production, type ProductionOptions, startProduction } from './register/production.js';
 import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
@@ -74,6 +74,8 @@ export interface ServiceOptions {
   retainDays?: number;
   /** The production flow: approval validity, expiry notices, the register's max-age, webhook retries. */
   production?: ProductionOptions;
+  /** Reviewers sign in through this OpenID Connect provider instead of local credentials. Default: off. */
+  oidc?: OidcOptions;
 }
 
 export interface RunningService {
@@ -82,6 +84,8 @@ export interface RunningService {
   readonly runs: Runs;
   readonly production: Production;
   readonly server: Server;
+  /** With `oidc`: reads the provider's discovery document (rejects, saying why, when it cannot). */
+  readonly oidcReady?: () => Promise<void>;
   /** Stops taking requests, stops the sweeper, closes this instance's stages (the database stays open). */
   close(): Promise<void>;
 }
@@ -127,7 +131,6 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     log,
   });
   const audit: Audit = async (actor, action, subject, detail) => {
-    if (action.startsWith('signin.')) signInFailures.inc({ reason: action.slice('signin.'.length, 40) });
     await db.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
       actor,
       action,
@@ -176,7 +179,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     { ...defaultSigninLimits, ...options.signinLimits },
     { trustForwardedFor: options.trustForwardedFor ?? false },
   );
-  mountUi(app, { db, publicUrl, audit, signin, production });
+  const oidc = options.oidc && oidcSignIn(options.oidc, { db, publicUrl, audit, log });
+  mountUi(app, { db, publicUrl, audit, signin, production, ...(oidc && { oidc }) });
   production.mountUi(app);
   app.notFound((c) =>
     problem(c, 404, 'Not found', `nothing at ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}`),
@@ -259,6 +263,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     runs,
     production,
     server,
+    ...(oidc && { oidcReady: () => oidc.ready() }),
     close: () => {
       closing ??= (async () => {
         clearInterval(sweeper);

@@ -25,8 +25,8 @@ afterAll(async () => {
   await postgres?.stop();
 });
 
-const token = (url: string, run: CreatedRun) =>
-  fetch(`${url}/runs/${run.id}/auth/oauth/token`, {
+const token = (run: CreatedRun) =>
+  fetch(run.tokenUrl, {
     method: 'POST',
     body: new URLSearchParams({
       grant_type: 'client_credentials',
@@ -65,7 +65,7 @@ describe('the database stopped for a while', () => {
     const before = [
       await seen('readyz', fetch(`${url}/readyz`)),
       await seen('list', fetch(`${url}/api/runs`, { headers: { authorization: `Bearer ${apiKey}` } })),
-      await seen('token', token(url, run)),
+      await seen('token', token(run)),
     ];
     stageAnswered += 1;
     // Positive control: with the database up the same requests succeed.
@@ -88,7 +88,7 @@ describe('the database stopped for a while', () => {
             body: '{"scenarios":[]}',
           }),
         ),
-        seen('token', token(url, run)),
+        seen('token', token(run)),
         seen('api', fetch(`${run.baseUrl}/applications`.replace(instance.service.publicUrl, url))),
       ]);
       during.push(...round);
@@ -127,7 +127,7 @@ describe('the database stopped for a while', () => {
         `outage of ${outageMs / 1000} s: ${during.length} answers during it (${during.filter((a) => a.status === 503).length} × 503), ready again ${Date.now() - outageStart - outageMs} ms after the restart began\n`,
       );
     for (let i = 0; i < 3; i += 1) {
-      expect((await token(url, run)).status).toBe(200);
+      expect((await token(run)).status).toBe(200);
       stageAnswered += 1;
     }
     const finished = await api(url, apiKey, 'POST', `/api/runs/${run.id}/finish`, { journeyExitCode: 0 });

@@ -77,7 +77,7 @@ describe.each(['embedded', 'postgres'] as const)('nothing secret at rest (%s)', 
     const { apiKey } = await svc.partner('Secretive Co');
     const { credential } = await svc.reviewer('Rita Reviewer');
     const run = (await api(url, apiKey, 'POST', '/api/runs', { scenarios: [] })).json() as CreatedRun;
-    const issued = await fetch(`${url}/runs/${run.id}/auth/oauth/token`, {
+    const issued = await fetch(run.tokenUrl, {
       method: 'POST',
       body: new URLSearchParams({
         grant_type: 'client_credentials',

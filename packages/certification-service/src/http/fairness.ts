@@ -11,7 +11,7 @@ export interface FairnessLimits {
 export const defaultFairnessLimits: FairnessLimits = {
   apiConcurrency: 8,
   apiRequestsPerSecond: 20,
-  createConcurrency: 2,
+  createConcurrency: 4,
 };
 
 /** Admitted: call `release` when the request is answered. Refused: why, and when to retry. */

@@ -6,6 +6,7 @@ import { DecisionRefusal } from '../decisions/decisions.js';
 import { recordSignedDecision } from '../decisions/signed.js';
 import { type Audit, reportResponse } from '../http/api.js';
 import { hostileText } from '../http/schemas.js';
+import type { OidcSignIn } from '../oidc/oidc.js';
 import { planScopes } from '../plan/plan.js';
 import type { Production } from '../register/production.js';
 import { iso } from '../runs/runs.js';
@@ -50,6 +51,7 @@ export function mountUi(
     publicUrl: string;
     audit: Audit;
     signin: SigninGuard;
+    oidc?: OidcSignIn;
     /** Signs each decision and announces it (statement, outbox, audit), in the decision's transaction. */
     production: Pick<Production, 'production' | 'validUntil' | 'dispatcher'>;
   },
@@ -73,8 +75,31 @@ export function mountUi(
     return from !== undefined && safeOrigin(from) === origin;
   };
 
-  app.get('/signin', (c) => html(c, signinPage()));
+  const startSession = async (c: Context, reviewerId: string) => {
+    const token = newSecret('pcs_session');
+    await db.query(
+      `INSERT INTO reviewer_sessions (token_hash, reviewer_id, expires_at) VALUES ($1, $2, now() + interval '${sessionHours} hours')`,
+      [hashSecret(token), reviewerId],
+    );
+    await db.query('DELETE FROM reviewer_sessions WHERE expires_at < now()');
+    setCookie(c, cookieName, token, {
+      httpOnly: true,
+      sameSite: 'Strict',
+      secure,
+      path: '/',
+      maxAge: sessionHours * 3600,
+    });
+  };
+  // With --oidc-issuer, reviewers sign in through the identity provider only (see src/oidc).
+  deps.oidc?.mount(app, { startSession, html, signin: deps.signin });
+  const oidcPage = () =>
+    page(
+      'Sign in',
+      `<p><a href="/signin/oidc" id="oidc-signin">Sign in with your organisation's account</a></p><p class="muted">${h(deps.oidc?.issuer)}</p>`,
+    );
+  app.get('/signin', (c) => html(c, deps.oidc ? oidcPage() : signinPage()));
   app.post('/signin', async (c) => {
+    if (deps.oidc) return html(c, oidcPage(), 403);
     if (!fromHere(c)) return html(c, signinPage('This form must be sent from this site.'), 403);
     // Guessing is slowed before the credential is looked at (see signin-guard.ts).
     const address = deps.signin.addressOf(c);
@@ -96,20 +121,8 @@ export function mountUi(
       await deps.signin.failed(address);
       return html(c, signinPage('That credential is not valid.'), 401);
     }
-    const token = newSecret('pcs_session');
-    await db.query(
-      `INSERT INTO reviewer_sessions (token_hash, reviewer_id, expires_at) VALUES ($1, $2, now() + interval '${sessionHours} hours')`,
-      [hashSecret(token), reviewer.id],
-    );
-    await db.query('DELETE FROM reviewer_sessions WHERE expires_at < now()');
+    await startSession(c, reviewer.id);
     await deps.audit(`reviewer:${reviewer.id}`, 'signin', null, {});
-    setCookie(c, cookieName, token, {
-      httpOnly: true,
-      sameSite: 'Strict',
-      secure,
-      path: '/',
-      maxAge: sessionHours * 3600,
-    });
     return c.redirect('/', 303);
   });
 
@@ -331,6 +344,7 @@ export function mountUi(
             decision: recorded.decisionId,
             note,
             sessionSha256: run.session_sha256,
+            reviewer: reviewer.name,
           }),
         ]);
       });

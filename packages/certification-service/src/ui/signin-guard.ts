@@ -1,6 +1,7 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import type { Database } from '../db/database.js';
+import { signInFailures } from '../observability/metrics.js';
 
 /** How many failed sign-ins are tolerated before the next attempt is refused 429 with Retry-After. */
 export interface SigninLimits {
@@ -63,12 +64,14 @@ export function signinGuard(
     }
   };
 
-  const record = (kind: 'signin.refused' | 'signin.throttled', source: string) =>
-    db.query(
+  const record = (kind: 'signin.refused' | 'signin.throttled', source: string) => {
+    signInFailures.inc({ reason: kind.slice('signin.'.length) });
+    return db.query(
       `INSERT INTO security_events (kind, source, minute, count) VALUES ($1, $2, date_trunc('minute', now()), 1)
        ON CONFLICT (kind, source, minute) DO UPDATE SET count = security_events.count + 1, last_at = now()`,
       [kind, source],
     );
+  };
 
   return {
     addressOf,
