@@ -12,6 +12,7 @@ import { checkOidcOptions, type OidcOptions, parseAllowRule } from './oidc/oidc.
 import { loadPlanFile } from './plan/plan.js';
 import { addRegisterReader } from './register/register.js';
 import type { RunLimits } from './runs/runs.js';
+import { secretsKeyFrom } from './secrets.js';
 import { startService } from './server.js';
 import { tool } from './version.js';
 import { addWebhook } from './webhooks/admin.js';
@@ -62,7 +63,8 @@ admin (the same storage options as serve)
   add-reviewer       prints a reviewer id and the reviewer's sign-in credential, once (reusable until
                      replaced; only a hash is stored)
   add-register-reader  prints a reader id and a key for GET /register, once (only a hash is stored)
-  add-webhook        prints a webhook id and its signing secret ("whsec_…"), once (stored sealed)
+  add-webhook        prints a webhook id and its signing secret ("whsec_…"), once (stored sealed
+                     with the secrets key: SECRETS_KEY_FILE, else the attestation key)
                      add-partner and add-reviewer print which store they wrote to (on stderr): set
                      DATABASE_URL in this shell too when serve uses PostgreSQL, or the same --data-dir
   --name NAME        the partner's, reviewer's or register reader's name
@@ -193,11 +195,15 @@ async function main(argv: string[]): Promise<void> {
           warn: (line) => process.stderr.write(`partner-certification-service: warning: ${line}\n`),
         });
         await migrate(db);
-        const { webhookId, secret } = await addWebhook(db, key.privateKey, { url: values.url!, events });
+        const secretsText = readSecretsKey(process.env.SECRETS_KEY_FILE || undefined);
+        const { webhookId, secret } = await addWebhook(db, secretsKeyFrom(secretsText ?? key.privateKey), {
+          url: values.url!,
+          events,
+        });
         process.stdout.write(
           values.json
             ? `${JSON.stringify({ webhookId, secret })}\n`
-            : `webhook ${webhookId} added for ${events.join(', ')}.\nSigning secret (shown once; stored sealed with the attestation key): ${secret}\n`,
+            : `webhook ${webhookId} added for ${events.join(', ')}.\nSigning secret (shown once; stored sealed with the secrets key): ${secret}\n`,
         );
       } else if (sub === 'add-register-reader') {
         const name = values.name!.trim();

@@ -118,12 +118,13 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const hostInUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   const url = `http://${hostInUrl}:${port}`;
   const publicUrl = (options.publicUrl ?? url).replace(/\/+$/, '');
+  const secretsKey = secretsKeyFrom(options.secretsKey ?? options.signingKey.privateKey);
   const runs = createRuns({
     db,
     publicUrl,
     key: options.signingKey,
     ...(options.preparedStageKeys !== undefined && { preparedStageKeys: options.preparedStageKeys }),
-    secretsKey: secretsKeyFrom(options.secretsKey ?? options.signingKey.privateKey),
+    secretsKey,
     limits: { ...defaultRunLimits, ...options.limits },
     ...(options.plan && { plan: options.plan }),
     ...(options.tokenDelayMs !== undefined && { tokenDelayMs: options.tokenDelayMs }),
@@ -164,6 +165,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const production = startProduction({
     db,
     key: options.signingKey,
+    secretsKey,
     publicUrl,
     record: recordDecision,
     options: options.production ?? {},

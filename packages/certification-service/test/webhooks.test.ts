@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, migrate, openEmbedded, openPostgres } from '../src/index.js';
+import { secretsKeyFrom } from '../src/secrets.js';
 import { addWebhook, resendDelivery } from '../src/webhooks/admin.js';
 import { postWebhook } from '../src/webhooks/deliver.js';
 import { createDispatcher } from '../src/webhooks/dispatcher.js';
@@ -13,7 +14,7 @@ import { openSecret } from '../src/webhooks/seal.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { type Receiver, startReceiver } from './support/receiver.js';
 
-const key = generateKeyPairSync('ed25519').privateKey;
+const key = secretsKeyFrom(generateKeyPairSync('ed25519').privateKey);
 const quiet = () => {};
 const fast = [0.2, 0.4, 0.8, 1, 1, 1, 1, 1, 1, 1];
 
@@ -68,7 +69,7 @@ describe('webhooks on the embedded store', () => {
           );
       const dispatcher = createDispatcher({
         db,
-        attestationKey: key,
+        secretsKey: key,
         log: quiet,
         pollMs: 100,
         schedule: [60],
@@ -117,7 +118,7 @@ describe('webhooks on the embedded store', () => {
     });
     const python = await startReceiver(secret);
     await db.query('UPDATE webhooks SET url = $2 WHERE id = $1', [webhookId, python.url]);
-    const dispatcher = createDispatcher({ db, attestationKey: key, log: quiet, pollMs: 100, schedule: fast });
+    const dispatcher = createDispatcher({ db, secretsKey: key, log: quiet, pollMs: 100, schedule: fast });
     try {
       await python.refuse(true);
       const first = await db.transaction((tx) =>
@@ -169,7 +170,7 @@ describe('webhooks on the embedded store', () => {
       );
       const dispatcher = createDispatcher({
         db,
-        attestationKey: key,
+        secretsKey: key,
         log: quiet,
         pollMs: 100,
         schedule: [0.1, 0.1],
@@ -215,7 +216,7 @@ describe('webhooks on the embedded store', () => {
     expect(twice).toBeUndefined();
   });
 
-  it('stores the secret sealed: not in the database, opened only with the attestation key', async () => {
+  it('stores the secret sealed: not in the database, opened only with the secrets key and for its webhook', async () => {
     const { webhookId, secret } = await addWebhook(db, key, {
       url: 'https://hooks.example.com/x',
       events: ['partner.approved'],
@@ -226,10 +227,12 @@ describe('webhooks on the embedded store', () => {
     );
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(row!.secret_sealed).not.toContain(secret.slice(6, 20));
-    expect(openSecret(key, row!.secret_sealed)).toBe(secret);
-    expect(() => openSecret(generateKeyPairSync('ed25519').privateKey, row!.secret_sealed)).toThrow(
-      /cannot be opened/,
-    );
+    expect(openSecret(key, webhookId, row!.secret_sealed)).toBe(secret);
+    expect(() =>
+      openSecret(secretsKeyFrom(generateKeyPairSync('ed25519').privateKey), webhookId, row!.secret_sealed),
+    ).toThrow(/cannot be opened/);
+    // Bound to its webhook: the sealed value copied to another webhook's row does not open there.
+    expect(() => openSecret(key, 'whk_another', row!.secret_sealed)).toThrow(/cannot be opened/);
     await expect(
       addWebhook(db, key, { url: 'https://user:pw@hooks.example.com/', events: ['run.judged'] }),
     ).rejects.toThrow(/without credentials/);
@@ -320,7 +323,7 @@ describe('webhooks on PostgreSQL with two dispatchers', () => {
         expected[partnerId] = [...(expected[partnerId] ?? []), id!];
       }
     const dispatchers = [a, b].map((db) =>
-      createDispatcher({ db, attestationKey: key, log: quiet, pollMs: 20, schedule: fast }),
+      createDispatcher({ db, secretsKey: key, log: quiet, pollMs: 20, schedule: fast }),
     );
     try {
       await python.until(() => python!.accepted().length >= 40, '40 deliveries');

@@ -37,6 +37,8 @@ export const defaultProductionOptions = {
 export function startProduction(deps: {
   db: Database;
   key: SigningKey;
+  /** The key that seals the webhooks' signing secrets (`secretsKeyFrom`). */
+  secretsKey: Buffer;
   publicUrl: string;
   record: RecordDecision;
   options: ProductionOptions;
@@ -51,7 +53,7 @@ export function startProduction(deps: {
   });
   const dispatcher = createDispatcher({
     db: deps.db,
-    attestationKey: deps.key.privateKey,
+    secretsKey: deps.secretsKey,
     log: deps.log,
     ...(settings.webhookRetrySchedule && { schedule: settings.webhookRetrySchedule }),
     ...(settings.webhookLimits && { limits: settings.webhookLimits }),

@@ -1,4 +1,4 @@
-import { type KeyObject, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import type { WebhookEventType } from './events.js';
 import { sealSecret } from './seal.js';
@@ -30,7 +30,8 @@ export function webhookUrl(text: string): string {
  */
 export async function addWebhook(
   db: Database,
-  attestationKey: KeyObject,
+  /** The service's secrets key (`secretsKeyFrom`), the same as `serve` uses. */
+  secretsKey: Buffer,
   input: { url: string; events: readonly WebhookEventType[] },
 ): Promise<{ webhookId: string; secret: string }> {
   const url = webhookUrl(input.url);
@@ -41,7 +42,7 @@ export async function addWebhook(
       webhookId,
       url,
       JSON.stringify(input.events),
-      sealSecret(attestationKey, secret),
+      sealSecret(secretsKey, webhookId, secret),
     ]);
     await tx.query(
       "INSERT INTO audit_log (actor, action, subject, detail) VALUES ('admin', 'webhook.added', $1, $2)",

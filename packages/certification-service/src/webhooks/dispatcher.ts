@@ -1,4 +1,3 @@
-import type { KeyObject } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { Database } from '../db/database.js';
 import { type DeliveryLimits, defaultDeliveryLimits, postWebhook } from './deliver.js';
@@ -15,8 +14,8 @@ export const retryScheduleSeconds: readonly number[] = [
 
 export interface DispatcherOptions {
   db: Database;
-  /** The attestation key, which opens the sealed webhook secrets. */
-  attestationKey: KeyObject;
+  /** The secrets key (`secretsKeyFrom`), which opens the sealed webhook secrets. */
+  secretsKey: Buffer;
   /** Delays between attempts, seconds (default retryScheduleSeconds). */
   schedule?: readonly number[];
   limits?: DeliveryLimits;
@@ -49,10 +48,10 @@ export function createDispatcher(options: DispatcherOptions) {
   const limits = options.limits ?? defaultDeliveryLimits;
   const leaseSeconds = options.leaseSeconds ?? 60;
   const signers = new Map<string, Webhook>();
-  const signer = (sealed: string) => {
+  const signer = (webhookId: string, sealed: string) => {
     let found = signers.get(sealed);
     if (!found) {
-      found = new Webhook(openSecret(options.attestationKey, sealed));
+      found = new Webhook(openSecret(options.secretsKey, webhookId, sealed));
       signers.set(sealed, found);
     }
     return found;
@@ -81,7 +80,11 @@ export function createDispatcher(options: DispatcherOptions) {
     let outcome: Awaited<ReturnType<typeof postWebhook>>;
     try {
       const at = new Date();
-      const signature = signer(delivery.secret_sealed).sign(delivery.event_id, at, delivery.body);
+      const signature = signer(delivery.webhook_id, delivery.secret_sealed).sign(
+        delivery.event_id,
+        at,
+        delivery.body,
+      );
       outcome = await postWebhook(
         delivery.url,
         {
