@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { addPartner, addReviewer } from './admin.js';
 import { type Database, openDatabase } from './db/database.js';
+import { migrate } from './db/migrations.js';
 import { ServiceError } from './errors.js';
 import { loadSigningKey } from './keys.js';
 import { createLogger } from './observability/logger.js';
@@ -9,14 +10,20 @@ import { type MetricsServer, serveMetrics } from './observability/metrics.js';
 import { startTracing } from './observability/tracing.js';
 import { checkOidcOptions, type OidcOptions, parseAllowRule } from './oidc/oidc.js';
 import { loadPlanFile } from './plan/plan.js';
+import { addRegisterReader } from './register/register.js';
 import type { RunLimits } from './runs/runs.js';
+import { secretsKeyFrom } from './secrets.js';
 import { startService } from './server.js';
 import { tool } from './version.js';
+import { addWebhook } from './webhooks/admin.js';
+import { parseEventList } from './webhooks/events.js';
 
 const usage = `Usage:
   partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR] [--plan FILE] [--trust-forwarded-for]
   partner-certification-service admin add-partner --name NAME [--json] [--data-dir DIR]
   partner-certification-service admin add-reviewer --name NAME [--json] [--data-dir DIR]
+  partner-certification-service admin add-register-reader --name NAME [--json] [--data-dir DIR]
+  partner-certification-service admin add-webhook --url URL [--events E,…] [--json] [--data-dir DIR]
 
 serve
   --host H           interface to listen on (default 127.0.0.1; 0.0.0.0 behind a proxy or in a container)
@@ -28,6 +35,9 @@ serve
   --max-run-duration S  a run is judged at the latest S seconds after it was created (default 3600)
   --max-open-runs N  open runs per partner at once (default 5)
   --max-runs-per-hour N  runs a partner may create per hour (default 60)
+  --approval-valid-days N  an approval for production is valid N days (default 365)
+  --expiry-notice-days N   an approval expiring within N days is announced (approval.expiring) (default 30)
+  --register-max-age S     the register's Cache-Control max-age, seconds (default 60)
   --trust-forwarded-for  a reviewer's sign-in address is the last X-Forwarded-For entry (behind a proxy that
                      sets it), not the socket's; failed sign-ins are limited per address (default off)
   --retain-days N    purge the sessions, reports, attestations and exchanges of runs ended N days ago that
@@ -52,10 +62,17 @@ admin (the same storage options as serve)
   add-partner        prints the partner id and its API key, once (only a hash is stored)
   add-reviewer       prints a reviewer id and the reviewer's sign-in credential, once (reusable until
                      replaced; only a hash is stored)
-                     both print which store they wrote to (on stderr): set DATABASE_URL in this shell too
-                     when serve uses PostgreSQL, or the same --data-dir
-  --name NAME        the partner's or reviewer's name
-  --json             print one line of JSON: {"partnerId","apiKey"} or {"reviewerId","credential"}
+  add-register-reader  prints a reader id and a key for GET /register, once (only a hash is stored)
+  add-webhook        prints a webhook id and its signing secret ("whsec_…"), once (stored sealed
+                     with the secrets key: SECRETS_KEY_FILE, else the attestation key)
+                     add-partner and add-reviewer print which store they wrote to (on stderr): set
+                     DATABASE_URL in this shell too when serve uses PostgreSQL, or the same --data-dir
+  --name NAME        the partner's, reviewer's or register reader's name
+  --url URL          the webhook endpoint (http or https; no redirect is followed)
+  --events E,…       the event types to send (default all): partner.approved, partner.rejected,
+                     partner.revoked, approval.expiring, approval.expired, run.judged
+  --json             print one line of JSON: {"partnerId","apiKey"}, {"reviewerId","credential"},
+                     {"readerId","key"} or {"webhookId","secret"}
 
 Environment
   DATABASE_URL       postgres://USER:PASSWORD@HOST:PORT/DB: PostgreSQL instead of the embedded database
@@ -89,6 +106,9 @@ async function main(argv: string[]): Promise<void> {
         'max-run-duration': { type: 'string' },
         'max-open-runs': { type: 'string' },
         'max-runs-per-hour': { type: 'string' },
+        'approval-valid-days': { type: 'string' },
+        'expiry-notice-days': { type: 'string' },
+        'register-max-age': { type: 'string' },
         'trust-forwarded-for': { type: 'boolean' },
         plan: { type: 'string' },
         'metrics-port': { type: 'string' },
@@ -100,6 +120,8 @@ async function main(argv: string[]): Promise<void> {
         'oidc-client-secret-file': { type: 'string' },
         'oidc-allow': { type: 'string', multiple: true },
         name: { type: 'string' },
+        url: { type: 'string' },
+        events: { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean' },
@@ -121,9 +143,10 @@ async function main(argv: string[]): Promise<void> {
   const dataDir = values['data-dir'] ?? 'certification-data';
   const databaseUrl = process.env.DATABASE_URL || undefined;
   if (command === 'admin') {
-    if ((sub !== 'add-partner' && sub !== 'add-reviewer') || rest.length > 0)
+    const subs = ['add-partner', 'add-reviewer', 'add-register-reader', 'add-webhook'];
+    if (!sub || !subs.includes(sub) || rest.length > 0)
       fail(
-        `admin takes add-partner or add-reviewer${sub ? `, not ${JSON.stringify(sub.slice(0, 40))}` : ''}\n${usage}`,
+        `admin takes ${subs.join(', ')}${sub ? `, not ${JSON.stringify(sub.slice(0, 40))}` : ''}\n${usage}`,
       );
     for (const flag of [
       'host',
@@ -133,6 +156,9 @@ async function main(argv: string[]): Promise<void> {
       'max-run-duration',
       'max-open-runs',
       'max-runs-per-hour',
+      'approval-valid-days',
+      'expiry-notice-days',
+      'register-max-age',
       'trust-forwarded-for',
       'plan',
       'metrics-port',
@@ -145,12 +171,54 @@ async function main(argv: string[]): Promise<void> {
       'oidc-allow',
     ] as const)
       if (values[flag] !== undefined) fail(`--${flag} is an option of serve, not of admin`);
-    if (values.name === undefined) fail(`admin ${sub} needs --name NAME`);
+    if (sub === 'add-webhook') {
+      if (values.name !== undefined) fail('admin add-webhook takes --url URL [--events E,…], not --name');
+      if (values.url === undefined) fail('admin add-webhook needs --url URL');
+    } else {
+      if (values.url !== undefined || values.events !== undefined)
+        fail(`--url and --events are options of admin add-webhook, not of admin ${sub}`);
+      if (values.name === undefined) fail(`admin ${sub} needs --name NAME`);
+    }
     const db = await openStorage(databaseUrl, dataDir);
     const store = storeName(db);
     try {
-      if (sub === 'add-partner') {
-        const { partnerId, apiKey } = await addPartner(db, values.name);
+      if (sub === 'add-webhook') {
+        let events: ReturnType<typeof parseEventList>;
+        try {
+          events = parseEventList(values.events);
+        } catch (error) {
+          fail((error as Error).message);
+        }
+        const key = await loadSigningKey({
+          file: process.env.SIGNING_KEY_FILE || undefined,
+          dataDir: await ensureDir(dataDir),
+          warn: (line) => process.stderr.write(`partner-certification-service: warning: ${line}\n`),
+        });
+        await migrate(db);
+        const secretsText = readSecretsKey(process.env.SECRETS_KEY_FILE || undefined);
+        const { webhookId, secret } = await addWebhook(db, secretsKeyFrom(secretsText ?? key.privateKey), {
+          url: values.url!,
+          events,
+        });
+        process.stdout.write(
+          values.json
+            ? `${JSON.stringify({ webhookId, secret })}\n`
+            : `webhook ${webhookId} added for ${events.join(', ')}.\nSigning secret (shown once; stored sealed with the secrets key): ${secret}\n`,
+        );
+      } else if (sub === 'add-register-reader') {
+        const name = values.name!.trim();
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: a name with control characters is refused
+        if (name.length === 0 || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name))
+          fail('--name takes 1 to 100 printable characters, e.g. --name "production token endpoint"');
+        await migrate(db);
+        const { readerId, key } = await addRegisterReader(db, name);
+        process.stdout.write(
+          values.json
+            ? `${JSON.stringify({ readerId, key })}\n`
+            : `register reader ${readerId} added.\nRegister key (shown once; only its hash is stored): ${key}\n`,
+        );
+      } else if (sub === 'add-partner') {
+        const { partnerId, apiKey } = await addPartner(db, values.name!);
         process.stdout.write(
           values.json
             ? `${JSON.stringify({ partnerId, apiKey })}\n`
@@ -158,7 +226,7 @@ async function main(argv: string[]): Promise<void> {
         );
         process.stderr.write(`partner-certification-service: wrote partner ${partnerId} to ${store}\n`);
       } else {
-        const { reviewerId, credential } = await addReviewer(db, values.name);
+        const { reviewerId, credential } = await addReviewer(db, values.name!);
         process.stdout.write(
           values.json
             ? `${JSON.stringify({ reviewerId, credential })}\n`
@@ -178,8 +246,8 @@ async function main(argv: string[]): Promise<void> {
     fail(
       `${command ? `unknown command ${JSON.stringify(command.slice(0, 40))}` : 'a command is needed'}\n${usage}`,
     );
-  if (values.name !== undefined || values.json !== undefined)
-    fail('--name and --json are options of admin, not of serve');
+  for (const flag of ['name', 'json', 'url', 'events'] as const)
+    if (values[flag] !== undefined) fail(`--${flag} is an option of admin, not of serve`);
   const port = values.port === undefined ? 8080 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65_535)
     fail(`--port takes 0 to 65535, got ${JSON.stringify(values.port)}`);
@@ -218,6 +286,11 @@ async function main(argv: string[]): Promise<void> {
   const hourly = whole('max-runs-per-hour', values['max-runs-per-hour'], 1, 1_000_000);
   if (hourly !== undefined) limits.maxRunsPerHour = hourly;
   const plan = values.plan === undefined ? undefined : loadPlanFile(values.plan);
+  const production = {
+    approvalValidDays: whole('approval-valid-days', values['approval-valid-days'], 1, 3_650),
+    expiryNoticeDays: whole('expiry-notice-days', values['expiry-notice-days'], 0, 3_650),
+    registerMaxAgeSeconds: whole('register-max-age', values['register-max-age'], 0, 86_400),
+  };
   const retainDays = whole('retain-days', values['retain-days'], 1, 36_500);
   const metricsPort = whole('metrics-port', values['metrics-port'], 0, 65_535);
   if (values['metrics-host'] !== undefined && metricsPort === undefined)
@@ -250,6 +323,7 @@ async function main(argv: string[]): Promise<void> {
     port,
     limits,
     ...(plan && { plan }),
+    production: Object.fromEntries(Object.entries(production).filter(([, value]) => value !== undefined)),
     ...(publicUrl && { publicUrl }),
     ...(logger && { logger }),
     ...(retainDays !== undefined && { retainDays }),

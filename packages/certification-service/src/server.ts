@@ -4,6 +4,7 @@ import { defaultApiDelayMs, defaultTokenDelayMs } from '@partner-lending/conform
 import { Hono } from 'hono';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
+import { recordDecision } from './decisions/decisions.js';
 import { StorageUnavailableError, unavailableRetrySeconds } from './errors.js';
 import { type Audit, mountApi } from './http/api.js';
 import { defaultFairnessLimits, type FairnessLimits, partnerLimiter } from './http/fairness.js';
@@ -15,6 +16,7 @@ import type { Logger } from './observability/logger.js';
 import { notePartner, requestObserver } from './observability/requests.js';
 import { type OidcOptions, oidcSignIn } from './oidc/oidc.js';
 import type { DigestedPlan } from './plan/plan.js';
+import { type Production, type ProductionOptions, startProduction } from './register/production.js';
 import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { secretsKeyFrom } from './secrets.js';
@@ -70,6 +72,8 @@ export interface ServiceOptions {
    * ended (see `purgeExpired`); purged at start and hourly. Default: kept for ever.
    */
   retainDays?: number;
+  /** The production flow: approval validity, expiry notices, the register's max-age, webhook retries. */
+  production?: ProductionOptions;
   /** Reviewers sign in through this OpenID Connect provider instead of local credentials. Default: off. */
   oidc?: OidcOptions;
 }
@@ -78,6 +82,7 @@ export interface RunningService {
   readonly url: string;
   readonly publicUrl: string;
   readonly runs: Runs;
+  readonly production: Production;
   readonly server: Server;
   /** With `oidc`: reads the provider's discovery document (rejects, saying why, when it cannot). */
   readonly oidcReady?: () => Promise<void>;
@@ -113,12 +118,13 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const hostInUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   const url = `http://${hostInUrl}:${port}`;
   const publicUrl = (options.publicUrl ?? url).replace(/\/+$/, '');
+  const secretsKey = secretsKeyFrom(options.secretsKey ?? options.signingKey.privateKey);
   const runs = createRuns({
     db,
     publicUrl,
     key: options.signingKey,
     ...(options.preparedStageKeys !== undefined && { preparedStageKeys: options.preparedStageKeys }),
-    secretsKey: secretsKeyFrom(options.secretsKey ?? options.signingKey.privateKey),
+    secretsKey,
     limits: { ...defaultRunLimits, ...options.limits },
     ...(options.plan && { plan: options.plan }),
     ...(options.tokenDelayMs !== undefined && { tokenDelayMs: options.tokenDelayMs }),
@@ -156,17 +162,28 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     if (!c.res.headers.has('content-security-policy'))
       c.res.headers.set('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
   });
+  const production = startProduction({
+    db,
+    key: options.signingKey,
+    secretsKey,
+    publicUrl,
+    record: recordDecision,
+    options: options.production ?? {},
+    log,
+  });
   mountHealth(app, { db, signingKey: options.signingKey, log });
   app.use('/api/runs/*', purgedRunAnswers(db));
   const limiter = partnerLimiter({ ...defaultFairnessLimits, ...options.fairness });
-  mountApi(app, { db, runs, publicUrl, audit, limiter });
+  mountApi(app, { db, runs, publicUrl, audit, limiter, standing: production.standing });
+  production.mount(app);
   const signin = signinGuard(
     db,
     { ...defaultSigninLimits, ...options.signinLimits },
     { trustForwardedFor: options.trustForwardedFor ?? false },
   );
   const oidc = options.oidc && oidcSignIn(options.oidc, { db, publicUrl, audit, log });
-  mountUi(app, { db, publicUrl, audit, signin, ...(oidc && { oidc }) });
+  mountUi(app, { db, publicUrl, audit, signin, production, ...(oidc && { oidc }) });
+  production.mountUi(app);
   app.notFound((c) =>
     problem(c, 404, 'Not found', `nothing at ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}`),
   );
@@ -230,6 +247,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const sweeper = setInterval(() => {
     sweeping ??= runs
       .sweep(startedAt)
+      .then(async () => void (await production.sweep()))
       .catch((error: unknown) => log(`sweep failed: ${(error as Error).message}`))
       .finally(() => {
         sweeping = undefined;
@@ -245,6 +263,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     url,
     publicUrl,
     runs,
+    production,
     server,
     ...(oidc && { oidcReady: () => oidc.ready() }),
     close: () => {
@@ -256,6 +275,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
           setTimeout(() => server.closeAllConnections(), 2000).unref();
         });
         await sweeping;
+        await production.close();
         await stopRetention?.();
         await runs.close();
       })();

@@ -3,9 +3,9 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-// Imports point one way, down this list: the entry points (cli.ts, index.ts) ← server.ts ← ui/, oidc/ ← http/,
-// retention/ ← runs/ ← coverage/ ← plan/, decisions/, keys.ts, admin.ts ← db/, observability/; errors.ts,
-// secrets.ts and version.ts serve every layer. Biome's
+// Imports point one way, down this list: the entry points (cli.ts, index.ts) ← server.ts ← ui/, oidc/, register/ ← http/,
+// retention/ ← runs/ ← coverage/ ← plan/, decisions/, keys.ts, admin.ts ← webhooks/ ← db/, observability/;
+// errors.ts, secrets.ts and version.ts serve every layer. Biome's
 // noImportCycles catches cycles; this catches an import that reaches up.
 const src = fileURLToPath(new URL('../src/', import.meta.url));
 
@@ -13,11 +13,12 @@ const rank = (file: string): number => {
   if (['errors.ts', 'secrets.ts', 'version.ts'].includes(file)) return 0;
   if (file.startsWith('db/') || file.startsWith('observability/')) return 1;
   if (file === 'keys.ts' || file === 'admin.ts') return 2;
+  if (file.startsWith('webhooks/')) return 1.5;
   if (file.startsWith('plan/') || file.startsWith('decisions/')) return 2;
   if (file.startsWith('coverage/')) return 2.5;
   if (file.startsWith('runs/')) return 3;
   if (file.startsWith('http/') || file.startsWith('retention/')) return 4;
-  if (file.startsWith('ui/') || file.startsWith('oidc/')) return 5;
+  if (file.startsWith('ui/') || file.startsWith('oidc/') || file.startsWith('register/')) return 5;
   if (file === 'server.ts') return 6;
   if (file === 'cli.ts' || file === 'index.ts') return 7;
   throw new Error(`src/${file} has no layer: add it to test/layers.test.ts and src's map in the README`);

@@ -5,13 +5,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRunSecrets } from '../src/runs/run-secrets.js';
 import { secretsKeyFrom } from '../src/secrets.js';
+import { addWebhook } from '../src/webhooks/admin.js';
+import { openSecret } from '../src/webhooks/seal.js';
 import { ed25519Pem, type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { api, type CreatedRun } from './support/service.js';
 
 // After a run (and while it is open, when its secrets are in use), every row of every table is read:
-// no client secret, stage private key, API key, reviewer credential, session token or CSRF token is
-// there in the clear.
+// no client secret, stage private key, API key, reviewer credential, session token, CSRF token or
+// webhook signing secret is there in the clear.
 
 let postgres: ThrowawayPostgres;
 beforeAll(async () => {
@@ -105,6 +107,13 @@ describe.each(['embedded', 'postgres'] as const)('nothing secret at rest (%s)', 
     const opened = openRunSecrets(key, row as never);
     expect(opened.clientSecret).toBe(run.clientSecret);
     expect(opened.signingKey.privateKeyPem).toContain('PRIVATE KEY');
+    // A webhook's signing secret, sealed as admin add-webhook seals it, opened as the dispatcher opens it.
+    const hook = await addWebhook(svc.db, key, { url: 'http://127.0.0.1:9/hooks', events: ['run.judged'] });
+    const [hookRow] = await svc.db.query<{ secret_sealed: string }>(
+      'SELECT secret_sealed FROM webhooks WHERE id = $1',
+      [hook.webhookId],
+    );
+    expect(openSecret(key, hook.webhookId, hookRow!.secret_sealed)).toBe(hook.secret);
 
     const secrets = {
       'client secret': run.clientSecret,
@@ -113,6 +122,7 @@ describe.each(['embedded', 'postgres'] as const)('nothing secret at rest (%s)', 
       'reviewer credential': credential,
       'session token': sessionToken,
       'CSRF token': csrf,
+      'webhook secret': hook.secret.slice('whsec_'.length),
     };
     const found = (text: string) =>
       Object.entries(secrets)
@@ -125,9 +135,14 @@ describe.each(['embedded', 'postgres'] as const)('nothing secret at rest (%s)', 
     expect(open).toContain(run.id);
     expect(open).toContain(createHash('sha256').update(run.clientSecret).digest('hex'));
     expect(open).toContain(createHash('sha256').update(sessionToken).digest('hex'));
+    expect(open).toContain(hook.webhookId);
     expect(found(open)).toEqual([]);
     // Negative control: the same search finds a secret that is there.
-    expect(found(`${open}\n${run.clientSecret}\n${csrf}`)).toEqual(['client secret', 'CSRF token']);
+    expect(found(`${open}\n${run.clientSecret}\n${csrf}\n${hook.secret}`)).toEqual([
+      'client secret',
+      'CSRF token',
+      'webhook secret',
+    ]);
 
     expect((await api(url, apiKey, 'POST', `/api/runs/${run.id}/finish`, {})).status).toBe(200);
     const after = await wholeDatabase(svc);

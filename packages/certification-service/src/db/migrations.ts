@@ -159,6 +159,68 @@ CREATE INDEX audit_log_action ON audit_log (action, id DESC);
 `,
   },
   {
+    id: 4,
+    name: 'production flow: decision statements, register readers, webhooks',
+    sql: `
+CREATE TABLE decision_statements (
+  decision_id text PRIMARY KEY,
+  envelope text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE register_readers (
+  id text PRIMARY KEY,
+  name text NOT NULL,
+  key_hash text NOT NULL UNIQUE,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE webhooks (
+  id text PRIMARY KEY,
+  url text NOT NULL,
+  events jsonb NOT NULL,
+  secret_sealed text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE webhook_events (
+  id text PRIMARY KEY,
+  seq bigserial NOT NULL UNIQUE,
+  type text NOT NULL,
+  partner_id text NOT NULL,
+  body text NOT NULL,
+  dedupe_key text UNIQUE,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE webhook_deliveries (
+  id text PRIMARY KEY,
+  seq bigserial NOT NULL UNIQUE,
+  event_id text NOT NULL REFERENCES webhook_events(id),
+  webhook_id text NOT NULL REFERENCES webhooks(id),
+  ordering_key text NOT NULL,
+  status text NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempts integer NOT NULL DEFAULT 0,
+  next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  lease_until timestamptz,
+  last_status integer,
+  last_error text,
+  delivered_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_order ON webhook_deliveries (webhook_id, ordering_key, seq) WHERE status = 'pending';
+CREATE TABLE webhook_attempts (
+  id bigserial PRIMARY KEY,
+  delivery_id text NOT NULL REFERENCES webhook_deliveries(id),
+  attempt integer NOT NULL,
+  at timestamptz NOT NULL DEFAULT now(),
+  duration_ms integer NOT NULL,
+  status integer,
+  error text,
+  response_excerpt text,
+  next_attempt_at timestamptz
+);
+CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id, id)
+`,
+  },
+  {
     id: 5,
     name: 'retention',
     sql: `

@@ -25,7 +25,15 @@ const challenge = { 'www-authenticate': 'Bearer realm="partner-certification"' }
 /** The partner API: runs, their reports, sessions and attestations; the JWKS; the OpenAPI document. */
 export function mountApi(
   app: Hono<Env>,
-  deps: { db: Database; runs: Runs; publicUrl: string; audit: Audit; limiter: PartnerLimiter },
+  deps: {
+    db: Database;
+    runs: Runs;
+    publicUrl: string;
+    audit: Audit;
+    limiter: PartnerLimiter;
+    /** The partner's production standing for GET /api/decisions (status, scopes, validUntil, expiring); null when never approved. */
+    standing?: (partnerId: string) => Promise<unknown>;
+  },
 ) {
   const { db, runs } = deps;
 
@@ -191,9 +199,14 @@ export function mountApi(
     return c.json(await runView(db, run), 200, { 'cache-control': 'no-store' });
   });
 
-  app.get('/api/decisions', async (c) =>
-    c.json({ decisions: await listDecisions(db, c.get('partnerId')) }, 200, { 'cache-control': 'no-store' }),
-  );
+  app.get('/api/decisions', async (c) => {
+    const production = deps.standing ? await deps.standing(c.get('partnerId')) : null;
+    return c.json(
+      { decisions: await listDecisions(db, c.get('partnerId')), ...(production !== null && { production }) },
+      200,
+      { 'cache-control': 'no-store' },
+    );
+  });
 
   app.post('/api/runs/:id/finish', async (c) => {
     const admitted = deps.limiter.create(c.get('partnerId'));

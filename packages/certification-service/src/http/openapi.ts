@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { productionPaths, productionSchemas, registerSecurityScheme } from './production-openapi.js';
 import { finishSchema, runRequestSchema } from './schemas.js';
 
 /** A request body's JSON Schema, from the zod schema that validates it (so the two cannot disagree). */
@@ -62,6 +63,7 @@ export function openApiDocument(publicUrl: string) {
     servers: [{ url: publicUrl }],
     security: [{ partnerKey: [] }],
     paths: {
+      ...productionPaths,
       '/api/runs': {
         post: {
           operationId: 'createRun',
@@ -189,6 +191,7 @@ export function openApiDocument(publicUrl: string) {
     },
     components: {
       securitySchemes: {
+        ...registerSecurityScheme,
         partnerKey: {
           type: 'http',
           scheme: 'bearer',
@@ -196,6 +199,7 @@ export function openApiDocument(publicUrl: string) {
         },
       },
       schemas: {
+        ...productionSchemas,
         Problem: {
           type: 'object',
           required: ['type', 'title', 'status', 'detail'],
@@ -267,6 +271,20 @@ export function openApiDocument(publicUrl: string) {
                   scopes: { type: 'array', items: { type: 'string' } },
                   validUntil: { type: ['string', 'null'], format: 'date-time' },
                 },
+              },
+            },
+            production: {
+              type: 'object',
+              description:
+                'Your production standing (absent: never approved): the register entry, and expiring when an active approval ends within the notice period (--expiry-notice-days). Re-certify before validUntil: a new approved run replaces the approval.',
+              required: ['partnerId', 'status', 'scopes', 'validUntil', 'decisionId', 'expiring'],
+              properties: {
+                partnerId: { type: 'string' },
+                status: { enum: ['active', 'revoked', 'expired'] },
+                scopes: { type: 'array', items: { type: 'string' } },
+                validUntil: { type: ['string', 'null'], format: 'date-time' },
+                decisionId: { type: 'string' },
+                expiring: { type: 'boolean' },
               },
             },
           },

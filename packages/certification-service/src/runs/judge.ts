@@ -14,6 +14,7 @@ import {
   testResultStatement,
 } from '@partner-lending/conformance';
 import { tool } from '../version.js';
+import { enqueueEvent } from '../webhooks/outbox.js';
 import { ledgerContents } from './ledger.js';
 import type { RunRow, RunsContext } from './types.js';
 
@@ -114,29 +115,37 @@ export async function judgeRun(
   const envelope = signEnvelope(Buffer.from(JSON.stringify(statement)), ctx.key.privateKey, ctx.key.kid);
   const status = ending.how === 'interrupted' ? 'interrupted' : 'judged';
   const verdict = reportVerdict(report).word;
-  await db.query(
-    `UPDATE runs SET status = $2, finished_at = $3, journey = $4, session_text = $5, session_sha256 = $6,
+  // The verdict, its audit line and its webhook event (run.judged) commit together.
+  await db.transaction(async (tx) => {
+    const stored = await tx.query(
+      `UPDATE runs SET status = $2, finished_at = $3, journey = $4, session_text = $5, session_sha256 = $6,
        report_json = $7, report_html = $8, verdict = $9, attestation = $10, client_secret = NULL, signing_key = NULL
-     WHERE id = $1 AND status = 'closing'`,
-    [
+     WHERE id = $1 AND status = 'closing' RETURNING id`,
+      [
+        id,
+        status,
+        new Date(finishedAt),
+        JSON.stringify(journey),
+        sessionText,
+        sessionSha256,
+        reportJson,
+        formatClientHtmlReport(report, session),
+        verdict,
+        `${JSON.stringify(envelope, null, 2)}\n`,
+      ],
+    );
+    await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
+      ending.actor ?? 'service',
+      'run.finished',
       id,
-      status,
-      new Date(finishedAt),
-      JSON.stringify(journey),
-      sessionText,
-      sessionSha256,
-      reportJson,
-      formatClientHtmlReport(report, session),
-      verdict,
-      `${JSON.stringify(envelope, null, 2)}\n`,
-    ],
-  );
-  await db.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-    ending.actor ?? 'service',
-    'run.finished',
-    id,
-    JSON.stringify({ how: ending.how, status, verdict, certification: run.certify }),
-  ]);
+      JSON.stringify({ how: ending.how, status, verdict, certification: run.certify }),
+    ]);
+    if (stored.length > 0)
+      await enqueueEvent(tx, {
+        type: 'run.judged',
+        data: { partnerId: run.partner_id, runId: id, verdict, status, certify: run.certify },
+      });
+  });
   ctx.log(`run ${id}: ${status}, ${verdict} (${contents.exchanges.length} exchanges)`, {
     event: 'run.judged',
     runId: id,

@@ -2,11 +2,13 @@ import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Database } from '../db/database.js';
-import { DecisionRefusal, recordDecision } from '../decisions/decisions.js';
+import { DecisionRefusal } from '../decisions/decisions.js';
+import { recordSignedDecision } from '../decisions/signed.js';
 import { type Audit, reportResponse } from '../http/api.js';
 import { hostileText } from '../http/schemas.js';
 import type { OidcSignIn } from '../oidc/oidc.js';
 import { planScopes } from '../plan/plan.js';
+import type { Production } from '../register/production.js';
 import { iso } from '../runs/runs.js';
 import { derivedSecret, hashSecret, newSecret, sameText } from '../secrets.js';
 import { auditPage } from './audit.js';
@@ -44,7 +46,15 @@ const html = (c: Context, body: string, status: 200 | 400 | 401 | 403 | 404 | 40
  */
 export function mountUi(
   app: Hono<Env>,
-  deps: { db: Database; publicUrl: string; audit: Audit; signin: SigninGuard; oidc?: OidcSignIn },
+  deps: {
+    db: Database;
+    publicUrl: string;
+    audit: Audit;
+    signin: SigninGuard;
+    oidc?: OidcSignIn;
+    /** Signs each decision and announces it (statement, outbox, audit), in the decision's transaction. */
+    production: Pick<Production, 'production' | 'validUntil' | 'dispatcher'>;
+  },
 ) {
   const { db } = deps;
   const secure = deps.publicUrl.startsWith('https:');
@@ -229,7 +239,7 @@ export function mountUi(
       c,
       page(
         partner.name,
-        `<p class="muted">${h(partner.id)}</p><h2>Decisions</h2>${decisions}<h2>Runs</h2>
+        `<p class="muted">${h(partner.id)}</p><p><a href="/ui/partners/${h(partner.id)}/production">Production: standing, signed decisions, revoke</a></p><h2>Decisions</h2>${decisions}<h2>Runs</h2>
 <table><thead><tr><th>Run</th><th>Status</th><th>Verdict</th><th>Kind</th><th>Integration</th><th>Created</th></tr></thead><tbody>${rows || '<tr><td colspan="6" class="muted">No run yet.</td></tr>'}</tbody></table>`,
         c.get('reviewer'),
       ),
@@ -312,22 +322,26 @@ export function mountUi(
     }
     try {
       await db.transaction(async (tx) => {
-        const recorded = await recordDecision(tx, {
-          partnerId: run.partner_id,
-          runId: run.id,
-          reviewerId: reviewer.id,
-          decision,
-          note,
-          scopes: decision === 'approved' && run.plan ? planScopes(run.plan) : [],
-          validUntil: null,
-        });
+        const recorded = await recordSignedDecision(
+          tx,
+          {
+            partnerId: run.partner_id,
+            runId: run.id,
+            reviewerId: reviewer.id,
+            decision,
+            note,
+            scopes: decision === 'approved' && run.plan ? planScopes(run.plan) : [],
+            validUntil: decision === 'approved' ? deps.production.validUntil() : null,
+          },
+          deps.production.production,
+        );
         await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
           `reviewer:${reviewer.id}`,
           `partner.${decision}`,
           run.partner_id,
           JSON.stringify({
             run: run.id,
-            decision: recorded.id,
+            decision: recorded.decisionId,
             note,
             sessionSha256: run.session_sha256,
             reviewer: reviewer.name,
@@ -346,6 +360,7 @@ export function mountUi(
         409,
       );
     }
+    deps.production.dispatcher.nudge();
     return c.redirect(`/partners/${encodeURIComponent(run.partner_id)}`, 303);
   });
 

@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import { type DsseEnvelope, signEnvelope } from '@partner-lending/conformance';
+import type { SigningKey } from '../keys.js';
+
+/** The in-toto Statement v1 type, and the predicate type of a certification decision. */
+export const statementType = 'https://in-toto.io/Statement/v1';
+export const decisionPredicateType = 'https://partner-lending.dev/certification-decision/v1';
+
+/** The four kinds of decision. */
+export type DecisionKind = 'approved' | 'rejected' | 'revoked' | 'expired';
+
+/** The reviewer name a decision the service takes itself (an expiry) is signed with. */
+export const systemReviewerName = 'certification service (automatic expiry)';
+
+/** What a decision statement says. */
+export interface DecisionPredicate {
+  partner: { id: string; name: string };
+  decision: DecisionKind;
+  scopes: string[];
+  reviewer: { name: string };
+  at: string;
+  validUntil: string | null;
+  note: string;
+  runId: string;
+}
+
+export interface DecisionStatement {
+  _type: typeof statementType;
+  subject: [{ name: string; digest: { sha256: string } }];
+  predicateType: typeof decisionPredicateType;
+  predicate: DecisionPredicate;
+}
+
+/** A decision as it is signed: the row's values, the partner's and reviewer's names, the attestation's bytes. */
+export interface DecisionToSign {
+  partnerId: string;
+  partnerName: string;
+  runId: string;
+  decision: DecisionKind;
+  scopes: readonly string[];
+  reviewerName: string | null;
+  at: Date;
+  validUntil: Date | null;
+  note: string;
+  /** The run's attestation file exactly as it is downloaded (its SHA-256 is the subject). */
+  attestation: string | Buffer;
+}
+
+/**
+ * The in-toto Statement of a decision: its subject is the attestation of the run the decision rests on
+ * (`<runId>.attestation.json` and the SHA-256 of its bytes), so that a decision cannot be moved onto
+ * another run's result.
+ */
+export function decisionStatement(input: DecisionToSign): DecisionStatement {
+  return {
+    _type: statementType,
+    subject: [
+      {
+        name: `${input.runId}.attestation.json`,
+        digest: { sha256: createHash('sha256').update(input.attestation).digest('hex') },
+      },
+    ],
+    predicateType: decisionPredicateType,
+    predicate: {
+      partner: { id: input.partnerId, name: input.partnerName },
+      decision: input.decision,
+      scopes: [...input.scopes],
+      reviewer: { name: input.reviewerName ?? systemReviewerName },
+      at: input.at.toISOString(),
+      validUntil: input.validUntil ? input.validUntil.toISOString() : null,
+      note: input.note,
+      runId: input.runId,
+    },
+  };
+}
+
+/** The decision's DSSE envelope, signed with the attestation key (the same JWKS verifies both). */
+export function signDecision(
+  input: DecisionToSign,
+  key: Pick<SigningKey, 'privateKey' | 'kid'>,
+): DsseEnvelope {
+  return signEnvelope(Buffer.from(JSON.stringify(decisionStatement(input)), 'utf8'), key.privateKey, key.kid);
+}

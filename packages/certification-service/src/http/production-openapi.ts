@@ -1,0 +1,113 @@
+import { webhookEventTypes } from '../webhooks/events.js';
+
+const problem = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+});
+
+const registerAnswer = {
+  '200': {
+    description:
+      'A compact JWS (typ partner-register+jwt) signed with the attestation key (kid in /.well-known/jwks.json) of {iss, iat, exp, partners}; ETag and Cache-Control: max-age=<--register-max-age>.',
+    content: { 'application/jwt': { schema: { type: 'string' } } },
+    headers: {
+      ETag: { schema: { type: 'string' } },
+      'Cache-Control': { schema: { type: 'string', example: 'max-age=60' } },
+    },
+  },
+  '304': { description: 'Not modified: the If-None-Match ETag is the current document.' },
+  '401': problem('No register reader key, or an unknown one.'),
+};
+
+/** The production flow's paths of /openapi.json: decision statements and the register. */
+export const productionPaths = {
+  '/api/decisions/{id}/statement': {
+    get: {
+      operationId: 'getDecisionStatement',
+      summary: 'A decision about you, signed',
+      description: `A DSSE envelope (payloadType application/vnd.in-toto+json) of an in-toto Statement v1, predicateType https://partner-lending.dev/certification-decision/v1: subject the run's attestation ({runId}.attestation.json and its SHA-256), predicate {partner: {id, name}, decision, scopes, reviewer: {name}, at, validUntil, note, runId}. Verify it with partner-conformance verify and the service's JWKS. Webhooks, when the operator registered any, announce decisions (Standard Webhooks 1.0) as ${webhookEventTypes.join(', ')}.`,
+      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        '200': {
+          description: 'The signed decision (also a download, {id}.decision.json).',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/DsseEnvelope' } } },
+        },
+        '401': problem('No API key, or an unknown one.'),
+        '404': problem('No signed decision about you has this id.'),
+      },
+    },
+  },
+  '/register': {
+    get: {
+      operationId: 'getRegister',
+      summary: 'The register: every partner with a production standing (for the production side)',
+      security: [{ registerKey: [] }],
+      responses: registerAnswer,
+    },
+  },
+  '/register/partners/{partnerId}': {
+    get: {
+      operationId: 'getRegisterEntry',
+      summary: "One partner's production standing, in the same signed shape",
+      security: [{ registerKey: [] }],
+      parameters: [{ name: 'partnerId', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        ...registerAnswer,
+        '404': problem('The partner has no approval, revocation or expiry on record.'),
+      },
+    },
+  },
+};
+
+/** The schemas those paths use, and the register reader's security scheme. */
+export const productionSchemas = {
+  DsseEnvelope: {
+    type: 'object',
+    required: ['payloadType', 'payload', 'signatures'],
+    properties: {
+      payloadType: { type: 'string' },
+      payload: { type: 'string', description: 'base64 of the in-toto Statement' },
+      signatures: {
+        type: 'array',
+        items: { type: 'object', properties: { keyid: { type: 'string' }, sig: { type: 'string' } } },
+      },
+    },
+  },
+  RegisterPayload: {
+    type: 'object',
+    description: 'The payload of the register JWS.',
+    required: ['iss', 'iat', 'exp', 'partners'],
+    properties: {
+      iss: { type: 'string' },
+      iat: { type: 'integer' },
+      exp: { type: 'integer' },
+      partners: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['partnerId', 'name', 'status', 'scopes', 'validUntil', 'decisionId'],
+          properties: {
+            partnerId: { type: 'string' },
+            name: { type: 'string' },
+            status: { enum: ['active', 'revoked', 'expired'] },
+            scopes: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'The approved scopes; empty unless active.',
+            },
+            validUntil: { type: ['string', 'null'], format: 'date-time' },
+            decisionId: { type: 'string' },
+          },
+        },
+      },
+    },
+  },
+};
+
+export const registerSecurityScheme = {
+  registerKey: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'A register reader key (partner-certification-service admin add-register-reader).',
+  },
+};

@@ -1,0 +1,109 @@
+import type { Hono } from 'hono';
+import type { Database } from '../db/database.js';
+import { type RecordDecision, sweepApprovals } from '../decisions/signed.js';
+import type { SigningKey } from '../keys.js';
+import type { DeliveryLimits } from '../webhooks/deliver.js';
+import { createDispatcher } from '../webhooks/dispatcher.js';
+import { createRegister, registerEntries } from './register.js';
+import { mountRegister } from './routes.js';
+import { mountProductionUi } from './ui.js';
+
+/** The production flow's settings (the `serve` options of the same names). */
+export interface ProductionOptions {
+  /** How long an approval is valid, in days (`--approval-valid-days`). Default 365. */
+  approvalValidDays?: number;
+  /** How many days before its end an approval is announced as expiring (`--expiry-notice-days`). Default 30. */
+  expiryNoticeDays?: number;
+  /** The register's `Cache-Control: max-age`, in seconds (`--register-max-age`). Default 60. */
+  registerMaxAgeSeconds?: number;
+  /** Delays between webhook attempts, in seconds. Default `retryScheduleSeconds`. */
+  webhookRetrySchedule?: readonly number[];
+  /** Bounds of one webhook attempt. Default `defaultDeliveryLimits`. */
+  webhookLimits?: DeliveryLimits;
+  /** How often the outbox is polled, in ms. Default 1000. */
+  webhookPollMs?: number;
+}
+
+export const defaultProductionOptions = {
+  approvalValidDays: 365,
+  expiryNoticeDays: 30,
+  registerMaxAgeSeconds: 60,
+} as const;
+
+/**
+ * The production flow of one instance: the register, the webhook dispatcher, the expiry sweep, the UI
+ * pages; `record` is recordDecision, which every signed decision goes through.
+ */
+export function startProduction(deps: {
+  db: Database;
+  key: SigningKey;
+  /** The key that seals the webhooks' signing secrets (`secretsKeyFrom`). */
+  secretsKey: Buffer;
+  publicUrl: string;
+  record: RecordDecision;
+  options: ProductionOptions;
+  log: (line: string) => void;
+}) {
+  const settings = { ...defaultProductionOptions, ...deps.options };
+  const register = createRegister({
+    db: deps.db,
+    key: deps.key,
+    issuer: deps.publicUrl,
+    maxAgeSeconds: settings.registerMaxAgeSeconds,
+  });
+  const dispatcher = createDispatcher({
+    db: deps.db,
+    secretsKey: deps.secretsKey,
+    log: deps.log,
+    ...(settings.webhookRetrySchedule && { schedule: settings.webhookRetrySchedule }),
+    ...(settings.webhookLimits && { limits: settings.webhookLimits }),
+    ...(settings.webhookPollMs !== undefined && { pollMs: settings.webhookPollMs }),
+  });
+  const production = { key: deps.key, record: deps.record };
+  return {
+    settings,
+    register,
+    dispatcher,
+    production,
+    /** When a new approval ends. */
+    validUntil: (from = new Date()) => new Date(from.getTime() + settings.approvalValidDays * 86_400_000),
+    // biome-ignore lint/suspicious/noExplicitAny: mounted on the service's one app
+    mount(app: Hono<any>) {
+      mountRegister(app, { db: deps.db, register });
+    },
+    // biome-ignore lint/suspicious/noExplicitAny: mounted on the service's one app, after the UI's sign-in
+    mountUi(app: Hono<any>) {
+      mountProductionUi(app, {
+        db: deps.db,
+        production,
+        noticeDays: settings.expiryNoticeDays,
+        nudge: dispatcher.nudge,
+      });
+    },
+    /**
+     * A partner's production standing as the partner sees it (GET /api/decisions): its register entry,
+     * and `expiring` when an active approval ends within `--expiry-notice-days`; null when absent.
+     */
+    async standing(partnerId: string) {
+      const [entry] = await registerEntries(deps.db, new Date(), partnerId);
+      if (!entry) return null;
+      const { name: _name, ...rest } = entry;
+      return {
+        ...rest,
+        expiring:
+          entry.status === 'active' &&
+          entry.validUntil !== null &&
+          Date.parse(entry.validUntil) - Date.now() < settings.expiryNoticeDays * 86_400_000,
+      };
+    },
+    /** Records due expiries and expiry notices; run by every instance with the run sweep. */
+    async sweep() {
+      const swept = await sweepApprovals(deps.db, { ...production, noticeDays: settings.expiryNoticeDays });
+      if (swept.expired + swept.noticed > 0) dispatcher.nudge();
+      return swept;
+    },
+    close: () => dispatcher.close(),
+  };
+}
+
+export type Production = ReturnType<typeof startProduction>;
