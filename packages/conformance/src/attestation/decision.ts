@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { type DsseEnvelope, inTotoPayloadType, verifySignature } from './dsse.js';
+import type { DsseEnvelope } from './dsse.js';
 import type { AttestationPublicKey } from './keys.js';
+import { signedBy } from './signed-by.js';
 import { statementType } from './statement.js';
 
 /** The predicate type of a certification decision statement. */
@@ -81,32 +82,11 @@ export function verifyDecision(
   keys: readonly AttestationPublicKey[],
   attestationBytes?: Buffer,
 ): DecisionVerification {
-  const problems: string[] = [];
-  if (envelope.payloadType !== inTotoPayloadType)
-    problems.push(
-      `the payload type is ${JSON.stringify(envelope.payloadType.slice(0, 60))}, not ${inTotoPayloadType}`,
-    );
-  const signed = envelope.signatures.find((signature) => {
-    const key = keys.find((candidate) => candidate.kid === signature.keyid);
-    return key !== undefined && verifySignature(envelope, signature.sig, key.key);
-  });
-  if (!signed) {
-    const known = envelope.signatures.some((signature) => keys.some((key) => key.kid === signature.keyid));
-    problems.push(
-      known
-        ? 'the signature does not verify: the decision was changed after it was signed, or signed by another key'
-        : `no signature is by a key given (${envelope.signatures.map((s) => s.keyid.slice(0, 20)).join(', ')} not among ${keys.map((k) => k.kid.slice(0, 20)).join(', ') || 'no keys'})`,
-    );
-    return { ok: false, problems };
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8'));
-  } catch {
-    return { ok: false, problems: [...problems, 'the signed payload is not JSON'], keyid: signed.keyid };
-  }
-  problems.push(...shapeProblems(value));
-  const statement = value as DecisionStatement;
+  const opened = signedBy(envelope, keys, 'decision');
+  if (opened.ok === false) return opened;
+  const { problems, keyid, payload } = opened;
+  problems.push(...shapeProblems(payload));
+  const statement = payload as DecisionStatement;
   if (attestationBytes !== undefined && problems.length === 0) {
     const digest = createHash('sha256').update(attestationBytes).digest('hex');
     const subject = statement.subject[0]!.digest.sha256;
@@ -118,7 +98,7 @@ export function verifyDecision(
   return {
     ok: problems.length === 0,
     problems,
-    keyid: signed.keyid,
+    keyid,
     ...(problems.length === 0 && { statement }),
   };
 }

@@ -3,8 +3,9 @@ import * as z from 'zod';
 import { judgeSession } from '../client/judge.js';
 import { type ClientSession, parseSession } from '../client/session.js';
 import type { ClientReport } from '../common/report.js';
-import { type DsseEnvelope, inTotoPayloadType, verifySignature } from './dsse.js';
+import type { DsseEnvelope } from './dsse.js';
 import type { AttestationPublicKey } from './keys.js';
+import { signedBy } from './signed-by.js';
 import {
   attestedResult,
   statementType,
@@ -75,35 +76,15 @@ export function verifyAttestation(
   sessionBytes?: Buffer,
   options: { sessionFile?: string } = {},
 ): Verification {
-  const problems: string[] = [];
-  if (envelope.payloadType !== inTotoPayloadType)
-    problems.push(
-      `the payload type is ${JSON.stringify(envelope.payloadType.slice(0, 60))}, not ${inTotoPayloadType}`,
-    );
-  const signed = envelope.signatures.find((signature) => {
-    const key = keys.find((candidate) => candidate.kid === signature.keyid);
-    return key !== undefined && verifySignature(envelope, signature.sig, key.key);
-  });
-  if (!signed) {
-    const known = envelope.signatures.some((signature) => keys.some((key) => key.kid === signature.keyid));
-    problems.push(
-      known
-        ? 'the signature does not verify: the attestation was changed after it was signed, or signed by another key'
-        : `no signature is by a key given (${envelope.signatures.map((s) => s.keyid.slice(0, 20)).join(', ')} not among ${keys.map((k) => k.kid.slice(0, 20)).join(', ') || 'no keys'})`,
-    );
-    return { ok: false, problems };
-  }
-  let statement: TestResultStatement;
-  try {
-    statement = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as TestResultStatement;
-  } catch {
-    return { ok: false, problems: [...problems, 'the signed payload is not JSON'], keyid: signed.keyid };
-  }
+  const opened = signedBy(envelope, keys, 'attestation');
+  if (opened.ok === false) return opened;
+  const { problems } = opened;
+  const statement = opened.payload as TestResultStatement;
   if (statement?._type !== statementType)
     problems.push(`the payload is not an in-toto Statement v1 (${statementType})`);
   if (statement?.predicateType !== testResultPredicateType)
     problems.push(`the predicate is not a test result (${testResultPredicateType})`);
-  const result: Verification = { ok: false, problems, keyid: signed.keyid, statement };
+  const result: Verification = { ok: false, problems, keyid: opened.keyid, statement };
   if (sessionBytes !== undefined && problems.length === 0) {
     const digest = createHash('sha256').update(sessionBytes).digest('hex');
     const subject = statement.subject?.[0]?.digest?.sha256;
