@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { operations } from '@partner-lending/spec';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { launchChromium } from '../../../test-support/chromium.js';
 import { loadGuides } from '../src/site/guides.js';
 import { docsRoot } from './helpers/build-site.js';
 import { type StaticServer, startStaticServer } from './helpers/static-server.js';
@@ -11,7 +12,6 @@ import { type StaticServer, startStaticServer } from './helpers/static-server.js
 // a downloaded browser — served from 127.0.0.1. Every request that leaves loopback is blocked and
 // recorded as a failure, as are failed requests, HTTP errors and console errors or warnings.
 
-const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const artifacts = join(docsRoot, 'test-results');
 const guides = loadGuides(join(docsRoot, 'guides'));
 
@@ -59,17 +59,7 @@ async function search(page: Page, query: string): Promise<string[]> {
 
 beforeAll(async () => {
   server = await startStaticServer(inject('siteDir'));
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium(chromium);
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   await context.route('**/*', async (route) => {
     const url = new URL(route.request().url());

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import Provider from 'oidc-provider';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../../../test-support/chromium.js';
 import { makePlan } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
@@ -14,7 +15,6 @@ import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.
 const referenceClient = fileURLToPath(
   new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
 );
-const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const clientId = 'certification-service';
 const clientSecret = 'test-client-secret-0123456789abcdef';
 
@@ -96,11 +96,7 @@ async function startProvider(redirectUri: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
-  });
+  browser = await launchChromium(chromium);
   idp = createServer();
   await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve));
   issuer = `http://localhost:${(idp.address() as { port: number }).port}`;

@@ -9,6 +9,7 @@ import { createPartnerClient } from '@partner-lending/sdk';
 import { scopes } from '@partner-lending/spec';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../../../test-support/chromium.js';
 import { ed25519Pem } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { type Receiver, startReceiver } from './support/receiver.js';
@@ -32,23 +33,12 @@ const referenceClient = fileURLToPath(
   new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
 );
 const mockBin = fileURLToPath(new URL('../../mock/bin/partner-mock.js', import.meta.url));
-const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const maxAge = 2;
 
 let browser: Browser;
 let postgres: ThrowawayPostgres;
 beforeAll(async () => {
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium(chromium);
   postgres = await startPostgres();
 });
 afterAll(async () => {

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../../../test-support/chromium.js';
 import { makePlan } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
@@ -8,7 +9,6 @@ import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.
 const referenceClient = fileURLToPath(
   new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
 );
-const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 let browser: Browser;
 let svc: InProcessService;
@@ -19,17 +19,7 @@ let uncertified: CreatedRun;
 const hostileName = 'Acme <img src=x onerror=alert(1)> "Lending"';
 
 beforeAll(async () => {
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium(chromium);
   // The operator's plan, relaxed: the two operations the reference client completes when no grant is
   // narrowed (its one loan draft meets the 503 of the unavailable scenario, and it never replays a create).
   svc = await inProcessService({

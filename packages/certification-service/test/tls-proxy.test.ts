@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../../../test-support/chromium.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { freePort } from './support/postgres.mjs';
 import { api, type CreatedRun, runCommand } from './support/service.js';
@@ -25,7 +26,6 @@ const curl = (args: string[]) =>
     ...args,
   ]);
 
-const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const nginxPath = process.env.NGINX_PATH ?? '/usr/sbin/nginx';
 
 let dir: string;
@@ -107,17 +107,7 @@ http {
       );
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--no-first-run',
-      `--host-resolver-rules=MAP ${host} 127.0.0.1`,
-    ],
-  });
+  browser = await launchChromium(chromium, [`--host-resolver-rules=MAP ${host} 127.0.0.1`]);
 }, 60_000);
 
 afterAll(async () => {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../../../../../test-support/chromium.js';
 import { formatClientHtmlReport, judgeSession, runConformanceDetailed } from '../../../src/index.js';
 import { formatHtmlReport } from '../../../src/reporters/html/server.js';
 import { loans, sessionOf, tokenRequest } from '../../client/support/session.js';
@@ -10,22 +11,11 @@ import { sharedSigningKey } from '../../helpers.js';
 
 // The HTML reports in Debian's Chromium: they load nothing from elsewhere, fit a 375-px phone screen,
 // and print with every evidence section open.
-const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const out = fileURLToPath(new URL('../../../test-results/', import.meta.url));
 let browser: Browser;
 
 beforeAll(async () => {
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium(chromium);
   await mkdir(out, { recursive: true });
 });
 afterAll(() => browser?.close());
