@@ -1,46 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { partsNeverImport } from '../../../test-support/layers.js';
 
-// Imports point one way: index.ts exports, token-provider.ts composes the parts, and no part imports either of
-// them (Biome's noImportCycles catches cycles; this catches a part reaching up).
-const src = fileURLToPath(new URL('../src/', import.meta.url));
-const top = ['index.ts', 'token-provider.ts'];
-
-const sources = (dir: string): string[] =>
-  readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory()
-      ? sources(join(dir, entry.name))
-      : entry.name.endsWith('.ts')
-        ? [join(dir, entry.name)]
-        : [],
-  );
-
-/** The imports of `file` (its text given) that reach up to index.ts or token-provider.ts. */
-export function upward(file: string, text: string): string[] {
-  if (top.includes(relative(src, file))) return [];
-  return [...text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)]
-    .map((match) => relative(src, resolve(dirname(file), match[1]!)).replace(/\.js$/, '.ts'))
-    .filter((target) => top.includes(target));
-}
-
-describe('imports point one way', () => {
-  it('no part of src/ imports index.ts or token-provider.ts', () => {
-    const files = sources(src);
-    expect(files.length).toBeGreaterThan(3);
-    expect(
-      files.flatMap((file) =>
-        upward(file, readFileSync(file, 'utf8')).map((target) => `${relative(src, file)} → ${target}`),
-      ),
-    ).toEqual([]);
-  });
-
-  it('would catch a part that reaches up (negative control)', () => {
-    expect(upward(join(src, 'part.ts'), "import { x } from './token-provider.js';")).toEqual([
-      'token-provider.ts',
-    ]);
-    expect(upward(join(src, top[1]!), "import { x } from './index.js';")).toEqual([]);
-    expect(basename(src)).toBe('src');
-  });
-});
+// Imports point one way: index.ts exports, token-provider.ts composes the parts, and no part imports either of them.
+partsNeverImport(fileURLToPath(new URL('../src/', import.meta.url)), ['index.ts', 'token-provider.ts']);

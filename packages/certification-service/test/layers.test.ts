@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { importedFiles, sourceFiles } from '../../../test-support/layers.js';
 
 // Imports point one way, down this list: the entry points (cli.ts, index.ts) ← server.ts ← ui/, oidc/, register/ ← http/,
 // retention/ ← runs/ ← coverage/ ← plan/, decisions/, keys.ts, admin.ts ← webhooks/ ← db/, observability/;
@@ -24,26 +25,17 @@ const rank = (file: string): number => {
   throw new Error(`src/${file} has no layer: add it to test/layers.test.ts and src's map in the README`);
 };
 
-const sources = (dir: string): string[] =>
-  readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory()
-      ? sources(join(dir, entry.name))
-      : entry.name.endsWith('.ts')
-        ? [join(dir, entry.name)]
-        : [],
-  );
-
 /** The imports of `file` (its text given) that point to a higher layer than its own. */
 export function upward(file: string, text: string): string[] {
   const own = relative(src, file);
-  return [...text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)]
-    .map((match) => relative(src, resolve(dirname(file), match[1]!)).replace(/\.js$/, '.ts'))
+  return importedFiles(file, text)
+    .map((target) => relative(src, target))
     .filter((target) => rank(target) > rank(own) || (rank(target) === 7 && own !== target));
 }
 
 describe('imports point one way', () => {
   it('no file of src/ imports a higher layer', () => {
-    const files = sources(src);
+    const files = sourceFiles(src);
     expect(files.length).toBeGreaterThan(10);
     expect(
       files.flatMap((file) =>

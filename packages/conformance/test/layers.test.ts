@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { importedFiles, sourceFiles } from '../../../test-support/layers.js';
 
 const src = fileURLToPath(new URL('../src/', import.meta.url));
 
@@ -21,26 +22,11 @@ const layerOf = (file: string): { name: string; rank: number } => {
   throw new Error(`${top} is in no layer: add it to test/layers.test.ts and src/README.md`);
 };
 
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory()
-      ? sources(join(dir, entry.name))
-      : entry.name.endsWith('.ts')
-        ? [join(dir, entry.name)]
-        : [],
-  );
-}
-
-/** Relative imports of a module: static, type-only and dynamic. */
-const importsOf = (text: string) =>
-  [...text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map((match) => match[1]!);
-
 /** What is wrong with the imports of `file` (its text given): upward and cross-mode imports. */
 function offencesOf(file: string, text: string): string[] {
   const own = layerOf(file);
   const found: string[] = [];
-  for (const specifier of importsOf(text)) {
-    const target = resolve(dirname(file), specifier).replace(/\.js$/, '.ts');
+  for (const target of importedFiles(file, text)) {
     if (!target.startsWith(src)) continue; // ../package.json
     const other = layerOf(target);
     const where = `${relative(src, file)} imports ${relative(src, target)}`;
@@ -53,7 +39,7 @@ function offencesOf(file: string, text: string): string[] {
 
 describe('imports point one way', () => {
   it('no file of src/ imports up the layers or across the modes', () => {
-    const files = sources(src);
+    const files = sourceFiles(src);
     expect(files.length).toBeGreaterThan(90);
     expect(files.flatMap((file) => offencesOf(file, readFileSync(file, 'utf8')))).toEqual([]);
   });
@@ -63,7 +49,7 @@ describe('imports point one way', () => {
     const folders = readdirSync(src, { withFileTypes: true }).filter((entry) => entry.isDirectory());
     for (const folder of folders) expect(map, folder.name).toContain(`${folder.name}/`);
     // The category folders under checks/ are covered by checks/<category>/ (test/catalogue-layout.test.ts).
-    const named = sources(src)
+    const named = sourceFiles(src)
       .map((file) => relative(src, dirname(file)).split(sep))
       .filter((parts) => parts[0] !== '' && !(parts.at(-2) === 'checks' && parts.at(-1) !== 'helpers'));
     for (const parts of named) expect(map, parts.join('/')).toContain(`${parts.at(-1)}/`);
