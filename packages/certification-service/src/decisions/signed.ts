@@ -2,18 +2,8 @@ import type { Database, Queryable } from '../db/database.js';
 import type { SigningKey } from '../keys.js';
 import { eventOfDecision } from '../webhooks/events.js';
 import { enqueueEvent } from '../webhooks/outbox.js';
-import { type DecisionKind, signDecision } from './statement.js';
-
-/** What recordDecision (decisions.ts) takes. */
-export interface DecisionInput {
-  partnerId: string;
-  runId: string;
-  reviewerId: string | null;
-  decision: DecisionKind;
-  note: string;
-  scopes: string[];
-  validUntil: Date | null;
-}
+import type { DecisionInput, DecisionValue } from './decisions.js';
+import { signDecision } from './statement.js';
 
 /** recordDecision's signature: it inserts the decision inside the caller's transaction. */
 export type RecordDecision = (tx: Queryable, input: DecisionInput) => Promise<{ id: string | number }>;
@@ -29,7 +19,7 @@ interface StoredDecision {
   partner_id: string;
   partner_name: string;
   run_id: string;
-  decision: DecisionKind;
+  decision: DecisionValue;
   note: string;
   scopes: string[] | null;
   valid_until: string | Date | null;

@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
-import { type DsseEnvelope, signEnvelope } from '@partner-lending/conformance';
+import { type DsseEnvelope, decisionPredicateType, signEnvelope } from '@partner-lending/conformance';
 import type { SigningKey } from '../keys.js';
+import type { DecisionValue } from './decisions.js';
 
-/** The in-toto Statement v1 type, and the predicate type of a certification decision. */
+/** The in-toto Statement v1 type. */
 export const statementType = 'https://in-toto.io/Statement/v1';
-export const decisionPredicateType = 'https://partner-lending.dev/certification-decision/v1';
-
-/** The four kinds of decision. */
-export type DecisionKind = 'approved' | 'rejected' | 'revoked' | 'expired';
+/** The predicate type of a certification decision: the one `partner-conformance verify` expects. */
+export { decisionPredicateType };
 
 /** The reviewer name a decision the service takes itself (an expiry) is signed with. */
 export const systemReviewerName = 'certification service (automatic expiry)';
@@ -15,7 +14,7 @@ export const systemReviewerName = 'certification service (automatic expiry)';
 /** What a decision statement says. */
 export interface DecisionPredicate {
   partner: { id: string; name: string };
-  decision: DecisionKind;
+  decision: DecisionValue;
   scopes: string[];
   reviewer: { name: string };
   at: string;
@@ -36,7 +35,7 @@ export interface DecisionToSign {
   partnerId: string;
   partnerName: string;
   runId: string;
-  decision: DecisionKind;
+  decision: DecisionValue;
   scopes: readonly string[];
   reviewerName: string | null;
   at: Date;
