@@ -52,6 +52,21 @@ export function json(
   res.end(JSON.stringify(body));
 }
 
+/** An io for the CLI's `main` that keeps what it writes to stdout and stderr (no environment). */
+export function capturedIo() {
+  let out = '';
+  let err = '';
+  return {
+    io: {
+      stdout: { write: (text: string) => (out += text) },
+      stderr: { write: (text: string) => (err += text) },
+      env: {},
+    },
+    out: () => out,
+    err: () => err,
+  };
+}
+
 /** Collects what a reporter writes. */
 export function sink(isTTY = false) {
   const chunks: string[] = [];

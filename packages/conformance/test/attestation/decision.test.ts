@@ -12,20 +12,7 @@ import {
   signEnvelope,
   verifyDecision,
 } from '../../src/index.js';
-
-const run = () => {
-  let out = '';
-  let err = '';
-  return {
-    io: {
-      stdout: { write: (t: string) => (out += t) },
-      stderr: { write: (t: string) => (err += t) },
-      env: {},
-    },
-    out: () => out,
-    err: () => err,
-  };
-};
+import { capturedIo } from '../helpers.js';
 
 /** A decision statement signed as the certification service signs one, resting on `attestation`'s bytes. */
 async function decided(attestation: Buffer) {
@@ -94,7 +81,7 @@ describe('decision statements, verified offline', () => {
     await writeFile(files.decision, JSON.stringify(envelope));
     await writeFile(files.keys, JSON.stringify(jwks));
 
-    const ok = run();
+    const ok = capturedIo();
     expect(
       await main(['verify', files.decision, '--keys', files.keys, '--attestation', files.attestation], ok.io),
     ).toBe(0);
@@ -113,7 +100,7 @@ describe('decision statements, verified offline', () => {
     const attestation = await readFile(files.attestation);
     attestation[attestation.length - 3] = 'X'.charCodeAt(0);
     await writeFile(files.attestation, attestation);
-    const other = run();
+    const other = capturedIo();
     expect(
       await main(
         ['verify', files.decision, '--keys', files.keys, '--attestation', files.attestation],
@@ -126,13 +113,13 @@ describe('decision statements, verified offline', () => {
     const text = JSON.stringify(envelope);
     const changed = text.replace(/"sig":"(.)/, (_, c: string) => `"sig":"${c === 'A' ? 'B' : 'A'}`);
     await writeFile(files.decision, changed);
-    const bad = run();
+    const bad = capturedIo();
     expect(await main(['verify', files.decision, '--keys', files.keys], bad.io)).toBe(1);
     expect(bad.out()).toContain('the signature does not verify');
 
     // --session and --require-pass belong to attestations.
     await writeFile(files.decision, text);
-    const usage = run();
+    const usage = capturedIo();
     expect(await main(['verify', files.decision, '--keys', files.keys, '--require-pass'], usage.io)).toBe(2);
     expect(usage.err()).toContain('--require-pass is for an attestation');
   });

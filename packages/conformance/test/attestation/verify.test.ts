@@ -17,6 +17,7 @@ import {
   verifyAttestation,
 } from '../../src/index.js';
 import { loans, sessionOf, tokenRequest } from '../client/support/session.js';
+import { capturedIo } from '../helpers.js';
 
 /** A judged session signed as the certification service signs it, with an Ed25519 or ES256 key. */
 async function attested(
@@ -32,20 +33,6 @@ async function attested(
   const envelope = signEnvelope(Buffer.from(JSON.stringify(statement)), privateKey, jwk.kid);
   return { envelope, jwks: { keys: [jwk] }, sessionBytes, statement };
 }
-
-const run = () => {
-  let out = '';
-  let err = '';
-  return {
-    io: {
-      stdout: { write: (t: string) => (out += t) },
-      stderr: { write: (t: string) => (err += t) },
-      env: {},
-    },
-    out: () => out,
-    err: () => err,
-  };
-};
 
 describe('attestations: DSSE envelopes of in-toto test results, verified offline', () => {
   for (const algorithm of ['ed25519', 'ec'] as const)
@@ -117,7 +104,7 @@ describe('attestations: DSSE envelopes of in-toto test results, verified offline
     await writeFile(files.envelope, JSON.stringify(envelope));
     await writeFile(files.keys, JSON.stringify(jwks));
     await writeFile(files.session, sessionBytes);
-    const ok = run();
+    const ok = capturedIo();
     expect(
       await main(['verify', files.envelope, '--keys', files.keys, '--session', files.session], ok.io),
     ).toBe(0);
@@ -127,10 +114,10 @@ describe('attestations: DSSE envelopes of in-toto test results, verified offline
     const changed = text.replace(/"payload":"(.)/, (_, c: string) => `"payload":"${c === 'A' ? 'B' : 'A'}`);
     await writeFile(files.envelope, changed);
     expect(parseEnvelope(changed).payload).not.toBe(envelope.payload);
-    const bad = run();
+    const bad = capturedIo();
     expect(await main(['verify', files.envelope, '--keys', files.keys], bad.io)).toBe(1);
     expect(bad.out()).toContain('attestation does NOT hold');
-    const usage = run();
+    const usage = capturedIo();
     expect(await main(['verify', files.envelope], usage.io)).toBe(2);
     expect(usage.err()).toContain('--keys is needed');
   });
@@ -166,8 +153,8 @@ describe('attestations: DSSE envelopes of in-toto test results, verified offline
       const keys = join(dir, `${label}-jwks.json`);
       await writeFile(file, JSON.stringify(envelope));
       await writeFile(keys, JSON.stringify(jwks));
-      const plain = run();
-      const gated = run();
+      const plain = capturedIo();
+      const gated = capturedIo();
       results[label] = {
         plain: await main(['verify', file, '--keys', keys], plain.io),
         gated: await main(['verify', file, '--keys', keys, '--require-pass'], gated.io),
@@ -234,7 +221,7 @@ describe('attestations: DSSE envelopes of in-toto test results, verified offline
         provenance: { attested: boolean; mark: string };
       };
 
-    const verified = run();
+    const verified = capturedIo();
     const verifyArgs = ['verify', file('attestation.json'), '--keys', file('jwks.json')];
     expect(
       await main(
@@ -263,7 +250,7 @@ describe('attestations: DSSE envelopes of in-toto test results, verified offline
     );
     expect(await readFile(file('verified.html'), 'utf8')).toContain('attested: its signature was verified');
 
-    const judged = run();
+    const judged = capturedIo();
     expect([0, 1]).toContain(
       await main(
         ['client', '--judge', file('session.json'), '--report-json', file('judged.json')],
@@ -276,7 +263,7 @@ describe('attestations: DSSE envelopes of in-toto test results, verified offline
       mark: 'self-recorded, not attested',
     });
 
-    const mismatched = run();
+    const mismatched = capturedIo();
     expect(
       await main(
         [...verifyArgs, '--session', file('other-session.json'), '--report-json', file('mismatched.json')],
@@ -288,7 +275,7 @@ describe('attestations: DSSE envelopes of in-toto test results, verified offline
     expect(mismatched.out()).not.toContain('provenance attested');
     expect(existsSync(file('mismatched.json'))).toBe(false);
 
-    const noSession = run();
+    const noSession = capturedIo();
     expect(await main([...verifyArgs, '--report-json', file('alone.json')], noSession.io)).toBe(2);
     expect(noSession.err()).toContain('give --session FILE');
   });
