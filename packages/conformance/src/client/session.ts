@@ -1,6 +1,6 @@
 import type { CertificationPlan, DigestedPlan } from '../common/certification-plan.js';
 import type { JourneyRecord, ScenarioRecord } from '../common/records.js';
-import type { IntegrationRecord, PartnerRecord, ServiceRecord } from '../common/report.js';
+import type { IntegrationRecord, PartnerRecord, ServiceRecord, StageRecord } from '../common/report.js';
 import { ConformanceError } from '../errors.js';
 import { sessionSchema } from './session-schema.js';
 
@@ -49,24 +49,9 @@ export interface ClientSession {
 
 export type { CertificationPlan, DigestedPlan };
 
-export interface StageInfo {
-  authUrl: string;
-  baseUrl: string;
+/** The stage as the session records it: what a report names (StageRecord), and its token URL. */
+export interface StageInfo extends StageRecord {
   tokenUrl: string;
-  audience: string;
-  partnerId: string;
-  /** The scopes the stage's client is authorised for. */
-  authorizedScopes: string[];
-  /** Lifetime of the short phase's tokens (JWT `exp` − `iat`), in seconds (`--ttl`). */
-  ttlSeconds: number;
-  /** Lifetime of the tokens issued after the short phase, in seconds (`--long-ttl`). */
-  longTtlSeconds: number;
-  /** How long the short phase lasts from the start, in ms (3 × ttlSeconds). */
-  shortPhaseMs: number;
-  /** Delay the token endpoint adds to every answer, in ms (so that concurrent requests overlap visibly). */
-  tokenDelayMs: number;
-  /** Delay before every API answer, in ms (so that concurrent calls overlap visibly). */
-  apiDelayMs: number;
 }
 
 export interface IssuedToken {

@@ -107,6 +107,26 @@ export function runEnvironment(): RunEnvironment {
   };
 }
 
+/** A certification stage as a client report names it: its addresses, its client's scopes, its timings. */
+export interface StageRecord {
+  authUrl: string;
+  baseUrl: string;
+  audience: string;
+  partnerId: string;
+  /** The scopes the stage's client is authorised for. */
+  authorizedScopes: string[];
+  /** Lifetime of the short phase's tokens (JWT `exp` − `iat`), in seconds (`--ttl`). */
+  ttlSeconds: number;
+  /** Lifetime of the tokens issued after the short phase, in seconds (`--long-ttl`). */
+  longTtlSeconds: number;
+  /** How long the short phase lasts from the start, in ms (3 × ttlSeconds). */
+  shortPhaseMs: number;
+  /** Delay the token endpoint adds to every answer, in ms (so that concurrent requests overlap visibly). */
+  tokenDelayMs: number;
+  /** Delay before every API answer, in ms (so that concurrent calls overlap visibly). */
+  apiDelayMs: number;
+}
+
 /** The JSON report of a server run (`partner-conformance`). */
 export interface Report extends ReportBase {
   mode: 'server';
@@ -121,21 +141,7 @@ export interface Report extends ReportBase {
 export interface ClientReport extends ReportBase {
   mode: 'client';
   /** The certification stage the journey ran against (no credential). */
-  stage: {
-    authUrl: string;
-    baseUrl: string;
-    audience: string;
-    partnerId: string;
-    authorizedScopes: string[];
-    /** Lifetime of the short phase's tokens, in seconds (`--ttl`). */
-    ttlSeconds: number;
-    /** Lifetime of the tokens after the short phase, in seconds (`--long-ttl`). */
-    longTtlSeconds: number;
-    /** How long the short phase lasted from the start, in ms. */
-    shortPhaseMs: number;
-    tokenDelayMs: number;
-    apiDelayMs: number;
-  };
+  stage: StageRecord;
   /** The journey that was run: the command (redacted), how it ended, how many calls it made. */
   journey: JourneyRecord & { calls: { token: number; api: number; other: number } };
   /** The scenario plan, each step with when it fired (absent: the journey never reached it). */
