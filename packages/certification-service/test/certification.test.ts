@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePlan, recordDecision } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
-import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
+import { api, type CreatedRun, journeyEnv, runCommand, runToken } from './support/service.js';
 
 const referenceClient = fileURLToPath(
   new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
@@ -21,15 +21,9 @@ afterAll(async () => {
 });
 
 const token = (run: CreatedRun, scope: string) =>
-  fetch(run.tokenUrl, {
-    method: 'POST',
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: run.clientId,
-      client_secret: run.clientSecret,
-      scope,
-    }),
-  }).then((response) => response.json() as Promise<{ access_token: string; partnerId: string }>);
+  runToken(run, { scope }).then(
+    (response) => response.json() as Promise<{ access_token: string; partnerId: string }>,
+  );
 
 describe.each(['embedded', 'postgres'] as const)(
   'certification plan and decisions on %s storage',
@@ -84,15 +78,7 @@ describe.each(['embedded', 'postgres'] as const)(
       const address = new URL(run.tokenUrl).pathname.split('/')[2]!;
       expect(address).toMatch(/^ra_[A-Za-z0-9_-]{32}$/);
       expect(run.tokenUrl).not.toContain(run.id);
-      const ask = (url: string) =>
-        fetch(url, {
-          method: 'POST',
-          body: new URLSearchParams({
-            grant_type: 'client_credentials',
-            client_id: run.clientId,
-            client_secret: run.clientSecret,
-          }),
-        });
+      const ask = (url: string) => runToken(run, {}, url);
       // The run's id where its address goes, the right credentials: nothing there.
       expect((await ask(`${svc.service.url}/runs/${run.id}/auth/oauth/token`)).status).toBe(404);
       // The control: at its address, the same request is answered.
@@ -109,14 +95,7 @@ describe.each(['embedded', 'postgres'] as const)(
       const outsider = async (run: CreatedRun) => {
         for (let round = 0; round < 3; round += 1) {
           await new Promise((resolve) => setTimeout(resolve, 1500));
-          const refused = await fetch(run.tokenUrl, {
-            method: 'POST',
-            body: new URLSearchParams({
-              grant_type: 'client_credentials',
-              client_id: run.clientId,
-              client_secret: 'not-the-secret',
-            }),
-          });
+          const refused = await runToken(run, { client_secret: 'not-the-secret' });
           await refused.arrayBuffer();
           for (const authorization of [undefined, 'Bearer made.up.token']) {
             const call = await fetch(`${run.baseUrl}/v3/partner/anyone/loans`, {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type InProcessService, inProcessService } from './support/in-process.js';
-import { api, type CreatedRun } from './support/service.js';
+import { api, type CreatedRun, runToken } from './support/service.js';
 
 let svc: InProcessService;
 let a: { partnerId: string; apiKey: string };
@@ -10,15 +10,7 @@ let runB: CreatedRun;
 let judgedA: CreatedRun;
 
 const tokenFor = (run: CreatedRun, id = run.clientId, secret = run.clientSecret) =>
-  fetch(run.tokenUrl, {
-    method: 'POST',
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: id,
-      client_secret: secret,
-      scope: 'read:loans',
-    }),
-  });
+  runToken(run, { client_id: id, client_secret: secret, scope: 'read:loans' });
 
 beforeAll(async () => {
   svc = await inProcessService({ limits: { maxOpenRunsPerPartner: 3, maxRunsPerHour: 4 } });

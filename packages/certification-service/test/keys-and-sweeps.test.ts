@@ -5,7 +5,7 @@ import { keysOf, parseEnvelope, verifyAttestation } from '@partner-lending/confo
 import { describe, expect, it } from 'vitest';
 import { addPartner, openDatabase } from '../src/index.js';
 import { ed25519Pem, inProcessService } from './support/in-process.js';
-import { api, type CreatedRun } from './support/service.js';
+import { api, type CreatedRun, runToken } from './support/service.js';
 
 describe('attestation keys', () => {
   it('rotate by kid: after a restart with a new key, the JWKS has both and an attestation signed before still verifies', async () => {
@@ -58,14 +58,7 @@ describe('runs nobody finishes', () => {
     try {
       const { apiKey } = await svc.partner('Idler');
       const run = (await api(svc.service.url, apiKey, 'POST', '/api/runs', {})).json() as CreatedRun;
-      const token = await fetch(run.tokenUrl, {
-        method: 'POST',
-        body: new URLSearchParams({
-          grant_type: 'client_credentials',
-          client_id: run.clientId,
-          client_secret: run.clientSecret,
-        }),
-      });
+      const token = await runToken(run);
       expect(token.status).toBe(200);
       // Still open while it is being used: the control of the wait below.
       expect((await api(svc.service.url, apiKey, 'GET', `/api/runs/${run.id}`)).json().status).toBe('open');
@@ -77,14 +70,7 @@ describe('runs nobody finishes', () => {
       expect(state.status).toBe('judged');
       expect(state.report.journey.note).toBe('the run received nothing for 1 s and was judged');
       expect(state.report.journey.calls.token).toBe(1);
-      const late = await fetch(run.tokenUrl, {
-        method: 'POST',
-        body: new URLSearchParams({
-          grant_type: 'client_credentials',
-          client_id: run.clientId,
-          client_secret: run.clientSecret,
-        }),
-      });
+      const late = await runToken(run);
       expect(late.status).toBe(404);
     } finally {
       await svc.close();

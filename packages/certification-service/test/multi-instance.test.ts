@@ -2,16 +2,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePlan } from '../src/index.js';
 import { ed25519Pem, type InProcessService, inProcessService } from './support/in-process.js';
 import { freePort, startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
-import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
-
-const referenceClient = fileURLToPath(
-  new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
-);
+import { api, type CreatedRun, journeyRun } from './support/service.js';
 
 let postgres: ThrowawayPostgres;
 const instances: InProcessService[] = [];
@@ -65,14 +60,7 @@ afterAll(async () => {
 });
 
 async function certify(url: string, apiKey: string): Promise<{ run: CreatedRun; judged: any; session: any }> {
-  const run = (await api(url, apiKey, 'POST', '/api/runs', { certify: true })).json() as CreatedRun;
-  const journey = await runCommand(process.execPath, [referenceClient], {
-    env: { ...journeyEnv(run), JOURNEY_SECONDS: '9' },
-    timeoutMs: 60_000,
-  });
-  const judged = (
-    await api(url, apiKey, 'POST', `/api/runs/${run.id}/finish`, { journeyExitCode: journey.code })
-  ).json();
+  const { run, judged } = await journeyRun(url, apiKey);
   const session = (await api(url, apiKey, 'GET', `/api/runs/${run.id}/session`)).json();
   return { run, judged, session };
 }

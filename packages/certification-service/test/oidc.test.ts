@@ -1,20 +1,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { fileURLToPath } from 'node:url';
 import Provider from 'oidc-provider';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../../test-support/chromium.js';
 import { makePlan } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
-import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
+import { type CreatedRun, journeyRun } from './support/service.js';
 
 // A real OpenID provider (oidc-provider) on 127.0.0.1, reached by the browser as `localhost` so that it
 // is another site than the service at 127.0.0.1 (as a company's provider is): the SameSite rules apply.
 // Its interaction signs in whichever test account `signInAs` names, without a form.
 
-const referenceClient = fileURLToPath(
-  new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
-);
 const clientId = 'certification-service';
 const clientSecret = 'test-client-secret-0123456789abcdef';
 
@@ -117,16 +113,8 @@ beforeAll(async () => {
   // A passing run judged under --certify rules, for the reviewer to approve.
   const partner = await svc.partner('Acme Lending');
   const url = svc.service.url;
-  passing = (await api(url, partner.apiKey, 'POST', '/api/runs', { certify: true })).json();
-  const journey = await runCommand(process.execPath, [referenceClient], {
-    env: { ...journeyEnv(passing), JOURNEY_SECONDS: '9' },
-    timeoutMs: 60_000,
-  });
-  const judged = (
-    await api(url, partner.apiKey, 'POST', `/api/runs/${passing.id}/finish`, {
-      journeyExitCode: journey.code,
-    })
-  ).json();
+  const { run, judged } = await journeyRun(url, partner.apiKey);
+  passing = run;
   expect(judged.verdict).toBe('PASS');
 });
 afterAll(async () => {

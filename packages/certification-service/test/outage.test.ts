@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
-import { api, type CreatedRun } from './support/service.js';
+import { api, type CreatedRun, runToken } from './support/service.js';
 
 // PostgreSQL stopped under a running service: every answer is an honest 503 with Retry-After that
 // names nothing internal, /healthz stays 200 while /readyz says 503, and once the database is back the
@@ -25,15 +25,7 @@ afterAll(async () => {
   await postgres?.stop();
 });
 
-const token = (run: CreatedRun) =>
-  fetch(run.tokenUrl, {
-    method: 'POST',
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: run.clientId,
-      client_secret: run.clientSecret,
-    }),
-  });
+const token = (run: CreatedRun) => runToken(run);
 
 interface Seen {
   what: string;

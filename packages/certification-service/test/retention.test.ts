@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeExpired } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
-import { api, type CreatedRun } from './support/service.js';
+import { api, type CreatedRun, runToken } from './support/service.js';
 
 let postgres: ThrowawayPostgres;
 beforeAll(async () => {
@@ -16,14 +16,7 @@ afterAll(async () => {
 /** A practice run with one token request recorded, finished (judged). */
 async function judgedRun(url: string, apiKey: string): Promise<CreatedRun> {
   const run = (await api(url, apiKey, 'POST', '/api/runs', { scenarios: [] })).json() as CreatedRun;
-  const token = await fetch(run.tokenUrl, {
-    method: 'POST',
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: run.clientId,
-      client_secret: run.clientSecret,
-    }),
-  });
+  const token = await runToken(run);
   expect(token.status).toBe(200);
   expect((await api(url, apiKey, 'POST', `/api/runs/${run.id}/finish`, {})).status).toBe(200);
   return run;

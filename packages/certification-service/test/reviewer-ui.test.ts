@@ -1,14 +1,9 @@
-import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../../test-support/chromium.js';
 import { makePlan } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
-import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.js';
-
-const referenceClient = fileURLToPath(
-  new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
-);
+import { api, type CreatedRun, journeyRun } from './support/service.js';
 
 let browser: Browser;
 let svc: InProcessService;
@@ -34,21 +29,11 @@ beforeAll(async () => {
   reviewer = await svc.reviewer('Rita Reviewer');
   const url = svc.service.url;
   // A correct journey (the conformance suite's reference client), judged under --certify rules.
-  passing = (
-    await api(url, partner.apiKey, 'POST', '/api/runs', {
-      certify: true,
-      integration: { name: '<b>bold</b>' },
-    })
-  ).json();
-  const journey = await runCommand(process.execPath, [referenceClient], {
-    env: { ...journeyEnv(passing), JOURNEY_SECONDS: '9' },
-    timeoutMs: 60_000,
+  const { run, judged } = await journeyRun(url, partner.apiKey, {
+    certify: true,
+    integration: { name: '<b>bold</b>' },
   });
-  const judged = (
-    await api(url, partner.apiKey, 'POST', `/api/runs/${passing.id}/finish`, {
-      journeyExitCode: journey.code,
-    })
-  ).json();
+  passing = run;
   expect(
     judged.verdict,
     JSON.stringify(judged.report.checks.filter((c: { status: string }) => c.status === 'failed')),

@@ -9,7 +9,7 @@ import { addWebhook } from '../src/webhooks/admin.js';
 import { openSecret } from '../src/webhooks/seal.js';
 import { ed25519Pem, type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
-import { api, type CreatedRun } from './support/service.js';
+import { api, type CreatedRun, runToken } from './support/service.js';
 
 // After a run (and while it is open, when its secrets are in use), every row of every table is read:
 // no client secret, stage private key, API key, reviewer credential, session token, CSRF token or
@@ -79,14 +79,7 @@ describe.each(['embedded', 'postgres'] as const)('nothing secret at rest (%s)', 
     const { apiKey } = await svc.partner('Secretive Co');
     const { credential } = await svc.reviewer('Rita Reviewer');
     const run = (await api(url, apiKey, 'POST', '/api/runs', { scenarios: [] })).json() as CreatedRun;
-    const issued = await fetch(run.tokenUrl, {
-      method: 'POST',
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        client_id: run.clientId,
-        client_secret: run.clientSecret,
-      }),
-    });
+    const issued = await runToken(run);
     expect(issued.status).toBe(200);
     const signin = await fetch(`${url}/signin`, {
       method: 'POST',

@@ -6,6 +6,10 @@ export const conformanceBin = fileURLToPath(
   new URL('../../../conformance/bin/partner-conformance.js', import.meta.url),
 );
 export const curlJourney = fileURLToPath(new URL('../../examples/curl-journey.sh', import.meta.url));
+/** The conformance suite's reference client: a correct journey (`BUG=…` breaks it on purpose). */
+export const referenceClient = fileURLToPath(
+  new URL('../../../conformance/test/clients/reference-client.mjs', import.meta.url),
+);
 
 export interface ServeProcess {
   readonly url: string;
@@ -135,6 +139,26 @@ export async function api(
   return { status: response.status, headers: response.headers, text, json: () => JSON.parse(text) };
 }
 
+/**
+ * A client-credentials request for a token at the run's token URL (or `url`), as the run's client:
+ * `form` adds fields or replaces them (a scope, another secret).
+ */
+export function runToken(
+  run: CreatedRun,
+  form: Record<string, string> = {},
+  url = run.tokenUrl,
+): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: run.clientId,
+      client_secret: run.clientSecret,
+      ...form,
+    }),
+  });
+}
+
 /** The journey's environment for a run: what `partner-conformance client` hands a journey. */
 export function journeyEnv(run: CreatedRun): Record<string, string> {
   return {
@@ -146,4 +170,24 @@ export function journeyEnv(run: CreatedRun): Record<string, string> {
     PARTNER_CLIENT_SECRET: run.clientSecret,
     PARTNER_SCOPES: run.authorizedScopes.join(' '),
   };
+}
+
+/**
+ * A run created with `body` (a certification run by default) that the reference client journeys
+ * through for 9 s, then finished with the journey's exit code: the run and the judged answer.
+ */
+export async function journeyRun(
+  url: string,
+  apiKey: string,
+  body: Record<string, unknown> = { certify: true },
+): Promise<{ run: CreatedRun; judged: any }> {
+  const run = (await api(url, apiKey, 'POST', '/api/runs', body)).json() as CreatedRun;
+  const journey = await runCommand(process.execPath, [referenceClient], {
+    env: { ...journeyEnv(run), JOURNEY_SECONDS: '9' },
+    timeoutMs: 60_000,
+  });
+  const judged = (
+    await api(url, apiKey, 'POST', `/api/runs/${run.id}/finish`, { journeyExitCode: journey.code })
+  ).json();
+  return { run, judged };
 }
