@@ -10,7 +10,7 @@ import { type FaultName, parseFaults } from './faults.js';
 import { KeySet, type RsaKeyPair } from './jwks.js';
 import { defaultStoreLimits, PartnerStore, type StoreLimits } from './loans.js';
 import { demoClients, type MockClient, parseClients, protectClient } from './mock-client.js';
-import { closeServer, createMockServer, listen } from './mock-server.js';
+import { closeServer, createMockServer, listen, type ServerOptions } from './mock-server.js';
 import { type RegisterOptions, RegisterReader, type RegisterStatus } from './production-register.js';
 import { type MockProfile, mockProfiles, profileRules, tokenShapeOf } from './profile.js';
 import { type LoggedRequest, RequestLog } from './request-log.js';
@@ -315,26 +315,24 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
       pages: new BoundedCache<string, CachedPage>(cacheEntries),
     }),
   };
-  const authServer = createMockServer({
-    name: 'auth',
-    handler: (req, res, exchange, target) => handleAuthRequest(req, res, authContext, exchange, target),
-    log,
-    clock,
-    requestTimeoutMs,
-    headersTimeoutMs,
-    onInternalError: countInternalError,
-    caches,
-  });
-  const apiServer = createMockServer({
-    name: 'api',
-    handler: (req, res, exchange, target) => handleApiRequest(req, res, apiContext, exchange, target),
-    log,
-    clock,
-    requestTimeoutMs,
-    headersTimeoutMs,
-    onInternalError: countInternalError,
-    caches,
-  });
+  // The two servers differ only by name and handler.
+  const server = (name: ServerOptions['name'], handler: ServerOptions['handler']) =>
+    createMockServer({
+      name,
+      handler,
+      log,
+      clock,
+      requestTimeoutMs,
+      headersTimeoutMs,
+      onInternalError: countInternalError,
+      caches,
+    });
+  const authServer = server('auth', (req, res, exchange, target) =>
+    handleAuthRequest(req, res, authContext, exchange, target),
+  );
+  const apiServer = server('api', (req, res, exchange, target) =>
+    handleApiRequest(req, res, apiContext, exchange, target),
+  );
   try {
     urls.authUrl = origin(host, await listen(authServer, host, authPort));
     urls.baseUrl = origin(host, await listen(apiServer, host, apiPort));
