@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
-import { type DsseEnvelope, decisionPredicateType, signEnvelope } from '@partner-lending/conformance';
+import {
+  type DsseEnvelope,
+  decisionPredicateType,
+  signEnvelope,
+  type DecisionPredicate as VerifiedPredicate,
+  type DecisionStatement as VerifiedStatement,
+} from '@partner-lending/conformance';
 import type { SigningKey } from '../keys.js';
 import type { DecisionValue } from './decisions.js';
 
@@ -11,22 +17,16 @@ export { decisionPredicateType };
 /** The reviewer name a decision the service takes itself (an expiry) is signed with. */
 export const systemReviewerName = 'certification service (automatic expiry)';
 
-/** What a decision statement says. */
-export interface DecisionPredicate {
-  partner: { id: string; name: string };
-  decision: DecisionValue;
-  scopes: string[];
+/**
+ * What a decision statement says: what `partner-conformance verify` reads (its types), narrowed to what
+ * the service always signs (a reviewer's name, one subject).
+ */
+export interface DecisionPredicate extends VerifiedPredicate {
   reviewer: { name: string };
-  at: string;
-  validUntil: string | null;
-  note: string;
-  runId: string;
 }
 
-export interface DecisionStatement {
-  _type: typeof statementType;
+export interface DecisionStatement extends VerifiedStatement {
   subject: [{ name: string; digest: { sha256: string } }];
-  predicateType: typeof decisionPredicateType;
   predicate: DecisionPredicate;
 }
 
