@@ -1,5 +1,5 @@
-/** Debian's Chromium, or the one `CHROMIUM_PATH` names. */
-export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Debian's Chromium, or the one `CHROMIUM_PATH` names (an empty value counts as unset, as in `pnpm prerequisites`). */
+export const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
 /** What the browser tests need of playwright-core's `chromium`: each package passes its own. */
 export interface ChromiumLauncher<Browser> {

@@ -116,7 +116,6 @@ export class APIConnectionError extends PartnerApiError {
   }
 }
 
-/** No answer within the per-attempt timeout (`timeoutMs`), on every attempt allowed. */
 /**
  * The partner API answered with a redirect to another origin. It is not followed: the call and its
  * access token belong to the configured API. `location` names the target (origin and path only).
@@ -131,6 +130,7 @@ export class RedirectRefusedError extends PartnerApiError {
   }
 }
 
+/** No answer within the per-attempt timeout (`timeoutMs`), on every attempt allowed. */
 export class APITimeoutError extends PartnerApiError {
   override readonly name = 'APITimeoutError';
   constructor(message: string, details?: PartnerApiErrorDetails) {
