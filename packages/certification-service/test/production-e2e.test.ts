@@ -340,6 +340,7 @@ describe.each([['embedded'], ['postgres']] as const)(
         'an attempt after the restart',
         90_000,
       );
+      // A 10-s outage here (the default retry schedule); the full minute is production-webhook-outage.test.ts.
       await new Promise((resolve) => setTimeout(resolve, 10_000));
       await receiver.refuse(false);
       await receiver.until(
