@@ -338,9 +338,12 @@ describe.each([['embedded'], ['postgres']] as const)(
       await submit(page, 'button[value=approved]');
       await page.close();
       await serve.stop('SIGKILL');
+      // An attempt refused before the SIGKILL may not be recorded (the kill came first): wait for one
+      // refused after the restart (once a killed instance's 60-s claim has lapsed, if it held one).
+      const refusedBefore = receiver.lines.filter((l) => 'refused' in l).length;
       serve = await startServe({ cwd: dir, env, args: args() });
       await receiver.until(
-        (lines) => lines.filter((l) => 'refused' in l).length >= 1,
+        (lines) => lines.filter((l) => 'refused' in l).length > refusedBefore,
         'an attempt after the restart',
         90_000,
       );
