@@ -100,7 +100,7 @@ export const prerequisites = [
     why: 'the certification service on PostgreSQL (each test file starts a throwaway cluster with initdb)',
     foundBy: '/usr/lib/postgresql/<version>/bin/initdb, else initdb on PATH',
     apt: ['postgresql'],
-    projects: ['certification-service'],
+    projects: ['certification-service', 'docs'],
     present: () => Boolean(postgresBin()),
   },
   {
@@ -121,10 +121,10 @@ export const prerequisites = [
   },
   {
     id: 'curl',
-    why: 'the curl-only partner journey (examples/curl-journey.sh)',
+    why: "the curl-only partner journey (examples/curl-journey.sh), the production guide's commands",
     foundBy: 'curl on PATH',
     apt: ['curl'],
-    projects: ['certification-service'],
+    projects: ['certification-service', 'docs'],
     present: (env) => Boolean(onPath('curl', env.PATH)),
   },
   {

@@ -38,6 +38,9 @@ serve
   --approval-valid-days N  an approval for production is valid N days (default 365)
   --expiry-notice-days N   an approval expiring within N days is announced (approval.expiring) (default 30)
   --register-max-age S     the register's Cache-Control max-age, seconds (default 60)
+  --webhook-retry-schedule S,…  seconds before each retry of a failed webhook delivery, e.g. 5,15,15,15
+                     (1 to 30 delays of 1 to 604800 s, each varied ±20 %; after the last the delivery is failed)
+                     (default 5,30,120,600,1800,3600,10800,21600,43200,86400,86400,86400: about 4 days)
   --trust-forwarded-for  a reviewer's sign-in address is the last X-Forwarded-For entry (behind a proxy that
                      sets it), not the socket's; failed sign-ins are limited per address (default off)
   --retain-days N    purge the sessions, reports, attestations and exchanges of runs ended N days ago that
@@ -109,6 +112,7 @@ async function main(argv: string[]): Promise<void> {
         'approval-valid-days': { type: 'string' },
         'expiry-notice-days': { type: 'string' },
         'register-max-age': { type: 'string' },
+        'webhook-retry-schedule': { type: 'string' },
         'trust-forwarded-for': { type: 'boolean' },
         plan: { type: 'string' },
         'metrics-port': { type: 'string' },
@@ -159,6 +163,7 @@ async function main(argv: string[]): Promise<void> {
       'approval-valid-days',
       'expiry-notice-days',
       'register-max-age',
+      'webhook-retry-schedule',
       'trust-forwarded-for',
       'plan',
       'metrics-port',
@@ -290,7 +295,21 @@ async function main(argv: string[]): Promise<void> {
     approvalValidDays: whole('approval-valid-days', values['approval-valid-days'], 1, 3_650),
     expiryNoticeDays: whole('expiry-notice-days', values['expiry-notice-days'], 0, 3_650),
     registerMaxAgeSeconds: whole('register-max-age', values['register-max-age'], 0, 86_400),
+    webhookRetrySchedule: retrySchedule(values['webhook-retry-schedule']),
   };
+  function retrySchedule(value: string | undefined): number[] | undefined {
+    if (value === undefined) return undefined;
+    const delays = value.split(',').map((part) => part.trim());
+    if (
+      delays.length < 1 ||
+      delays.length > 30 ||
+      delays.some((delay) => !/^\d+$/.test(delay) || Number(delay) < 1 || Number(delay) > 604_800)
+    )
+      fail(
+        `--webhook-retry-schedule takes 1 to 30 comma-separated delays in seconds, each from 1 to 604800 (e.g. 5,30,120), got ${JSON.stringify(value.slice(0, 80))}`,
+      );
+    return delays.map(Number);
+  }
   const retainDays = whole('retain-days', values['retain-days'], 1, 36_500);
   const metricsPort = whole('metrics-port', values['metrics-port'], 0, 65_535);
   if (values['metrics-host'] !== undefined && metricsPort === undefined)

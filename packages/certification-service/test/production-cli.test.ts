@@ -79,3 +79,37 @@ describe('admin add-webhook and add-register-reader', () => {
     }
   });
 });
+
+describe('serve --webhook-retry-schedule', () => {
+  const serve = (...args: string[]) =>
+    runCommand(process.execPath, [bin, 'serve', '--port', '0', '--data-dir', join(dir, 'serve'), ...args], {
+      env,
+      timeoutMs: 30_000,
+    });
+  it('refuses a malformed schedule at start, saying the expected form (the valid one: the outage test)', async () => {
+    for (const value of ['', '5,,30', '0,5', '5,x', '5,604801', Array(31).fill('1').join(',')]) {
+      const refused = await serve('--webhook-retry-schedule', value);
+      expect(refused.code, value).toBe(2);
+      expect(refused.stderr).toContain(
+        '--webhook-retry-schedule takes 1 to 30 comma-separated delays in seconds, each from 1 to 604800',
+      );
+    }
+    const admin = await runCommand(
+      process.execPath,
+      [
+        bin,
+        'admin',
+        'add-partner',
+        '--name',
+        'x',
+        '--webhook-retry-schedule',
+        '5',
+        '--data-dir',
+        join(dir, 'data'),
+      ],
+      { env },
+    );
+    expect(admin.code).toBe(2);
+    expect(admin.stderr).toContain('--webhook-retry-schedule is an option of serve, not of admin');
+  });
+});

@@ -161,7 +161,10 @@ describe.each(stores)('the production flow on the %s store', (store) => {
     const one = await registerPayload(`/register/partners/${partner.partnerId}`);
     expect(one.partners).toHaveLength(1);
     // A partner never approved is absent; a signature by another key does not verify.
-    expect((await register(`/register/partners/${other.partnerId}`)).status).toBe(404);
+    const absent = await register(`/register/partners/${other.partnerId}`);
+    expect(absent.status).toBe(404);
+    // An absence is cached like an entry (the production mock's per-partner lookup relies on it).
+    expect(absent.headers.get('cache-control')).toBe('max-age=60');
     const forged = `${jws.slice(0, jws.lastIndexOf('.') + 1)}${'A'.repeat(86)}`;
     const jwks = createLocalJWKSet((await jwksOf(svc.db)) as Parameters<typeof createLocalJWKSet>[0]);
     await expect(compactVerify(forged, jwks)).rejects.toThrow();

@@ -20,6 +20,8 @@ Options:
   --register-key-file FILE
                         production: a file holding the register reader key
   --register-jwks URL   production: the service's JWKS (default: <register origin>/.well-known/jwks.json)
+  --register-lookup L   production: register (read the whole register) or partner (at a token request,
+                        read only that partner's entry, URL/partners/ID, each cached on its own) (default register)
   --ttl SECONDS         access-token lifetime (default: 43200)
   --leeway SECONDS      exp/nbf leeway of the API (default: 0)
   --clients FILE        JSON array of { partnerId, clientId, clientSecret, authorizedScopes }
@@ -156,6 +158,7 @@ const options = {
   register: { type: 'string', expects: 'the register URL of the certification service' },
   'register-key-file': { type: 'string', expects: 'the path of a file holding the register reader key' },
   'register-jwks': { type: 'string', expects: "the URL of the certification service's JWKS" },
+  'register-lookup': { type: 'string', expects: 'register or partner' },
   ttl: { type: 'string', expects: 'a number of seconds' },
   leeway: { type: 'string', expects: 'a number of seconds' },
   clients: { type: 'string', expects: 'the path of a JSON file' },
@@ -226,9 +229,9 @@ export function parseCli(argv: readonly string[]): CliOptions {
   const profile = (values.profile ?? 'deployed') as MockProfile;
   if (!mockProfiles.includes(profile))
     usageError(`--profile must be one of ${mockProfiles.join(', ')}, got ${quote(String(values.profile))}.`);
-  const registerFlags = (['register', 'register-key-file', 'register-jwks'] as const).filter(
-    (name) => values[name] !== undefined,
-  );
+  const registerFlags = (
+    ['register', 'register-key-file', 'register-jwks', 'register-lookup'] as const
+  ).filter((name) => values[name] !== undefined);
   if (profile !== 'production' && registerFlags.length > 0)
     usageError(`--${registerFlags[0]} is for --profile production only.`);
   if (profile === 'production') {
@@ -273,10 +276,14 @@ export function parseCli(argv: readonly string[]): CliOptions {
       if (value !== undefined && !/^https?:\/\/[^\s]+$/.test(value))
         usageError(`--${name} must be an http(s) URL, got ${quote(value)}.`);
     }
+    const lookup = values['register-lookup'];
+    if (lookup !== undefined && lookup !== 'register' && lookup !== 'partner')
+      usageError(`--register-lookup must be register or partner, got ${quote(lookup)}.`);
     result.register = {
       url: values.register!,
       key: readKeyFile(values['register-key-file']!),
       ...(values['register-jwks'] === undefined ? {} : { jwksUrl: values['register-jwks'] }),
+      ...(lookup === 'partner' ? { lookup: 'partner' as const } : {}),
     };
   }
   return result;

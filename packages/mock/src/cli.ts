@@ -27,6 +27,11 @@ function describe(mock: RunningMock, showSecrets: boolean): string {
 function registerLines(mock: RunningMock): string[] {
   const status = mock.registerStatus();
   if (status === undefined) return [];
+  if (status.lookup === 'partner')
+    return [
+      `  register     ${status.url}  (JWKS ${status.jwksUrl})`,
+      '  register     read one partner at a time, at its token request (each entry kept for its max-age)',
+    ];
   return [
     `  register     ${status.url}  (JWKS ${status.jwksUrl})`,
     status.state === 'none'

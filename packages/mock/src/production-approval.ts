@@ -1,4 +1,4 @@
-import type { RegisterReader } from './production-register.js';
+import type { PartnerRegisterReader, RegisterReader } from './production-register.js';
 import type { TokenErrorAnswer } from './token-request.js';
 
 /**
@@ -21,17 +21,17 @@ function notApproved(partnerId: string, reason: string, serviceUrl: string): Tok
 }
 
 export async function approvedScopes(
-  reader: RegisterReader,
+  reader: RegisterReader | PartnerRegisterReader,
   partnerId: string,
   now: () => number,
 ): Promise<readonly string[] | TokenErrorAnswer> {
-  const register = await reader.current();
+  const { register, lastError } = await reader.forPartner(partnerId);
   if (register === undefined)
     return {
       status: 503,
       error: 'temporarily_unavailable',
       description: safe(
-        `the production register cannot be confirmed (${reader.lastError ?? 'no copy yet'}) and no valid copy is held, so no production token is issued; try again later`,
+        `the production register cannot be confirmed (${lastError ?? 'no copy yet'}) and no valid copy is held, so no production token is issued; try again later`,
       ),
     };
   const service = register.issuer;

@@ -19,6 +19,12 @@ export interface RegisterOptions {
   jwksUrl?: string;
   /** Time limit of one fetch of the register or the JWKS, in ms. Default 5000. */
   timeoutMs?: number;
+  /**
+   * `register` (default): read the whole register, one document for every partner. `partner`: at a
+   * partner's token request, read only its entry, `GET <url>/partners/<partnerId>`, each entry cached
+   * on its own (its `max-age`, `ETag`, `exp`; a 404 is "never approved", cached for the 404's `max-age`).
+   */
+  lookup?: 'register' | 'partner';
 }
 
 /** One partner's production status, as the register lists it. */
@@ -44,9 +50,11 @@ export interface Register {
 
 /** What `RunningMock.registerStatus()` reports. */
 export interface RegisterStatus {
-  /** The register's address. */
+  /** The register's address (`lookup: 'partner'`: `<register>/partners/{partnerId}`). */
   readonly url: string;
   readonly jwksUrl: string;
+  /** `partner` when entries are read one partner at a time; absent for the whole register. */
+  readonly lookup?: 'partner';
   /**
    * `fresh`: a verified copy within its max-age; `stale`: the last verified copy, kept while the
    * service cannot be read, until its `exp`; `none`: no usable copy (nothing is issued).
@@ -112,7 +120,12 @@ export function resolveRegisterOptions(options: RegisterOptions): Required<Regis
   const timeoutMs = options.timeoutMs ?? 5000;
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 600_000)
     fail(`startMock: register.timeoutMs must be an integer from 1 to 600000, got ${String(timeoutMs)}.`);
-  return { url: url.href, key: options.key.trim(), jwksUrl: jwksUrl.href, timeoutMs };
+  const lookup = options.lookup ?? 'register';
+  if (lookup !== 'register' && lookup !== 'partner')
+    fail(
+      `startMock: register.lookup must be 'register' or 'partner', got ${JSON.stringify(String(lookup).slice(0, 40))}.`,
+    );
+  return { url: url.href, key: options.key.trim(), jwksUrl: jwksUrl.href, timeoutMs, lookup };
 }
 
 /** `max-age` of a Cache-Control header in seconds; 0 when absent, or for no-cache / no-store. */
@@ -235,13 +248,29 @@ export class RegisterReader {
   #notModified = 0;
   #reading: Promise<void> | undefined;
 
-  constructor(options: RegisterOptions, clock: () => number) {
+  /** Set for one partner's entry (`lookup: 'partner'`): a 404 then means "not in the register". */
+  readonly #absentOn404: boolean;
+
+  constructor(
+    options: RegisterOptions,
+    clock: () => number,
+    shared?: { jwks: ReturnType<typeof createRemoteJWKSet>; absentOn404: boolean },
+  ) {
     this.#options = resolveRegisterOptions(options);
     this.#clock = clock;
-    this.#jwks = createRemoteJWKSet(new URL(this.#options.jwksUrl), {
-      timeoutDuration: this.#options.timeoutMs,
-      cooldownDuration: 5000,
-    });
+    this.#jwks =
+      shared?.jwks ??
+      createRemoteJWKSet(new URL(this.#options.jwksUrl), {
+        timeoutDuration: this.#options.timeoutMs,
+        cooldownDuration: 5000,
+      });
+    this.#absentOn404 = shared?.absentOn404 ?? false;
+  }
+
+  /** The copy to decide on `partnerId` with (the whole register), and why the last read failed. */
+  async forPartner(_partnerId: string): Promise<{ register: Register | undefined; lastError?: string }> {
+    const register = await this.current();
+    return { register, ...(this.lastError === undefined ? {} : { lastError: this.lastError }) };
   }
 
   /** The service's address as the last register names it (its `iss`), else the register's origin. */
@@ -293,6 +322,25 @@ export class RegisterReader {
         await response.body?.cancel();
         this.#notModified += 1;
         this.#confirmed(response, now);
+        return;
+      }
+      if (response.status === 404 && this.#absentOn404) {
+        // The partner is not in the register: an empty copy, valid for the answer's max-age (at least
+        // a second, so that a flood of one unknown partner's requests costs one read a second). It
+        // never raises the replay floor: issuedAt stays that of the last signed copy.
+        await response.body?.cancel();
+        const seconds = Math.max(1, maxAgeOf(response.headers.get('cache-control')));
+        this.#copy = {
+          issuer: this.#copy?.issuer ?? new URL(this.#options.url).origin,
+          issuedAt: this.#copy?.issuedAt ?? 0,
+          expiresAt: Math.floor(now / 1000) + seconds,
+          partners: new Map(),
+        };
+        this.#etag = undefined;
+        this.#fetches += 1;
+        this.#confirmedAt = now;
+        this.#freshUntil = now + seconds * 1000;
+        this.#lastError = undefined;
         return;
       }
       if (response.status !== 200) {
@@ -351,4 +399,81 @@ export class RegisterReader {
       partners: copy.partners.size,
     };
   }
+}
+
+/** Most partners whose entries are kept at once (`lookup: 'partner'`); the oldest read goes first. */
+const partnerEntriesLimit = 10_000;
+
+/**
+ * `lookup: 'partner'`: one RegisterReader per partner asking for a token, each reading
+ * `GET <register>/partners/<partnerId>` with the same rules as the whole register (verified with the
+ * service's JWKS, kept for its max-age, revalidated with its ETag, the last copy used until its exp
+ * while the service cannot be read, nothing after). One JWKS cache is shared.
+ */
+export class PartnerRegisterReader {
+  readonly #options: Required<RegisterOptions>;
+  readonly #clock: () => number;
+  readonly #jwks: ReturnType<typeof createRemoteJWKSet>;
+  readonly #readers = new Map<string, RegisterReader>();
+
+  constructor(options: RegisterOptions, clock: () => number) {
+    this.#options = resolveRegisterOptions(options);
+    this.#clock = clock;
+    this.#jwks = createRemoteJWKSet(new URL(this.#options.jwksUrl), {
+      timeoutDuration: this.#options.timeoutMs,
+      cooldownDuration: 5000,
+    });
+  }
+
+  /** Where a partner's entry is read. */
+  entryUrl(partnerId: string): string {
+    return `${this.#options.url.replace(/\/+$/, '')}/partners/${encodeURIComponent(partnerId)}`;
+  }
+
+  async forPartner(partnerId: string): Promise<{ register: Register | undefined; lastError?: string }> {
+    let reader = this.#readers.get(partnerId);
+    if (reader === undefined) {
+      if (this.#readers.size >= partnerEntriesLimit) {
+        const oldest = this.#readers.keys().next().value;
+        if (oldest !== undefined) this.#readers.delete(oldest);
+      }
+      reader = new RegisterReader({ ...this.#options, url: this.entryUrl(partnerId) }, this.#clock, {
+        jwks: this.#jwks,
+        absentOn404: true,
+      });
+      this.#readers.set(partnerId, reader);
+    }
+    return reader.forPartner(partnerId);
+  }
+
+  /** Nothing is read before a token request asks for a partner. */
+  refresh(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  status(): RegisterStatus {
+    const statuses = [...this.#readers.values()].map((reader) => reader.status());
+    const failed = statuses.find((status) => status.lastError !== undefined);
+    const usable = statuses.filter((status) => status.state !== 'none');
+    return {
+      url: this.entryUrl('{partnerId}').replace('%7BpartnerId%7D', '{partnerId}'),
+      jwksUrl: this.#options.jwksUrl,
+      lookup: 'partner',
+      state: usable.length === 0 ? 'none' : usable.every((s) => s.state === 'fresh') ? 'fresh' : 'stale',
+      partners: usable.length,
+      fetches: statuses.reduce((sum, s) => sum + s.fetches, 0),
+      notModified: statuses.reduce((sum, s) => sum + s.notModified, 0),
+      ...(failed?.lastError === undefined ? {} : { lastError: failed.lastError }),
+    };
+  }
+}
+
+/** The reader `lookup` asks for. */
+export function registerReader(
+  options: RegisterOptions,
+  clock: () => number,
+): RegisterReader | PartnerRegisterReader {
+  return options.lookup === 'partner'
+    ? new PartnerRegisterReader(options, clock)
+    : new RegisterReader(options, clock);
 }

@@ -11,7 +11,7 @@ import { KeySet, type RsaKeyPair } from './jwks.js';
 import { defaultStoreLimits, PartnerStore, type StoreLimits } from './loans.js';
 import { demoClients, type MockClient, parseClients, protectClient } from './mock-client.js';
 import { closeServer, createMockServer, listen, type ServerOptions } from './mock-server.js';
-import { type RegisterOptions, RegisterReader, type RegisterStatus } from './production-register.js';
+import { type RegisterOptions, type RegisterStatus, registerReader } from './production-register.js';
 import { type MockProfile, mockProfiles, profileRules, tokenShapeOf } from './profile.js';
 import { type LoggedRequest, RequestLog } from './request-log.js';
 
@@ -250,7 +250,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
       signingKey.publicKey?.type !== 'public')
   )
     fail("startMock: signingKey must be an RS256 key pair from jose's generateKeyPair('RS256').");
-  const register = options.register === undefined ? undefined : new RegisterReader(options.register, clock);
+  const register = options.register === undefined ? undefined : registerReader(options.register, clock);
   const keys = await KeySet.create(signingKey);
   const log = new RequestLog();
   let tokenRequests = 0;

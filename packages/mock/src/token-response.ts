@@ -4,7 +4,7 @@ import type { FaultSet } from './faults.js';
 import type { KeySet } from './jwks.js';
 import type { MockClient } from './mock-client.js';
 import { approvedScopes } from './production-approval.js';
-import type { RegisterReader } from './production-register.js';
+import type { PartnerRegisterReader, RegisterReader } from './production-register.js';
 import { type Profile, profileRules } from './profile.js';
 import { intersectScopes, knownScopes, parseScopeString } from './scope-set.js';
 import type { TokenErrorAnswer, TokenRequest } from './token-request.js';
@@ -34,7 +34,7 @@ export interface IssuerContext {
   /** The jti every token carries under the token-reuse-jti fault. */
   readonly fixedJti: string;
   /** The production profile's register: tokens only for active partners, with their approved scopes. */
-  readonly register?: RegisterReader | undefined;
+  readonly register?: RegisterReader | PartnerRegisterReader | undefined;
 }
 
 /** The audience the token-wrong-audience-claim fault puts in tokens. */

@@ -134,6 +134,19 @@ describe('cli-options: parseCli and toMockOptions', () => {
         parseCli([...base, '--register', 'https://certify.example/register', '--register-key-file', keyFile]),
       );
       expect(noJwks.register).not.toHaveProperty('jwksUrl');
+      expect(noJwks.register).not.toHaveProperty('lookup');
+      const perPartner = toMockOptions(
+        parseCli([
+          ...base,
+          '--register',
+          'https://certify.example/register',
+          '--register-key-file',
+          keyFile,
+          '--register-lookup',
+          'partner',
+        ]),
+      );
+      expect(perPartner.register).toMatchObject({ lookup: 'partner' });
     });
 
     it.each([
@@ -154,6 +167,19 @@ describe('cli-options: parseCli and toMockOptions', () => {
       ],
       [['--register', 'https://c.example/register'], /^--register is for --profile production only\.$/],
       [['--register-jwks', 'https://c.example/jwks'], /^--register-jwks is for --profile production only\.$/],
+      [['--register-lookup', 'partner'], /^--register-lookup is for --profile production only\.$/],
+      [
+        [
+          ...base,
+          '--register',
+          'https://c.example/register',
+          '--register-key-file',
+          keyFile,
+          '--register-lookup',
+          'one',
+        ],
+        /^--register-lookup must be register or partner, got "one"\.$/,
+      ],
       [
         [...base, '--register', 'c.example/register', '--register-key-file', keyFile],
         /--register must be an http\(s\) URL/,

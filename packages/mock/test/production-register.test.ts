@@ -26,7 +26,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setUp(configure: (register: RegisterServer) => void = () => undefined) {
+async function setUp(
+  configure: (register: RegisterServer) => void = () => undefined,
+  lookup: 'register' | 'partner' = 'register',
+) {
   const clock = { now: Date.now() };
   const register = await startRegisterServer();
   cleanups.push(() => register.close());
@@ -71,7 +74,7 @@ async function setUp(configure: (register: RegisterServer) => void = () => undef
   const mock = await startMock({
     profile: 'production',
     clients: [approved, revoked, expired, lapsed, stranger],
-    register: { url: register.registerUrl, key: register.key },
+    register: { url: register.registerUrl, key: register.key, ...(lookup === 'partner' && { lookup }) },
     clock: () => clock.now,
   });
   cleanups.push(() => mock.close());
@@ -244,6 +247,92 @@ describe('production profile: caching and outages', () => {
     expect(after.status).toBe(503);
     expect(after.body.error_description).toContain('could not be reached');
     expect(mock.registerStatus()?.state).toBe('none');
+  });
+});
+
+describe("production profile: lookup 'partner' reads one entry per token request", () => {
+  it('reads only the asking partner’s entry, decides as the whole register would, never the whole register', async () => {
+    const { mock, register } = await setUp(() => undefined, 'partner');
+    expect(mock.registerStatus()).toMatchObject({ lookup: 'partner', state: 'none', partners: 0 });
+    const granted = await ask(mock, approved);
+    expect(granted.status).toBe(200);
+    expect(granted.body.scope).toBe('read:loans create:loan_draft');
+    const refusedRevoked = await ask(mock, revoked);
+    expect(refusedRevoked.status).toBe(400);
+    expect(refusedRevoked.body.error_description).toContain(
+      'its approval was revoked (decision dec_revoked)',
+    );
+    expect((await ask(mock, expired)).body.error_description).toContain('its approval expired');
+    const never = await ask(mock, stranger);
+    expect(never.status).toBe(400);
+    expect(never.body.error).toBe('unauthorized_client');
+    expect(never.body.error_description).toContain('it was never approved');
+    // Only the entries asked for were read, once each; the whole register never.
+    expect(register.asked.register).toBe(0);
+    expect(register.asked.partners).toEqual({
+      [approved.partnerId]: 1,
+      [revoked.partnerId]: 1,
+      [expired.partnerId]: 1,
+      [stranger.partnerId]: 1,
+    });
+    expect(mock.registerStatus()).toMatchObject({ lookup: 'partner', state: 'fresh', partners: 4 });
+  });
+
+  it('keeps each entry (and an absence) for its max-age, revalidates with its ETag, takes a change after it', async () => {
+    const { mock, register, clock } = await setUp((r) => {
+      r.state.maxAge = 30;
+    }, 'partner');
+    for (let i = 0; i < 3; i++) {
+      expect((await ask(mock, approved)).status).toBe(200);
+      expect((await ask(mock, stranger)).status).toBe(400);
+    }
+    expect(register.asked.partners).toEqual({ [approved.partnerId]: 1, [stranger.partnerId]: 1 });
+    clock.now += 31_000;
+    expect((await ask(mock, approved)).status).toBe(200);
+    expect(register.asked.partners[approved.partnerId]).toBe(2);
+    expect(register.asked.notModified).toBe(1);
+    // The stranger is approved: its absence lapses with the 404's max-age and the entry is taken.
+    register.state.partners.push({
+      partnerId: stranger.partnerId,
+      name: 'New Lending',
+      status: 'active',
+      scopes: ['read:loans'],
+      validUntil: new Date(clock.now + 86_400_000).toISOString(),
+      decisionId: 'dec_new',
+    });
+    const now = await ask(mock, stranger);
+    expect(now.status).toBe(200);
+    expect(now.body.scope).toBe('read:loans');
+    // A revocation is taken after the entry's max-age, not before.
+    register.state.partners[0]!.status = 'revoked';
+    expect((await ask(mock, approved)).status).toBe(200);
+    clock.now += 31_000;
+    expect((await ask(mock, approved)).body.error_description).toContain('revoked');
+  });
+
+  it('fails closed per entry: the last verified entry until its exp while unreachable, then 503; a forged entry is refused', async () => {
+    const { mock, register, clock } = await setUp((r) => {
+      r.state.maxAge = 5;
+      r.state.ttlSeconds = 120;
+    }, 'partner');
+    expect((await ask(mock, approved)).status).toBe(200);
+    register.state.tamper = true;
+    clock.now += 6_000;
+    // A tampered entry does not replace the verified one (served on it, stale).
+    expect((await ask(mock, approved)).status).toBe(200);
+    expect(mock.registerStatus()).toMatchObject({
+      state: 'stale',
+      lastError: expect.stringContaining('signature'),
+    });
+    // A partner never read before gets nothing from a forged entry.
+    const forged = await ask(mock, revoked);
+    expect(forged.status).toBe(503);
+    expect(forged.body.error).toBe('temporarily_unavailable');
+    await register.close();
+    clock.now += 120_000;
+    const after = await ask(mock, approved);
+    expect(after.status).toBe(503);
+    expect(after.body.error_description).toContain('could not be reached');
   });
 });
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { noteMaxLength, noteRule } from '../decisions/note.js';
 import { productionPaths, productionSchemas, registerSecurityScheme } from './production-openapi.js';
 import { finishSchema, runRequestSchema } from './schemas.js';
 
@@ -267,7 +268,11 @@ export function openApiDocument(publicUrl: string) {
                     description: 'Who decided (null for a decision of the service itself).',
                     properties: { name: { type: 'string' } },
                   },
-                  note: { type: 'string' },
+                  note: {
+                    type: 'string',
+                    maxLength: noteMaxLength,
+                    description: `Why, in the reviewer's words (or the service's, for an expiry): ${noteRule}. Reviewers write it in the reviewer pages (approve, reject, revoke), which refuse any other note with 400: a page, or an RFC 9457 problem when the form's sender accepts application/problem+json.`,
+                  },
                   scopes: { type: 'array', items: { type: 'string' } },
                   validUntil: { type: ['string', 'null'], format: 'date-time' },
                 },

@@ -107,6 +107,67 @@ export const runsByState = new Gauge({
   },
 });
 
+/** How a webhook delivery attempt ended: a 2xx, another answer (a 3xx included: never followed), or none. */
+export type WebhookAttemptOutcome = 'delivered' | 'http_error' | 'no_answer';
+
+export const webhookAttempts = new Counter({
+  name: 'certification_webhook_attempts_total',
+  help: 'Webhook delivery attempts, by outcome: delivered (a 2xx), http_error (any other answer, a redirect included), no_answer (no connection, a timeout, a reset).',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+export const webhookAttemptDuration = new Histogram({
+  name: 'certification_webhook_attempt_duration_seconds',
+  help: "Time one webhook delivery attempt took, from the request to the answer's end or the failure, by outcome.",
+  labelNames: ['outcome'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
+  registers: [registry],
+});
+
+export const webhookDeliveryLag = new Histogram({
+  name: 'certification_webhook_delivery_lag_seconds',
+  help: 'Time from an event entering the outbox to its delivery (a 2xx), retries included.',
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 21_600, 86_400],
+  registers: [registry],
+});
+
+export const webhookDeliveriesFailed = new Counter({
+  name: 'certification_webhook_deliveries_failed_total',
+  help: 'Webhook deliveries that used their last retry without a 2xx (marked failed; a reviewer can send them again from the UI).',
+  registers: [registry],
+});
+
+export const webhookOutbox = new Gauge({
+  name: 'certification_webhook_outbox',
+  help: 'Webhook deliveries in the outbox by status: pending (not yet delivered, retries left) and failed (retries used up), read at each scrape.',
+  labelNames: ['status'] as const,
+  registers: [registry],
+  async collect() {
+    const [db] = counted;
+    if (!db) return;
+    const rows = await db.query<{ status: string; count: string }>(
+      "SELECT status, count(*) AS count FROM webhook_deliveries WHERE status IN ('pending', 'failed') GROUP BY status",
+    );
+    for (const status of ['pending', 'failed'] as const)
+      this.set({ status }, Number(rows.find((row) => row.status === status)?.count ?? 0));
+  },
+});
+
+export const webhookOldestPending = new Gauge({
+  name: 'certification_webhook_oldest_pending_seconds',
+  help: 'Age of the oldest pending webhook delivery (0 when none is pending), read at each scrape: alert on it for a receiver down.',
+  registers: [registry],
+  async collect() {
+    const [db] = counted;
+    if (!db) return;
+    const [row] = await db.query<{ age: string | null }>(
+      "SELECT EXTRACT(EPOCH FROM now() - min(created_at)) AS age FROM webhook_deliveries WHERE status = 'pending'",
+    );
+    this.set(Math.max(0, Number(row?.age ?? 0)));
+  },
+});
+
 /** Sorts a stage call by its target below the run's prefix. */
 export function stageKind(server: 'auth' | 'api', target: string): StageKind {
   if (server === 'api') return 'api';

@@ -17,12 +17,15 @@ export function mountRegister(app: Hono<any>, deps: { db: Database; register: Re
   app.use('/register/*', reader(deps.db));
   const serve = async (c: Context, partnerId?: string) => {
     const document = await deps.register.document(partnerId);
+    // An absence is as cacheable as an entry: a production side asks again after the same max-age.
     if (!document)
       return problem(
         c,
         404,
         'Not in the register',
         'this partner has no approval, revocation or expiry on record: it is not approved for production',
+        {},
+        { 'cache-control': `max-age=${deps.register.maxAgeSeconds}`, vary: 'authorization' },
       );
     const headers = {
       etag: document.etag,

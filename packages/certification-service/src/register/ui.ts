@@ -1,8 +1,10 @@
 import type { Context, Hono } from 'hono';
 import type { Database } from '../db/database.js';
+import { checkNote } from '../decisions/note.js';
 import { type ProductionDeps, revokeApproval } from '../decisions/signed.js';
+import { problem } from '../http/problem.js';
 import { iso } from '../runs/runs.js';
-import { h, page, uiContentSecurityPolicy } from '../ui/html.js';
+import { h, page, uiContentSecurityPolicy, wantsProblem } from '../ui/html.js';
 import { resendDelivery } from '../webhooks/admin.js';
 import { entryOf } from './register.js';
 
@@ -101,18 +103,13 @@ export function mountProductionUi(
     const reviewer = c.get('reviewer');
     const partnerId = c.req.param('id') ?? '';
     const form = await c.req.parseBody();
-    const note = typeof form.note === 'string' ? form.note.trim() : '';
+    const checked = checkNote(form.note);
     const back = `<p><a href="/ui/partners/${h(partnerId)}/production">Back</a></p>`;
-    if (note === '' || note.length > 2000)
-      return html(
-        c,
-        page(
-          'Not revoked',
-          `<p class="error">A revocation needs a note of 1 to 2000 characters.</p>${back}`,
-          reviewer,
-        ),
-        400,
-      );
+    if ('problem' in checked) {
+      if (wantsProblem(c)) return problem(c, 400, 'Not revoked', checked.problem);
+      return html(c, page('Not revoked', `<p class="error">${h(checked.problem)}</p>${back}`, reviewer), 400);
+    }
+    const { note } = checked;
     const revoked = await revokeApproval(db, { partnerId, reviewerId: reviewer.id, note }, deps.production);
     if (!revoked)
       return html(

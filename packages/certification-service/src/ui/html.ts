@@ -29,6 +29,14 @@ code{font-size:90%}`;
 export const uiContentSecurityPolicy =
   "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/**
+ * True when a form's sender asked for a machine answer (`Accept: application/problem+json` or
+ * `application/json`, a script posting the form): its refusals are then RFC 9457 problems, not pages.
+ */
+export function wantsProblem(c: { req: { header(name: string): string | undefined } }): boolean {
+  return /application\/(problem\+)?json/i.test(c.req.header('accept') ?? '');
+}
+
 /** A whole page: the title, the signed-in reviewer's bar (with a sign-out form), and the body. */
 export function page(title: string, body: string, reviewer?: { name: string; csrf: string }): string {
   const bar = reviewer

@@ -3,16 +3,17 @@ import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Database } from '../db/database.js';
 import { DecisionRefusal } from '../decisions/decisions.js';
+import { checkNote } from '../decisions/note.js';
 import { recordSignedDecision } from '../decisions/signed.js';
 import { type Audit, reportResponse } from '../http/api.js';
-import { hostileText } from '../http/schemas.js';
+import { problem } from '../http/problem.js';
 import type { OidcSignIn } from '../oidc/oidc.js';
 import { planScopes } from '../plan/plan.js';
 import type { Production } from '../register/production.js';
 import { iso } from '../runs/runs.js';
 import { derivedSecret, hashSecret, newSecret, sameText } from '../secrets.js';
 import { auditPage } from './audit.js';
-import { h, page, stylesheet, uiContentSecurityPolicy } from './html.js';
+import { h, page, stylesheet, uiContentSecurityPolicy, wantsProblem } from './html.js';
 import { approvalOf, runForUi, runPageBody } from './run-page.js';
 import type { SigninGuard } from './signin-guard.js';
 
@@ -284,20 +285,18 @@ export function mountUi(
     const reviewer = c.get('reviewer');
     const form = await c.req.parseBody();
     const decision = form.decision === 'approved' || form.decision === 'rejected' ? form.decision : undefined;
-    const note = typeof form.note === 'string' ? form.note.trim() : '';
+    const checked = checkNote(form.note);
     const run = await runForUi(db, c.req.param('id'));
     if (!run) return html(c, page('No such run', '<p>No run has this id.</p>', reviewer), 404);
     const back = `<p><a href="/ui/runs/${h(run.id)}">Back to the run</a></p>`;
-    if (!decision || note === '' || note.length > 2000 || hostileText.test(note))
-      return html(
-        c,
-        page(
-          'Not recorded',
-          `<p class="error">A decision is "approved" or "rejected" (the Approve and Reject buttons) with a note of 1 to 2000 characters, with no control characters.</p>${back}`,
-          reviewer,
-        ),
-        400,
-      );
+    if (!decision || 'problem' in checked) {
+      const detail = !decision
+        ? 'A decision is "approved" or "rejected" (the Approve and Reject buttons), with a note.'
+        : (checked as { problem: string }).problem;
+      if (wantsProblem(c)) return problem(c, 400, 'Decision not recorded', detail);
+      return html(c, page('Not recorded', `<p class="error">${h(detail)}</p>${back}`, reviewer), 400);
+    }
+    const { note } = checked;
     if (run.status === 'open' || run.status === 'closing' || !run.attestation)
       return html(
         c,

@@ -1,5 +1,12 @@
 import { Webhook } from 'standardwebhooks';
 import type { Database } from '../db/database.js';
+import {
+  type WebhookAttemptOutcome,
+  webhookAttemptDuration,
+  webhookAttempts,
+  webhookDeliveriesFailed,
+  webhookDeliveryLag,
+} from '../observability/metrics.js';
 import { type DeliveryLimits, defaultDeliveryLimits, postWebhook } from './deliver.js';
 import { openSecret } from './seal.js';
 
@@ -34,6 +41,8 @@ interface Claimed {
   url: string;
   secret_sealed: string;
   webhook_id: string;
+  /** Seconds since the delivery entered the outbox, at the claim. */
+  age: string | number;
 }
 
 /**
@@ -71,7 +80,8 @@ export function createDispatcher(options: DispatcherOptions) {
          UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $1), attempts = d.attempts + 1
          FROM due, webhook_events ev, webhooks w
          WHERE d.id = due.id AND ev.id = d.event_id AND w.id = d.webhook_id
-         RETURNING d.id, d.attempts, d.event_id, ev.body, w.url, w.secret_sealed, w.id AS webhook_id`,
+         RETURNING d.id, d.attempts, d.event_id, ev.body, w.url, w.secret_sealed, w.id AS webhook_id,
+           EXTRACT(EPOCH FROM now() - d.created_at) AS age`,
         [leaseSeconds],
       ),
     );
@@ -98,6 +108,14 @@ export function createDispatcher(options: DispatcherOptions) {
     } catch (error) {
       outcome = { ok: false, status: null, excerpt: '', durationMs: 0, error: (error as Error).message };
     }
+    const kind: WebhookAttemptOutcome = outcome.ok
+      ? 'delivered'
+      : outcome.status === null
+        ? 'no_answer'
+        : 'http_error';
+    webhookAttempts.inc({ outcome: kind });
+    webhookAttemptDuration.observe({ outcome: kind }, outcome.durationMs / 1000);
+    if (outcome.ok) webhookDeliveryLag.observe(Number(delivery.age) + outcome.durationMs / 1000);
     const delay = schedule[delivery.attempts - 1];
     const next =
       outcome.ok || delay === undefined
@@ -130,6 +148,7 @@ export function createDispatcher(options: DispatcherOptions) {
         ],
       );
     });
+    if (!outcome.ok && !next) webhookDeliveriesFailed.inc();
     if (!outcome.ok)
       log(
         `webhook ${delivery.webhook_id}: delivery ${delivery.event_id} attempt ${delivery.attempts} failed (${outcome.error ?? `answered ${outcome.status}`}); ${next ? `next try at ${next.toISOString()}` : 'no try left: resend it from the UI'}`,

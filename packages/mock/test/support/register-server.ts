@@ -45,8 +45,17 @@ export interface RegisterServer {
     /** Extra seconds added to iat (a replayed older register: negative). */
     iatOffset: number;
   };
-  /** Requests to /register: total, answered 304, and the If-None-Match values received. */
-  readonly asked: { register: number; notModified: number; ifNoneMatch: string[]; jwks: number };
+  /**
+   * Requests to /register: total, answered 304, and the If-None-Match values received; requests to
+   * /register/partners/{id} by partner id (their 304s are counted in notModified too).
+   */
+  readonly asked: {
+    register: number;
+    notModified: number;
+    ifNoneMatch: string[];
+    jwks: number;
+    partners: Record<string, number>;
+  };
   /** Stops answering: the server closes (connections refused from then on). */
   close(): Promise<void>;
 }
@@ -68,12 +77,18 @@ export async function startRegisterServer(options: { key?: string } = {}): Promi
     now: Date.now,
     iatOffset: 0,
   };
-  const asked = { register: 0, notModified: 0, ifNoneMatch: [] as string[], jwks: 0 };
+  const asked = {
+    register: 0,
+    notModified: 0,
+    ifNoneMatch: [] as string[],
+    jwks: 0,
+    partners: {} as Record<string, number>,
+  };
   let origin = '';
 
-  async function sign(): Promise<string> {
+  async function sign(partners = state.partners): Promise<string> {
     const iat = Math.floor(state.now() / 1000) + state.iatOffset;
-    const jws = await new SignJWT({ partners: state.partners })
+    const jws = await new SignJWT({ partners })
       .setProtectedHeader({ alg: 'EdDSA', typ: state.typ, ...(state.noKid ? {} : { kid }) })
       .setIssuer(origin)
       .setIssuedAt(iat)
@@ -92,18 +107,32 @@ export async function startRegisterServer(options: { key?: string } = {}): Promi
       res.writeHead(200, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ keys: [jwk] }));
     }
-    if (req.url !== '/register') {
+    // One partner's entry, as the service serves it: a register of that entry alone, or a 404 (with
+    // the same max-age) when the partner is not in it.
+    const one = /^\/register\/partners\/([^/?]+)$/.exec(req.url ?? '');
+    if (req.url !== '/register' && !one) {
       res.writeHead(404, { 'content-type': 'application/problem+json' });
       return res.end('{"title":"not found"}');
     }
-    asked.register += 1;
+    const partnerId = one ? decodeURIComponent(one[1]!) : undefined;
+    if (partnerId === undefined) asked.register += 1;
+    else asked.partners[partnerId] = (asked.partners[partnerId] ?? 0) + 1;
     if (req.headers.authorization !== `Bearer ${readerKey}`) {
       res.writeHead(401, { 'content-type': 'application/problem+json', 'www-authenticate': 'Bearer' });
       return res.end('{"title":"a register reader key is needed"}');
     }
+    const partners =
+      partnerId === undefined ? state.partners : state.partners.filter((p) => p.partnerId === partnerId);
+    if (partnerId !== undefined && partners.length === 0) {
+      res.writeHead(404, {
+        'content-type': 'application/problem+json',
+        'cache-control': `max-age=${state.maxAge}`,
+      });
+      return res.end('{"title":"Not in the register"}');
+    }
     // The ETag names what the register says (not its iat/exp), as a service's would.
     const etag = `"${createHash('sha256')
-      .update(JSON.stringify([state.partners, state.typ, state.foreignKey, state.tamper, state.noKid]))
+      .update(JSON.stringify([partners, state.typ, state.foreignKey, state.tamper, state.noKid]))
       .digest('base64url')
       .slice(0, 16)}"`;
     const cacheControl = `max-age=${state.maxAge}`;
@@ -114,7 +143,7 @@ export async function startRegisterServer(options: { key?: string } = {}): Promi
       res.writeHead(304, { etag, 'cache-control': cacheControl });
       return res.end();
     }
-    const body = await sign();
+    const body = await sign(partners);
     res.writeHead(200, { 'content-type': 'application/jwt', etag, 'cache-control': cacheControl });
     res.end(body);
   }
