@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { ServiceError, StorageUnavailableError } from '../errors.js';
@@ -30,7 +31,9 @@ export interface Database extends Queryable {
 
 /** Opens PGlite in `dataDir` (created when missing). The directory belongs to one process at a time. */
 export async function openEmbedded(dataDir: string): Promise<Database> {
-  const { mkdirSync, openSync, closeSync, writeSync, readFileSync, rmSync } = await import('node:fs');
+  const { existsSync, mkdirSync, openSync, closeSync, writeSync, readFileSync, rmSync } = await import(
+    'node:fs'
+  );
   const { join } = await import('node:path');
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   // PGlite does not lock its directory itself: two processes on one directory would corrupt it. A lock
@@ -52,7 +55,12 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
   }
   let db: PGlite;
   try {
-    db = await PGlite.create(join(dataDir, 'pgdata'));
+    const pgdata = join(dataDir, 'pgdata');
+    // A fresh directory is initialised by a second WebAssembly instance (initdb) that PGlite keeps as
+    // long as the database is open (about 360 MiB of the process's memory, until a collection after it
+    // closes): initialised on a thread that then ends, the service holds only the database's own.
+    if (!existsSync(join(pgdata, 'PG_VERSION'))) await initialiseOnThread(pgdata);
+    db = await PGlite.create(pgdata);
   } catch (error) {
     rmSync(lock, { force: true });
     throw new ServiceError(
@@ -79,6 +87,21 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
       rmSync(lock, { force: true });
     },
   };
+}
+
+/** Creates the database in `pgdata` on a worker thread, whose memory is returned when it ends. */
+async function initialiseOnThread(pgdata: string): Promise<void> {
+  const { Worker } = await import('node:worker_threads');
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+     import(workerData.pglite)
+       .then(async ({ PGlite }) => { await (await PGlite.create(workerData.pgdata)).close(); parentPort.postMessage('done'); })
+       .catch((error) => parentPort.postMessage(String(error && error.message || error)));`,
+    { eval: true, workerData: { pglite: import.meta.resolve('@electric-sql/pglite'), pgdata } },
+  );
+  const [answer] = (await once(worker, 'message')) as [string];
+  await worker.terminate();
+  if (answer !== 'done') throw new Error(answer);
 }
 
 function alive(pid: number): boolean {
