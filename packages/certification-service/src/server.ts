@@ -50,7 +50,7 @@ export interface ServiceOptions {
   fairness?: Partial<FairnessLimits>;
   /**
    * Where runs are judged: `threads` (cores − 1, 1 to 4; 0 judges on the HTTP thread), `timeoutMs`
-   * (60000), `maxHeapMb` (512) per thread, `maxQueued` (1000) runs waiting; `filename` replaces the
+   * (120000), `maxHeapMb` (2048) per thread, `maxQueued` (1000) runs waiting; `filename` replaces the
    * worker module (tests). Default `defaultJudgingOptions`.
    */
   judging?: Partial<JudgingOptions> & { filename?: string };

@@ -11,9 +11,9 @@ export interface JudgingOptions {
    * service's own thread. Default: the machine's cores minus one, between 1 and 4.
    */
   threads: number;
-  /** A run not judged within this long is answered as a failure (its thread is stopped). Default 60000 ms. */
+  /** A run not judged within this long is answered as a failure (its thread is stopped). Default 120000 ms. */
   timeoutMs: number;
-  /** The heap a judging thread may use (MiB); past it the thread stops and the run is a failure. Default 512. */
+  /** The heap a judging thread may use (MiB); past it the thread stops and the run is a failure. Default 2048. */
   maxHeapMb: number;
   /** Runs waiting for a thread at most, over all partners; past it a finish is answered 503. Default 1000. */
   maxQueued: number;
@@ -21,8 +21,8 @@ export interface JudgingOptions {
 
 export const defaultJudgingOptions: JudgingOptions = {
   threads: Math.max(1, Math.min(4, availableParallelism() - 1)),
-  timeoutMs: 60_000,
-  maxHeapMb: 512,
+  timeoutMs: 120_000,
+  maxHeapMb: 2048,
   maxQueued: 1000,
 };
 

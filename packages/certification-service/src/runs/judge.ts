@@ -98,8 +98,9 @@ export async function judgeRun(
   } catch (error) {
     // Judging failed, not the run: it is open again (nothing was stored), so that finishing it again,
     // or the sweep, judges it; the partner is answered 503 with Retry-After, the operator reads why.
+    // (Its idle clock restarts, so that the sweep retries an idle run after its idle time, not at once.)
     await db.query(
-      "UPDATE runs SET status = 'open', closing_since = NULL WHERE id = $1 AND status = 'closing'",
+      "UPDATE runs SET status = 'open', closing_since = NULL, last_activity_at = now() WHERE id = $1 AND status = 'closing'",
       [id],
     );
     ctx.log(`run ${id}: judging failed, the run is open again: ${(error as Error).message}`, {
