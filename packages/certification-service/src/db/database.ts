@@ -57,9 +57,9 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
   try {
     const pgdata = join(dataDir, 'pgdata');
     // A fresh directory is initialised by a second WebAssembly instance (initdb) that PGlite keeps as
-    // long as the database is open (about 360 MiB of the process's memory, until a collection after it
-    // closes): initialised on a thread that then ends, the service holds only the database's own.
-    if (!existsSync(join(pgdata, 'PG_VERSION'))) await initialiseOnThread(pgdata);
+    // long as the database is open (about 360 MiB of the process's memory): initialised by a process
+    // that then ends, the service holds only the database's own.
+    if (!existsSync(join(pgdata, 'PG_VERSION'))) await initialiseApart(pgdata);
     db = await PGlite.create(pgdata);
   } catch (error) {
     rmSync(lock, { force: true });
@@ -89,19 +89,32 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
   };
 }
 
-/** Creates the database in `pgdata` on a worker thread, whose memory is returned when it ends. */
-async function initialiseOnThread(pgdata: string): Promise<void> {
-  const { Worker } = await import('node:worker_threads');
-  const worker = new Worker(
-    `const { parentPort, workerData } = require('node:worker_threads');
-     import(workerData.pglite)
-       .then(async ({ PGlite }) => { await (await PGlite.create(workerData.pgdata)).close(); parentPort.postMessage('done'); })
-       .catch((error) => parentPort.postMessage(String(error && error.message || error)));`,
-    { eval: true, workerData: { pglite: import.meta.resolve('@electric-sql/pglite'), pgdata } },
+/**
+ * Creates the database in `pgdata` in a short-lived Node process, so that the memory initdb used goes
+ * back to the system with the process (a worker thread's would stay in this process's allocator).
+ */
+async function initialiseApart(pgdata: string): Promise<void> {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '--eval',
+      `const { PGlite } = await import(process.env.PGLITE_URL);
+       await (await PGlite.create(process.env.PGLITE_DATA)).close();`,
+    ],
+    {
+      env: { ...process.env, PGLITE_URL: import.meta.resolve('@electric-sql/pglite'), PGLITE_DATA: pgdata },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
   );
-  const [answer] = (await once(worker, 'message')) as [string];
-  await worker.terminate();
-  if (answer !== 'done') throw new Error(answer);
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    if (stderr.length < 4000) stderr += chunk;
+  });
+  const [code] = (await once(child, 'close')) as [number | null];
+  if (code !== 0)
+    throw new Error(`initdb exited with ${code}: ${stderr.trim().split('\n').slice(-3).join(' ')}`);
 }
 
 function alive(pid: number): boolean {
