@@ -1,6 +1,8 @@
 // The service measured by bench/memory.bench.mjs, in a process of its own so that its memory is its
 // alone: started on MEM_DATA_DIR (PGlite) or MEM_DATABASE_URL, one partner with room for many runs.
-// Sends {url, apiKey} once listening; answers 'memory' with process.memoryUsage(); 'stop' stops it.
+// Sends {url, apiKey} once listening; answers 'memory' with process.memoryUsage() ('memory-after-gc': after
+// a full collection); 'stop' stops it.
+import { writeHeapSnapshot } from 'node:v8';
 import { addPartner, loadSigningKey, openDatabase, startService } from '../dist/index.js';
 
 const dataDir = process.env.MEM_DATA_DIR;
@@ -19,6 +21,13 @@ const service = await startService({
 const { apiKey } = await addPartner(db, 'Memory');
 process.on('message', async (message) => {
   if (message === 'memory') process.send({ memory: process.memoryUsage() });
+  // After a full collection: what the heap still holds (run with --expose-gc).
+  if (message === 'memory-after-gc') {
+    globalThis.gc?.();
+    // BENCH_MEMORY_SNAPSHOT=FILE: a heap snapshot then, for a look at what is held.
+    if (process.env.BENCH_MEMORY_SNAPSHOT) writeHeapSnapshot(process.env.BENCH_MEMORY_SNAPSHOT);
+    process.send({ memory: process.memoryUsage() });
+  }
   if (message === 'stop') {
     await service.close();
     await db.close();

@@ -64,8 +64,9 @@ interface Waiting {
 /**
  * A bounded pool of judging threads with a fair queue: each partner's runs wait in a queue of their own,
  * and a free thread takes the next run of the partner whose last turn is oldest (a partner with none
- * first), so that one partner's many finishes delay its own runs, not another's. Threads run at a lower OS priority (nice +10, where supported), so
- * that on a busy machine the HTTP thread is served first. `filename` replaces the worker (tests).
+ * first), so that one partner's many finishes delay its own runs, not another's. Threads run at a lower
+ * OS priority (nice +10, where supported), so that on a busy machine the HTTP thread is served first.
+ * `filename` replaces the worker (tests).
  */
 export function judgingPool(options: Partial<JudgingOptions> & { filename?: string } = {}): JudgingPool {
   const { threads, timeoutMs, maxHeapMb, maxQueued } = { ...defaultJudgingOptions, ...options };
