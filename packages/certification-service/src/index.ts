@@ -11,6 +11,7 @@ export {
 } from './decisions/decisions.js';
 export { ServiceError, type ServiceErrorCode, StorageUnavailableError } from './errors.js';
 export { defaultFairnessLimits, type FairnessLimits } from './http/fairness.js';
+export { defaultJudgingOptions, type JudgingOptions, JudgingUnavailableError } from './judging/pool.js';
 export { jwksOf, loadSigningKey, publishKey, type SigningKey } from './keys.js';
 export { createLogger, type Logger } from './observability/logger.js';
 export { type MetricsServer, registry as metricsRegistry, serveMetrics } from './observability/metrics.js';

@@ -11,6 +11,7 @@ import { defaultFairnessLimits, type FairnessLimits, partnerLimiter } from './ht
 import { mountHealth } from './http/health.js';
 import { problem, unavailable } from './http/problem.js';
 import { hostileText } from './http/schemas.js';
+import { type JudgingOptions, JudgingUnavailableError, judgingPool } from './judging/pool.js';
 import { publishKey, type SigningKey } from './keys.js';
 import type { Logger } from './observability/logger.js';
 import { notePartner, requestObserver } from './observability/requests.js';
@@ -47,6 +48,12 @@ export interface ServiceOptions {
   limits?: Partial<RunLimits>;
   /** Each partner's share of the API (requests in flight and per second, creations in flight). Default `defaultFairnessLimits`. */
   fairness?: Partial<FairnessLimits>;
+  /**
+   * Where runs are judged: `threads` (cores − 1, 1 to 4; 0 judges on the HTTP thread), `timeoutMs`
+   * (120000), `maxHeapMb` (2048) per thread, `maxQueued` (1000) runs waiting; `filename` replaces the
+   * worker module (tests). Default `defaultJudgingOptions`.
+   */
+  judging?: Partial<JudgingOptions> & { filename?: string };
   /** Run stage keys (RSA-2048) generated ahead, one at a time. Default 2. */
   preparedStageKeys?: number;
   /** How many failed reviewer sign-ins, per client address and overall, before 429. Default `defaultSigninLimits`. */
@@ -119,8 +126,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const url = `http://${hostInUrl}:${port}`;
   const publicUrl = (options.publicUrl ?? url).replace(/\/+$/, '');
   const secretsKey = secretsKeyFrom(options.secretsKey ?? options.signingKey.privateKey);
+  const judging = judgingPool(options.judging);
   const runs = createRuns({
     db,
+    judging,
     publicUrl,
     key: options.signingKey,
     ...(options.preparedStageKeys !== undefined && { preparedStageKeys: options.preparedStageKeys }),
@@ -190,6 +199,15 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   app.onError((error, c) => {
     log(`error on ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}: ${error.message}`);
     if (error instanceof StorageUnavailableError) return unavailable(c);
+    if (error instanceof JudgingUnavailableError)
+      return problem(
+        c,
+        503,
+        'Judging unavailable',
+        `the run could not be judged just now (the reason is in the service's log); it is still open: finish it again in ${error.retryAfterSeconds} s`,
+        {},
+        { 'retry-after': String(error.retryAfterSeconds) },
+      );
     // SQLSTATE class 22 (data exception): a value of the request the database cannot hold.
     if (/^22/.test(String((error as { code?: unknown }).code ?? '')))
       return problem(
@@ -278,6 +296,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         await production.close();
         await stopRetention?.();
         await runs.close();
+        await judging.close();
       })();
       return closing;
     },

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { importedFiles, sourceFiles } from '../../../test-support/layers.js';
 
 // Imports point one way, down this list: the entry points (cli.ts, index.ts) ← server.ts ← ui/, oidc/, register/ ← http/,
-// retention/ ← runs/ ← coverage/ ← plan/, decisions/, keys.ts, admin.ts ← webhooks/ ← db/, observability/;
+// retention/ ← runs/ ← coverage/ ← plan/, decisions/, judging/, keys.ts, admin.ts ← webhooks/ ← db/, observability/;
 // errors.ts, secrets.ts and version.ts serve every layer. Biome's
 // noImportCycles catches cycles; this catches an import that reaches up.
 const src = fileURLToPath(new URL('../src/', import.meta.url));
@@ -15,7 +15,7 @@ const rank = (file: string): number => {
   if (file.startsWith('db/') || file.startsWith('observability/')) return 1;
   if (file === 'keys.ts' || file === 'admin.ts') return 2;
   if (file.startsWith('webhooks/')) return 1.5;
-  if (file.startsWith('plan/') || file.startsWith('decisions/')) return 2;
+  if (file.startsWith('plan/') || file.startsWith('decisions/') || file.startsWith('judging/')) return 2;
   if (file.startsWith('coverage/')) return 2.5;
   if (file.startsWith('runs/')) return 3;
   if (file.startsWith('http/') || file.startsWith('retention/')) return 4;

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { ServiceError, StorageUnavailableError } from '../errors.js';
@@ -30,7 +31,9 @@ export interface Database extends Queryable {
 
 /** Opens PGlite in `dataDir` (created when missing). The directory belongs to one process at a time. */
 export async function openEmbedded(dataDir: string): Promise<Database> {
-  const { mkdirSync, openSync, closeSync, writeSync, readFileSync, rmSync } = await import('node:fs');
+  const { existsSync, mkdirSync, openSync, closeSync, writeSync, readFileSync, rmSync } = await import(
+    'node:fs'
+  );
   const { join } = await import('node:path');
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   // PGlite does not lock its directory itself: two processes on one directory would corrupt it. A lock
@@ -52,7 +55,12 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
   }
   let db: PGlite;
   try {
-    db = await PGlite.create(join(dataDir, 'pgdata'));
+    const pgdata = join(dataDir, 'pgdata');
+    // A fresh directory is initialised by a second WebAssembly instance (initdb) that PGlite keeps as
+    // long as the database is open (about 360 MiB of the process's memory): initialised by a process
+    // that then ends, the service holds only the database's own.
+    if (!existsSync(join(pgdata, 'PG_VERSION'))) await initialiseApart(pgdata);
+    db = await PGlite.create(pgdata);
   } catch (error) {
     rmSync(lock, { force: true });
     throw new ServiceError(
@@ -79,6 +87,34 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
       rmSync(lock, { force: true });
     },
   };
+}
+
+/**
+ * Creates the database in `pgdata` in a short-lived Node process, so that the memory initdb used goes
+ * back to the system with the process (a worker thread's would stay in this process's allocator).
+ */
+async function initialiseApart(pgdata: string): Promise<void> {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '--eval',
+      `const { PGlite } = await import(process.env.PGLITE_URL);
+       await (await PGlite.create(process.env.PGLITE_DATA)).close();`,
+    ],
+    {
+      env: { ...process.env, PGLITE_URL: import.meta.resolve('@electric-sql/pglite'), PGLITE_DATA: pgdata },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    if (stderr.length < 4000) stderr += chunk;
+  });
+  const [code] = (await once(child, 'close')) as [number | null];
+  if (code !== 0)
+    throw new Error(`initdb exited with ${code}: ${stderr.trim().split('\n').slice(-3).join(' ')}`);
 }
 
 function alive(pid: number): boolean {

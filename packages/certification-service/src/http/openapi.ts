@@ -28,7 +28,9 @@ const common = {
   '429': limited(
     'This partner sent too many requests, or has too many in flight (see Retry-After); for a creation, also too many open runs or runs this hour.',
   ),
-  '503': limited('The service cannot reach its database just now (see Retry-After).'),
+  '503': limited(
+    'The service cannot reach its database just now, or (finishing a run) could not judge it and left it open (see Retry-After).',
+  ),
 };
 /** What an operation with a body may answer besides. */
 const withBody = {

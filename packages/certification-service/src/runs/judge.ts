@@ -1,18 +1,6 @@
-import { createHash } from 'node:crypto';
-import {
-  assembleSession,
-  type ClientReport,
-  type ClientSession,
-  formatClientHtmlReport,
-  formatJsonReport,
-  formatSession,
-  type JourneyRecord,
-  judgeSession,
-  reportVerdict,
-  signEnvelope,
-  stageInfoOf,
-  testResultStatement,
-} from '@partner-lending/conformance';
+import type { JourneyRecord } from '@partner-lending/conformance';
+import { JudgingUnavailableError } from '../judging/pool.js';
+import type { JudgeOutput } from '../judging/work.mjs';
 import { tool } from '../version.js';
 import { enqueueEvent } from '../webhooks/outbox.js';
 import { ledgerContents } from './ledger.js';
@@ -86,35 +74,48 @@ export async function judgeRun(
         note: 'finished by the partner; no journey exit code given',
       }),
   };
-  const session: ClientSession = assembleSession({
-    stage: stageInfoOf(run.stage),
-    startedAtEpoch,
-    durationMs: finishedAt - startedAtEpoch,
-    journey,
-    contents,
-    maxExchanges: run.max_exchanges,
-    integration: run.integration ?? undefined,
-    names: await namesOf(ctx, run),
-    redact: (text) => text,
-  });
-  const sessionText = formatSession(session);
-  const sessionSha256 = createHash('sha256').update(sessionText).digest('hex');
-  const judged: ClientReport = judgeSession(session, {
-    certify: run.certify,
-    provenance: { source: 'service', sessionSha256 },
-  });
   const runUrl = `${publicUrl}/api/runs/${id}`;
-  const report = { ...judged, run: { id, url: runUrl } } as ClientReport;
-  const reportJson = formatJsonReport(report);
-  const statement = testResultStatement({
-    sessionBytes: sessionText,
-    report,
-    sessionName: `${id}.session.json`,
-    url: runUrl,
-  });
-  const envelope = signEnvelope(Buffer.from(JSON.stringify(statement)), ctx.key.privateKey, ctx.key.kid);
+  // The CPU-heavy part (session, verdicts, reports, signature) runs on a judging thread, in this
+  // partner's turn (see judging/pool.ts), so that the thread serving every partner's calls stays free.
+  const names = await namesOf(ctx, run);
+  let judged: JudgeOutput;
+  try {
+    judged = await ctx.judging.judge(run.partner_id, {
+      id,
+      runUrl,
+      stage: run.stage,
+      startedAtEpoch,
+      durationMs: finishedAt - startedAtEpoch,
+      journey,
+      contents,
+      maxExchanges: run.max_exchanges,
+      integration: run.integration,
+      names,
+      certify: run.certify,
+      privateKey: ctx.key.privateKey,
+      kid: ctx.key.kid,
+    });
+  } catch (error) {
+    // Judging failed, not the run: it is open again (nothing was stored), so that finishing it again,
+    // or the sweep, judges it; the partner is answered 503 with Retry-After, the operator reads why.
+    // (Its idle clock restarts, so that the sweep retries an idle run after its idle time, not at once.)
+    await db.query(
+      "UPDATE runs SET status = 'open', closing_since = NULL, last_activity_at = now() WHERE id = $1 AND status = 'closing'",
+      [id],
+    );
+    ctx.log(`run ${id}: judging failed, the run is open again: ${(error as Error).message}`, {
+      event: 'run.judging_failed',
+      runId: id,
+      partnerId: run.partner_id,
+    });
+    throw error instanceof JudgingUnavailableError
+      ? error
+      : new JudgingUnavailableError(`run ${id}: judging failed: ${(error as Error).message}`, 5, {
+          cause: error,
+        });
+  }
+  const { sessionText, sessionSha256, reportJson, reportHtml, verdict, attestation } = judged;
   const status = ending.how === 'interrupted' ? 'interrupted' : 'judged';
-  const verdict = reportVerdict(report).word;
   // The verdict, its audit line and its webhook event (run.judged) commit together.
   await db.transaction(async (tx) => {
     const stored = await tx.query(
@@ -129,9 +130,9 @@ export async function judgeRun(
         sessionText,
         sessionSha256,
         reportJson,
-        formatClientHtmlReport(report, session),
+        reportHtml,
         verdict,
-        `${JSON.stringify(envelope, null, 2)}\n`,
+        attestation,
       ],
     );
     await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [

@@ -1,6 +1,7 @@
 import type { HostedStage, JourneyRecord, ScenarioName, StageSigningKey } from '@partner-lending/conformance';
 import { defaultMaxExchanges } from '@partner-lending/conformance';
 import type { Database } from '../db/database.js';
+import type { JudgingPool } from '../judging/pool.js';
 import type { SigningKey } from '../keys.js';
 import type { DigestedPlan } from '../plan/plan.js';
 import type { RunJournal } from './journal.js';
@@ -107,6 +108,8 @@ export interface RunsOptions {
   /** What seals a run's reusable secrets (see `secretsKeyFrom`). Default: derived from `key`. */
   secretsKey?: Buffer;
   limits: RunLimits;
+  /** Where runs are judged: threads of their own, each partner in turn (see `judgingPool`). */
+  judging: JudgingPool;
   /** The vendor's plan that every certification run follows. Default `defaultPlan`. */
   plan?: DigestedPlan;
   /** The service's version, named in every report (default the package's). */
