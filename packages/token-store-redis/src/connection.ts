@@ -1,7 +1,15 @@
 import { createClient } from 'redis';
 import { RedisTokenStoreError } from './errors.js';
-import type { Emit, RedisClient, RedisCluster, RedisOperation, RedisSentinel } from './options.js';
+import type {
+  Emit,
+  RedisClient,
+  RedisCluster,
+  RedisOperation,
+  RedisSentinel,
+  SentinelFollowOptions,
+} from './options.js';
 import type { Script } from './scripts.js';
+import { SentinelWatch } from './sentinel-watch.js';
 
 /** No answer within the store's own deadline. */
 export class CommandTimeout extends Error {}
@@ -73,6 +81,11 @@ export interface ConnectionSettings {
   emit: Emit;
   /** Redis was just skipped: the flights of this process must fall back at once. */
   onSkip: () => void;
+  /** Sentinel: follow a failover from `+switch-master` (false: leave it to node-redis). */
+  sentinel: SentinelFollowOptions | false;
+  /** The notice channel and its handler (the Sentinel watch carries notices on its direct path). */
+  channel: string;
+  onNotice: (message: string) => void;
 }
 
 /**
@@ -103,6 +116,8 @@ export class Connection {
   /** The last credentials refusal, while it lasts: calls name it instead of "not reachable". */
   #authRefusal: string | undefined;
   #authFailures = 0;
+  /** Sentinel: the store's own way to a newly announced primary, while node-redis finds it. */
+  readonly #watch: SentinelWatch | undefined;
 
   constructor(
     url: string | undefined,
@@ -121,6 +136,19 @@ export class Connection {
         socket: { connectTimeout: settings.connectTimeoutMs, reconnectStrategy: this.reconnectStrategy },
       }) as RedisClient);
     this.readyEvent = this.kind === 'cluster' ? 'connect' : 'ready';
+    if (this.kind === 'sentinel' && settings.sentinel !== false) {
+      this.#watch = new SentinelWatch(this.client as unknown as RedisSentinel, settings.sentinel, {
+        emit: settings.emit,
+        commandTimeoutMs: settings.commandTimeoutMs,
+        connectTimeoutMs: settings.connectTimeoutMs,
+        channel: settings.channel,
+        onNotice: settings.onNotice,
+        onDirect: this.noteUp,
+        onDirectLost: (reason) => this.skip(reason),
+      });
+      this.client.on('ready', this.#watch.onClientReady);
+      this.#watch.start();
+    }
     this.client.on(this.readyEvent, this.noteUp);
     // Every client gets the store's 'error' listener, the application's too: an EventEmitter without
     // one throws the error (a lost primary's socket error would end the process). Reported as events.
@@ -155,9 +183,27 @@ export class Connection {
 
   /** The client's 'error' events: reported (`redis-down`), never thrown. */
   readonly onError = (cause: unknown): void => {
-    if (this.closed) return;
+    // A Sentinel client's errors about the lost primary say nothing of the one the watch serves from.
+    if (this.closed || this.#watch?.direct !== undefined) return;
     this.noteDown(cause);
   };
+
+  /**
+   * Commands can go somewhere: the client is ready, or (Sentinel) the watch serves a new primary. A
+   * Sentinel client stays "ready" while its primary's connection is lost, and holds a command sent
+   * meanwhile until it has found the new primary (seconds): without a primary connection up, calls
+   * reject at once instead of waiting out commandTimeoutMs each.
+   */
+  get usable(): boolean {
+    if (this.#watch?.direct !== undefined) return true;
+    if (!this.client.isReady) return false;
+    return this.kind !== 'sentinel' || (this.client as unknown as RedisSentinel).getMasterNode() !== undefined;
+  }
+
+  /** Sentinel: the watch's direct path serves commands and notices (node-redis is not on the new primary yet). */
+  get following(): boolean {
+    return this.#watch?.direct !== undefined && this.#watch.noticesUp;
+  }
 
   readonly noteDown = (cause: unknown): void => {
     if (!this.#up) return;
@@ -211,6 +257,8 @@ export class Connection {
       return (this.client as unknown as RedisCluster).sendCommand(firstKeyOf(args), false, args, { timeout });
     }
     if (this.kind === 'sentinel') {
+      const direct = this.#watch?.direct;
+      if (direct !== undefined) return direct.sendCommand(args, { timeout });
       return (this.client as unknown as RedisSentinel).sendCommand(false, args, { timeout });
     }
     return this.client.sendCommand(args, { timeout });
@@ -261,7 +309,7 @@ export class Connection {
       if (this.closed || this.#skipFor === 0) return;
       // Not ready (reconnecting, or a sentinel looking for its primary): look again shortly; its own
       // `ready` (noteUp) ends the skip as well.
-      if (!this.client.isReady) return this.skip(this.#skipReason);
+      if (!this.usable) return this.skip(this.#skipReason);
       const { commandTimeoutMs } = this.#settings;
       const probeArgs =
         this.kind === 'cluster' && this.#probeKey !== undefined ? ['EXISTS', this.#probeKey] : ['PING'];
@@ -294,7 +342,7 @@ export class Connection {
         `Redis is skipped for another ${left} ms (${this.#skipReason}); the token provider serves from memory or falls back to its own token request meanwhile.`,
       );
     }
-    if (!this.client.isReady) {
+    if (!this.usable) {
       this.noteDown(new Error('not connected'));
       if (this.#authRefusal !== undefined) throw this.#authError(operation, this.#authRefusal);
       throw this.unavailable(
@@ -351,8 +399,12 @@ export class Connection {
     }
   }
 
-  /** Stops the probe timer (close()). */
+  /** Stops the probe timer and the Sentinel watch (close()). */
   stopProbe(): void {
     if (this.#probe !== undefined) clearTimeout(this.#probe);
+    if (this.#watch !== undefined) {
+      this.#watch.stop();
+      this.client.off('ready', this.#watch.onClientReady);
+    }
   }
 }

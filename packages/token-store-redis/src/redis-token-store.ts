@@ -67,6 +67,9 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     maxReconnectDelayMs,
     emit,
     onSkip: () => notices?.wakeAll({ kind: 'down' }),
+    sentinel: options.sentinel ?? {},
+    channel,
+    onNotice: (message) => notices?.onMessage(message),
   });
   notices = new Notices(redis, channel, commandTimeoutMs, connectTimeoutMs);
   const entries = new Entries(redis, cipher, emit, channel);
@@ -84,7 +87,9 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
 
   return {
     get isReady() {
-      return !redis.closed && client.isReady && notices.subscriber?.isReady !== false;
+      return (
+        !redis.closed && redis.usable && (notices.subscriber?.isReady !== false || redis.following)
+      );
     },
 
     get(key) {

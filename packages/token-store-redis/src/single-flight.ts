@@ -66,7 +66,7 @@ export function createFlight(
     } catch (cause) {
       throw unavailable('subscribe', `the Redis notice connection is not up (${messageOf(cause)}).`, cause);
     }
-    if (!notices.subscriber?.isReady) {
+    if (!notices.subscriber?.isReady && !redis.following) {
       throw unavailable(
         'subscribe',
         'the Redis notice connection is down (it reconnects by itself); the token provider falls back to its own token request meanwhile.',
