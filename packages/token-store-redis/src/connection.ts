@@ -197,7 +197,9 @@ export class Connection {
   get usable(): boolean {
     if (this.#watch?.direct !== undefined) return true;
     if (!this.client.isReady) return false;
-    return this.kind !== 'sentinel' || (this.client as unknown as RedisSentinel).getMasterNode() !== undefined;
+    return (
+      this.kind !== 'sentinel' || (this.client as unknown as RedisSentinel).getMasterNode() !== undefined
+    );
   }
 
   /** Sentinel: the watch's direct path serves commands and notices (node-redis is not on the new primary yet). */

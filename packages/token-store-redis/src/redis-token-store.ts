@@ -87,9 +87,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
 
   return {
     get isReady() {
-      return (
-        !redis.closed && redis.usable && (notices.subscriber?.isReady !== false || redis.following)
-      );
+      return !redis.closed && redis.usable && (notices.subscriber?.isReady !== false || redis.following);
     },
 
     get(key) {

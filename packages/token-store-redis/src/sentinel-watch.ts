@@ -9,6 +9,9 @@ interface NodeAddress {
 
 const addressOf = (node: NodeAddress) => `${node.host}:${node.port}`;
 
+/** Sentinels watched at once: the client's own and the first others known. */
+const MAX_WATCHED = 3;
+
 /** Longest the watch waits for an announced primary to say `ROLE` master (it is normally at once). */
 const ROLE_WAIT_MS = 2_000;
 
@@ -56,9 +59,10 @@ export class SentinelWatch {
   readonly #sentinel: RedisSentinel;
   readonly #options: SentinelFollowOptions;
   readonly #hooks: SentinelWatchHooks;
-  #watcher: RedisClient | undefined;
-  #watching: string | undefined;
-  #watchFailures = 0;
+  /** The `+switch-master` subscriptions, by sentinel address. */
+  readonly #watchers = new Map<string, RedisClient>();
+  /** Sentinels already reported as not reachable (reported once). */
+  readonly #unwatchable = new Set<string>();
   /** The primary the Sentinel client was last ready on (address as node-redis connects to it). */
   #known: string | undefined;
   /** A verified new primary and its notice connection, while the Sentinel client is not on it yet. */
@@ -108,49 +112,46 @@ export class SentinelWatch {
     return all.filter((n) => !seen.has(addressOf(n)) && seen.add(addressOf(n)));
   }
 
-  /** One subscription to `+switch-master` on a sentinel; a watched sentinel that fails is replaced. */
+  /**
+   * A subscription to `+switch-master` on each sentinel known (at most MAX_WATCHED): the sentinel that
+   * led the failover announces it first, the others up to a couple of seconds later (their hello
+   * messages). A sentinel that cannot be reached is tried again every few seconds, reported once.
+   */
   #watch(): void {
-    if (this.#stopped || this.#watcher !== undefined) return;
-    const candidates = this.#candidates();
-    if (candidates.length === 0) return;
-    const node = candidates[this.#watchFailures % candidates.length] as NodeAddress;
-    const options = this.#options.sentinelClientOptions ?? {};
-    const watcher = createClient({
-      ...options,
-      socket: {
-        ...(options as { socket?: object }).socket,
-        host: node.host,
-        port: node.port,
-        connectTimeout: this.#hooks.connectTimeoutMs,
-        // Bounded: after three failed attempts another sentinel is watched.
-        reconnectStrategy: (retries: number) => (retries >= 3 ? false : 100 * 2 ** retries),
-      },
-    }) as RedisClient;
-    this.#watcher = watcher;
-    this.#watching = addressOf(node);
-    const replace = () => {
-      if (this.#watcher !== watcher) return;
-      this.#watcher = undefined;
-      this.#watchFailures++;
-      if (watcher.isOpen) watcher.destroy();
-      if (!this.#stopped) setTimeout(() => this.#watch(), 200).unref?.();
-    };
-    watcher.on('error', () => {
-      if (!watcher.isOpen) replace();
-    });
-    watcher.on('end', replace);
-    watcher
-      .connect()
-      .then(() => watcher.subscribe('+switch-master', this.#onSwitch))
-      .catch((error: unknown) => {
-        if (this.#watcher === watcher) {
-          this.#hooks.emit({
-            type: 'sentinel-watch',
-            message: `could not watch the sentinel ${this.#watching} for +switch-master (${messageOf(error).slice(0, 120)}); the store follows the Sentinel client's own discovery meanwhile`,
-          });
-        }
-        replace();
-      });
+    if (this.#stopped) return;
+    for (const node of this.#candidates().slice(0, MAX_WATCHED)) {
+      const address = addressOf(node);
+      if (this.#watchers.has(address)) continue;
+      const options = this.#options.sentinelClientOptions ?? {};
+      const watcher = createClient({
+        ...options,
+        socket: {
+          ...(options as { socket?: object }).socket,
+          host: node.host,
+          port: node.port,
+          connectTimeout: this.#hooks.connectTimeoutMs,
+          reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 2_000),
+        },
+      }) as RedisClient;
+      this.#watchers.set(address, watcher);
+      watcher.on('error', () => {});
+      watcher
+        .connect()
+        .then(() => watcher.subscribe('+switch-master', this.#onSwitch))
+        .catch((error: unknown) => {
+          if (this.#watchers.get(address) !== watcher) return;
+          if (!this.#unwatchable.has(address)) {
+            this.#unwatchable.add(address);
+            this.#hooks.emit({
+              type: 'sentinel-watch',
+              message: `could not watch the sentinel ${address} for +switch-master (${messageOf(error).slice(0, 120)}); the store follows the other sentinels, or the Sentinel client's own discovery`,
+            });
+          }
+          this.#watchers.delete(address);
+          if (watcher.isOpen) watcher.destroy();
+          if (!this.#stopped) setTimeout(() => this.#watch(), 5_000).unref?.();
+        });
+    }
   }
 
   /** `+switch-master <name> <old ip> <old port> <new ip> <new port>`, from any sentinel. */
@@ -165,7 +166,8 @@ export class SentinelWatch {
       if (oldHost === undefined || oldPort === undefined || this.#known !== mapped(oldHost, oldPort)) return;
     }
     const address = mapped(newHost, newPort);
-    if (address === this.#masterNode() || address === this.#direct?.address || address === this.#pending) return;
+    if (address === this.#masterNode() || address === this.#direct?.address || address === this.#pending)
+      return;
     void this.#follow(address);
   };
 
@@ -178,7 +180,10 @@ export class SentinelWatch {
 
   async #follow(address: string): Promise<void> {
     this.#pending = address;
-    const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
+    const [host, port] = [
+      address.slice(0, address.lastIndexOf(':')),
+      Number(address.slice(address.lastIndexOf(':') + 1)),
+    ];
     const { commandTimeoutMs, connectTimeoutMs, emit } = this.#hooks;
     const options = this.#options.nodeClientOptions ?? {};
     const client = createClient({
@@ -206,7 +211,11 @@ export class SentinelWatch {
       sub = client.duplicate() as RedisClient;
       sub.on('error', () => {});
       await withTimeout(sub.connect(), connectTimeoutMs, 'a connection');
-      await withTimeout(sub.subscribe(this.#hooks.channel, this.#hooks.onNotice), commandTimeoutMs, 'SUBSCRIBE');
+      await withTimeout(
+        sub.subscribe(this.#hooks.channel, this.#hooks.onNotice),
+        commandTimeoutMs,
+        'SUBSCRIBE',
+      );
     } catch (error) {
       if (client.isOpen) client.destroy();
       if (sub?.isOpen) sub.destroy();
@@ -235,7 +244,10 @@ export class SentinelWatch {
     };
     client.on('end', lost);
     client.on('error', lost);
-    emit({ type: 'sentinel-watch', message: `following the announced primary ${address} until the Sentinel client is on it` });
+    emit({
+      type: 'sentinel-watch',
+      message: `following the announced primary ${address} until the Sentinel client is on it`,
+    });
     this.#hooks.onDirect();
   }
 
@@ -256,8 +268,7 @@ export class SentinelWatch {
     this.#stopped = true;
     this.#pending = undefined;
     this.#dropDirect();
-    const watcher = this.#watcher;
-    this.#watcher = undefined;
-    if (watcher?.isOpen) watcher.destroy();
+    for (const watcher of this.#watchers.values()) if (watcher.isOpen) watcher.destroy();
+    this.#watchers.clear();
   }
 }

@@ -19,8 +19,19 @@ const jwtExp = (jwt) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').t
 
 // The README's settings (unless `defaults: true`): node-redis's own reconnection of a lost node
 // bounded to 500 ms, and a cluster's topology refreshed 250 ms after a node is lost (default 5 s) —
-// node-redis finds the new primary only then, whatever the store does.
+// node-redis finds the new primary only then, whatever the store does. On Sentinel, the store follows
+// the sentinels' `+switch-master` itself (the README's snippet) unless `follow: false`.
 const reconnectStrategy = (retries) => Math.min(50 * 2 ** retries, 500);
+const sentinelOptions = {
+  name: job.name,
+  sentinelRootNodes: job.sentinelRootNodes,
+  ...(job.defaults
+    ? {}
+    : {
+        nodeClientOptions: { socket: { reconnectStrategy } },
+        sentinelClientOptions: { socket: { reconnectStrategy } },
+      }),
+};
 const client =
   job.topology === 'cluster'
     ? createCluster({
@@ -28,21 +39,14 @@ const client =
         defaults: { socket: { connectTimeout: 1_000, ...(job.defaults ? {} : { reconnectStrategy }) } },
         ...(job.defaults ? {} : { topologyRefreshOnReconnectionAttemptStrategy: 250 }),
       })
-    : createSentinel({
-        name: job.name,
-        sentinelRootNodes: job.sentinelRootNodes,
-        ...(job.defaults
-          ? {}
-          : {
-              nodeClientOptions: { socket: { reconnectStrategy } },
-              sentinelClientOptions: { socket: { reconnectStrategy } },
-            }),
-      });
+    : createSentinel(sentinelOptions);
 if (job.listener) client.on('error', () => {});
 /** When the store said Redis was back or gone, and when the client itself said it was ready (epoch ms). */
 const timeline = [];
 client.on('ready', () => timeline.length < 500 && timeline.push(['client-ready', Date.now()]));
+const connectStarted = Date.now();
 await client.connect();
+const connectMs = Date.now() - connectStarted;
 
 const storeEvents = {};
 const store = job.bare
@@ -50,10 +54,14 @@ const store = job.bare
   : createRedisTokenStore({
       client,
       encryptionKey: job.encryptionKey,
+      ...(job.topology === 'sentinel' ? { sentinel: job.follow === false ? false : sentinelOptions } : {}),
       onEvent: (event) => {
         storeEvents[event.type] = (storeEvents[event.type] ?? 0) + 1;
         if (
-          (event.type === 'redis-ready' || event.type === 'redis-down' || event.type === 'redis-skipped') &&
+          (event.type === 'redis-ready' ||
+            event.type === 'redis-down' ||
+            event.type === 'redis-skipped' ||
+            event.type === 'sentinel-watch') &&
           timeline.length < 500
         ) {
           timeline.push([event.type, Date.now()]);
@@ -78,6 +86,8 @@ const lines = createInterface({ input: process.stdin });
 await new Promise((resolve) => lines.once('line', resolve));
 
 const started = Date.now();
+// A worker started cold during a failover ends with the fleet (endAt), after at least a second of calls.
+const endAt = Math.max(job.endAt ?? started + job.durationMs, started + 1_000);
 const result = {
   calls: 0,
   failed: 0,
@@ -92,7 +102,7 @@ const result = {
 };
 const tokens = new Set();
 const caller = async () => {
-  while (Date.now() - started < job.durationMs) {
+  while (Date.now() < endAt) {
     const t0 = performance.now();
     try {
       const token = await provider.getToken({ timeoutMs: job.timeoutMs });
@@ -117,7 +127,7 @@ const caller = async () => {
 };
 await Promise.all(Array.from({ length: job.callers ?? 5 }, caller));
 result.tokens = [...tokens];
-console.log(JSON.stringify({ ...result, storeEvents, timeline }));
+console.log(JSON.stringify({ ...result, connectMs, storeEvents, timeline }));
 await store?.close();
 await Promise.race([client.close().catch(() => {}), new Promise((r) => setTimeout(r, 2_000))]);
 lines.close();
