@@ -8,6 +8,7 @@ import type {
   RedisSentinel,
   SentinelFollowOptions,
 } from './options.js';
+import { clusterSlot } from './redis-keys.js';
 import type { Script } from './scripts.js';
 import { SentinelWatch } from './sentinel-watch.js';
 
@@ -202,6 +203,18 @@ export class Connection {
     );
   }
 
+  /**
+   * Cluster: the connection to the primary serving `key`'s slot is lost (node-redis reconnects it, or
+   * finds its successor): a command there would wait out commandTimeoutMs, so the call fails at once.
+   */
+  #slotDown(key: string | undefined): boolean {
+    if (this.kind !== 'cluster' || key === undefined) return false;
+    const slots = (this.client as unknown as { slots?: { master?: { client?: { isReady?: boolean } } }[] })
+      .slots;
+    const client = slots?.[clusterSlot(key)]?.master?.client;
+    return client !== undefined && client.isReady === false;
+  }
+
   /** Sentinel: the watch's direct path serves commands and notices (node-redis is not on the new primary yet). */
   get following(): boolean {
     return this.#watch?.direct !== undefined && this.#watch.noticesUp;
@@ -311,7 +324,7 @@ export class Connection {
       if (this.closed || this.#skipFor === 0) return;
       // Not ready (reconnecting, or a sentinel looking for its primary): look again shortly; its own
       // `ready` (noteUp) ends the skip as well.
-      if (!this.usable) return this.skip(this.#skipReason);
+      if (!this.usable || this.#slotDown(this.#probeKey)) return this.skip(this.#skipReason);
       const { commandTimeoutMs } = this.#settings;
       const probeArgs =
         this.kind === 'cluster' && this.#probeKey !== undefined ? ['EXISTS', this.#probeKey] : ['PING'];
@@ -361,6 +374,16 @@ export class Connection {
   async send<T>(operation: RedisOperation, args: string[]): Promise<T> {
     await this.ensureOpen(operation);
     const { commandTimeoutMs, emit } = this.#settings;
+    const key = firstKeyOf(args);
+    if (this.#slotDown(key)) {
+      this.#probeKey = key;
+      const reason = `the connection to the cluster node serving ${args[0]}'s key is lost`;
+      this.skip(reason);
+      throw this.unavailable(
+        operation,
+        `${reason} (node-redis reconnects it or finds its successor); the token provider falls back to its own token request meanwhile.`,
+      );
+    }
     try {
       // node-redis's own `timeout` stops waiting only for a command not yet written to the socket; the
       // store's timer covers a command written to a server that never answers (SIGSTOP, a black hole).

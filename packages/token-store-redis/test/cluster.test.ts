@@ -3,7 +3,7 @@
 import { createCluster } from 'redis';
 import { describe, expect, it } from 'vitest';
 import { createRedisTokenStore, DEFAULT_NAMESPACE, type RedisTokenStoreEvent } from '../src/index.js';
-import { redisNames } from '../src/redis-keys.js';
+import { clusterSlot, redisNames } from '../src/redis-keys.js';
 import { sleep } from './support/loop-fleet.js';
 import { providerCacheKey } from './support/provider-key.js';
 import { startCluster } from './support/redis-cluster.mjs';
@@ -48,6 +48,25 @@ describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 110_000 }, () => 
     expect(events.filter((e) => e.type === 'redis-error')).toEqual([]);
     await a.close();
     await b.close();
+  });
+
+  it("the store's slot of a key is Redis's own (CLUSTER KEYSLOT): hash tags, empty tags, plain keys", async () => {
+    const cluster = await connectedCluster();
+    const keys = [
+      redisNames(DEFAULT_NAMESPACE, 'a provider cache key').token,
+      redisNames('other:', 'another').lock,
+      'foo',
+      '{user1000}.following',
+      'a{}b{c}',
+      'x{y',
+      'é{ü}',
+    ];
+    for (const key of keys) {
+      const slot = await cluster.sendCommand(undefined, true, ['CLUSTER', 'KEYSLOT', key]);
+      expect([key, clusterSlot(key)]).toEqual([key, Number(slot)]);
+    }
+    // Not vacuous: the keys land on different slots.
+    expect(new Set(keys.map(clusterSlot)).size).toBeGreaterThan(4);
   });
 
   it('a primary failover: no call fails during it, and afterwards the fleet shares one request again', async () => {
@@ -95,6 +114,11 @@ describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 110_000 }, () => 
       if (!shared) await sleep(500);
     }
     expect(shared).toBe(true);
+    // Calls for the lost primary's slot failed at once (its connection down), not after a command timeout.
+    expect(
+      storeEvents.some((e) => e.type === 'redis-error' && e.message.includes('cluster node serving')),
+      JSON.stringify(storeEvents.slice(0, 20)),
+    ).toBe(true);
     const counts = new Map<string, number>();
     for (const e of storeEvents) counts.set(e.type, (counts.get(e.type) ?? 0) + 1);
     console.log(

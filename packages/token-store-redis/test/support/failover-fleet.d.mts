@@ -34,6 +34,10 @@ export interface FailoverWorkerResult {
   timeline: [string, number][];
   /** How long the worker's `client.connect()` took. */
   connectMs: number;
+  /** The longest event-loop stall of the worker, and its CPU and wall time while calling. */
+  maxStallMs: number;
+  cpuMs: number;
+  wallMs: number;
 }
 
 export interface FailoverOutcome {
@@ -53,6 +57,8 @@ export interface FailoverOutcome {
   foreign: number;
   overDeadline: number;
   maxWaitMs: number;
+  /** The longest event-loop stall of any process. */
+  maxStallMs: number;
   minLeftMs: number;
   /** Per process that left Redis during the failover: ms from the promotion to its last `redis-ready`. */
   backAfterPromotionMs: number[];

@@ -163,6 +163,7 @@ export async function runFailover(options) {
     foreign: all.flatMap((r) => r.tokens).filter((t) => !issued.has(t)).length,
     overDeadline: sum((r) => r.overDeadline),
     maxWaitMs: Math.max(0, ...all.map((r) => r.maxWaitMs)),
+    maxStallMs: Math.max(0, ...all.map((r) => r.maxStallMs ?? 0)),
     minLeftMs: Math.min(...all.map((r) => r.minLeftMs ?? Number.POSITIVE_INFINITY)),
     backAfterPromotionMs,
     // The fleet is back on one shared token when its last process that had left is back on Redis.
@@ -181,5 +182,5 @@ const range = (values) => (values.length ? `${Math.min(...values)}–${Math.max(
 /** One line for the test log (and the bench): the figures of one failover. */
 export function describeFailover(topology, o) {
   const back = o.backAfterPromotionMs;
-  return `${topology} failover: promoted ${o.promotedAt - o.killedAt} ms after the SIGKILL; ${o.results.length} processes, ${o.crashes.length} crashed${o.cold ? `, a cold one connected in ${o.cold.connectMs} ms` : ''}; ${o.calls} calls, ${o.failed} failed, ${o.expired} expired, ${o.foreign} foreign, ${o.overDeadline} over deadline, slowest ${o.maxWaitMs} ms, least left at hand-over ${o.minLeftMs} ms; back on Redis after the promotion: ${back.length ? `${range(back)} (${back.length} processes had left)` : 'no process had left'}${o.backAfterClientReadyMs.length ? ` (${range(o.backAfterClientReadyMs)} after the client said ready)` : ''}${o.neverBack ? `, ${o.neverBack} never back` : ''}; ${o.requestsFromKill} token requests from the kill on`;
+  return `${topology} failover: promoted ${o.promotedAt - o.killedAt} ms after the SIGKILL; ${o.results.length} processes, ${o.crashes.length} crashed${o.cold ? `, a cold one connected in ${o.cold.connectMs} ms` : ''}; ${o.calls} calls, ${o.failed} failed, ${o.expired} expired, ${o.foreign} foreign, ${o.overDeadline} over deadline, slowest ${o.maxWaitMs} ms, longest event-loop stall ${o.maxStallMs} ms, least left at hand-over ${o.minLeftMs} ms; back on Redis after the promotion: ${back.length ? `${range(back)} (${back.length} processes had left)` : 'no process had left'}${o.backAfterClientReadyMs.length ? ` (${range(o.backAfterClientReadyMs)} after the client said ready)` : ''}${o.neverBack ? `, ${o.neverBack} never back` : ''}; ${o.requestsFromKill} token requests from the kill on`;
 }

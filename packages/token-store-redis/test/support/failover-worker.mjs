@@ -8,6 +8,7 @@
 // 'error' (the process dies of it).
 // Prints one JSON line at the end; tokens appear as digests only, never whole.
 import { createHash } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { createTokenProvider } from '@partner-lending/auth';
 import { createCluster, createSentinel } from 'redis';
@@ -86,6 +87,10 @@ const lines = createInterface({ input: process.stdin });
 await new Promise((resolve) => lines.once('line', resolve));
 
 const started = Date.now();
+// How long this process's event loop stalled (a starved process resumes its callers late).
+const stalls = monitorEventLoopDelay({ resolution: 10 });
+stalls.enable();
+const cpuAtStart = process.cpuUsage();
 // A worker started cold during a failover ends with the fleet (endAt), after at least a second of calls.
 const endAt = Math.max(job.endAt ?? started + job.durationMs, started + 1_000);
 const result = {
@@ -127,6 +132,10 @@ const caller = async () => {
 };
 await Promise.all(Array.from({ length: job.callers ?? 5 }, caller));
 result.tokens = [...tokens];
+stalls.disable();
+result.maxStallMs = Math.round(stalls.max / 1e6);
+result.cpuMs = Math.round((process.cpuUsage(cpuAtStart).user + process.cpuUsage(cpuAtStart).system) / 1000);
+result.wallMs = Date.now() - started;
 console.log(JSON.stringify({ ...result, connectMs, storeEvents, timeline }));
 await store?.close();
 await Promise.race([client.close().catch(() => {}), new Promise((r) => setTimeout(r, 2_000))]);
