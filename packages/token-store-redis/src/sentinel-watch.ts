@@ -9,6 +9,9 @@ interface NodeAddress {
 
 const addressOf = (node: NodeAddress) => `${node.host}:${node.port}`;
 
+/** Attempts to reach an announced primary (each bounded by connectTimeoutMs), 200 ms apart. */
+const FOLLOW_ATTEMPTS = 3;
+
 /** Sentinels watched at once: the client's own and the first others known. */
 const MAX_WATCHED = 3;
 
@@ -70,11 +73,23 @@ export class SentinelWatch {
   /** The address being connected to (one attempt at a time; a newer announcement wins). */
   #pending: string | undefined;
   #stopped = false;
+  /**
+   * Never connected: its duplicates are the watch's connections. node-redis builds a client class (every
+   * command of every module) for each `createClient`, tens to hundreds of milliseconds on a busy host;
+   * built once here, a failover pays none of it.
+   */
+  #template: RedisClient | undefined;
 
   constructor(sentinel: RedisSentinel, options: SentinelFollowOptions, hooks: SentinelWatchHooks) {
     this.#sentinel = sentinel;
     this.#options = options;
     this.#hooks = hooks;
+  }
+
+  /** A new (unconnected) client with `options`, from the template's class. */
+  #client(options: object): RedisClient {
+    this.#template ??= createClient({}) as RedisClient;
+    return this.#template.duplicate(options) as RedisClient;
   }
 
   /** The verified primary's connection, while the Sentinel client is not back on it. */
@@ -123,7 +138,7 @@ export class SentinelWatch {
       const address = addressOf(node);
       if (this.#watchers.has(address)) continue;
       const options = this.#options.sentinelClientOptions ?? {};
-      const watcher = createClient({
+      const watcher = this.#client({
         ...options,
         socket: {
           ...(options as { socket?: object }).socket,
@@ -132,7 +147,7 @@ export class SentinelWatch {
           connectTimeout: this.#hooks.connectTimeoutMs,
           reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 2_000),
         },
-      }) as RedisClient;
+      });
       this.#watchers.set(address, watcher);
       watcher.on('error', () => {});
       watcher
@@ -178,7 +193,7 @@ export class SentinelWatch {
     return addressOf(node ?? { host, port });
   }
 
-  async #follow(address: string): Promise<void> {
+  async #follow(address: string, attempt = 1): Promise<void> {
     this.#pending = address;
     const [host, port] = [
       address.slice(0, address.lastIndexOf(':')),
@@ -186,7 +201,7 @@ export class SentinelWatch {
     ];
     const { commandTimeoutMs, connectTimeoutMs, emit } = this.#hooks;
     const options = this.#options.nodeClientOptions ?? {};
-    const client = createClient({
+    const client = this.#client({
       ...options,
       disableOfflineQueue: true,
       socket: {
@@ -196,7 +211,7 @@ export class SentinelWatch {
         connectTimeout: connectTimeoutMs,
         reconnectStrategy: false,
       },
-    }) as RedisClient;
+    });
     let sub: RedisClient | undefined;
     client.on('error', () => {});
     try {
@@ -219,10 +234,20 @@ export class SentinelWatch {
     } catch (error) {
       if (client.isOpen) client.destroy();
       if (sub?.isOpen) sub.destroy();
+      // A starved or briefly unreachable host: try again shortly, while the client is not there yet.
+      if (
+        attempt < FOLLOW_ATTEMPTS &&
+        !this.#stopped &&
+        this.#pending === address &&
+        this.#masterNode() !== address
+      ) {
+        setTimeout(() => void this.#follow(address, attempt + 1), 200).unref?.();
+        return;
+      }
       if (this.#pending === address) this.#pending = undefined;
       emit({
         type: 'sentinel-watch',
-        message: `could not follow the announced primary ${address} (${messageOf(error).slice(0, 120)}); the store follows the Sentinel client's own discovery`,
+        message: `could not follow the announced primary ${address} after ${attempt} attempts (${messageOf(error).slice(0, 120)}); the store follows the Sentinel client's own discovery`,
       });
       return;
     }

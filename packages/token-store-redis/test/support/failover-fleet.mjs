@@ -12,10 +12,14 @@ const digest = (token) => createHash('sha256').update(token).digest('hex').slice
 
 /** Starts one worker with `job`; resolves once it printed READY (20 s at most). */
 function startWorker(job) {
-  const child = spawn(process.execPath, [script], {
-    env: { ...process.env, FLEET_JOB: JSON.stringify(job), NODE_NO_WARNINGS: '1' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...(process.env.FAILOVER_NODE_ARGS ?? '').split(' ').filter(Boolean), script],
+    {
+      env: { ...process.env, FLEET_JOB: JSON.stringify(job), NODE_NO_WARNINGS: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   child.stdout.on('data', (chunk) => {

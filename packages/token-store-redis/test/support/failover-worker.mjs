@@ -65,7 +65,11 @@ const store = job.bare
             event.type === 'sentinel-watch') &&
           timeline.length < 500
         ) {
-          timeline.push([event.type, Date.now()]);
+          timeline.push(
+            event.type === 'sentinel-watch'
+              ? [event.type, Date.now(), event.message]
+              : [event.type, Date.now()],
+          );
         }
       },
     });

@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, launchRedis } from './redis-process.mjs';
+import { freePort, launchRedis, pollCommand, stopPolling } from './redis-process.mjs';
 
 const run = promisify(execFile);
 const cli = process.env.REDIS_CLI ?? 'redis-cli';
@@ -67,6 +67,7 @@ export async function startCluster() {
     ],
     { timeout: 30_000 },
   );
+  const slots = new Map();
   const alive = () => nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null);
   const cluster = {
     nodes,
@@ -91,8 +92,13 @@ export async function startCluster() {
     /** The port of the primary serving `key`'s slot. */
     async primaryOf(key) {
       const [anyNode] = alive();
-      const slot = Number((await redis(anyNode.port, 'cluster', 'keyslot', key)).trim());
-      const lines = (await redis(anyNode.port, 'cluster', 'nodes')).trim().split('\n');
+      // Polled many times a second during a failover: over a connection kept open, not redis-cli.
+      if (!slots.has(key))
+        slots.set(key, Number(await pollCommand(anyNode.port, ['CLUSTER', 'KEYSLOT', key])));
+      const slot = slots.get(key);
+      const lines = String(await pollCommand(anyNode.port, ['CLUSTER', 'NODES']))
+        .trim()
+        .split('\n');
       for (const line of lines) {
         const [, address, flags, , , , , , ...ranges] = line.split(' ');
         if (!flags.includes('master') || flags.includes('fail')) continue;
@@ -106,6 +112,7 @@ export async function startCluster() {
     /** SIGKILL of one node (a lost primary). */
     async kill(port) {
       const node = nodes.find((n) => n.port === port);
+      stopPolling([port]);
       node.child.kill('SIGKILL');
       await node.exited;
     },
@@ -121,6 +128,7 @@ export async function startCluster() {
       await cluster.waitHealthy();
     },
     async stop() {
+      stopPolling(nodes.map((n) => n.port));
       for (const n of nodes) n.child.kill('SIGKILL');
       await Promise.all(nodes.map((n) => n.exited));
       await rm(dir, { recursive: true, force: true });

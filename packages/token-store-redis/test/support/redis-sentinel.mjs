@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, launchRedis } from './redis-process.mjs';
+import { freePort, launchRedis, pollCommand, stopPolling } from './redis-process.mjs';
 
 const run = promisify(execFile);
 const cli = process.env.REDIS_CLI ?? 'redis-cli';
@@ -90,10 +90,16 @@ export async function startSentinel() {
     async primaryPort() {
       const views = await Promise.all(
         sentinelPorts.map((port) =>
-          run(cli, ['-p', String(port), 'sentinel', 'master', PRIMARY_NAME]).then(
-            ({ stdout }) => {
-              const lines = stdout.trim().split('\n');
-              const field = (name) => lines[lines.indexOf(name) + 1];
+          pollCommand(port, ['SENTINEL', 'MASTER', PRIMARY_NAME]).then(
+            (reply) => {
+              // A flat list (RESP2) or a map (RESP3), by the client's protocol.
+              const entries = Array.isArray(reply)
+                ? reply.flatMap((v, i) => (i % 2 ? [] : [[String(v), reply[i + 1]]]))
+                : reply instanceof Map
+                  ? [...reply]
+                  : Object.entries(reply);
+              const fields = new Map(entries.map(([k, v]) => [String(k), String(v)]));
+              const field = (name) => fields.get(name);
               return { port: Number(field('port')), epoch: Number(field('config-epoch')) };
             },
             () => ({ port: Number.NaN, epoch: -1 }),
@@ -106,6 +112,7 @@ export async function startSentinel() {
       return current;
     },
     async kill(port) {
+      stopPolling([port]);
       nodes[port].child.kill('SIGKILL');
       await nodes[port].exited;
     },
@@ -133,6 +140,7 @@ export async function startSentinel() {
       }
     },
     async stop() {
+      stopPolling(sentinelPorts);
       for (const n of [...Object.values(nodes), ...sentinels]) n.child.kill('SIGKILL');
       await Promise.all([...Object.values(nodes), ...sentinels].map((n) => n.exited));
       await rm(root, { recursive: true, force: true });
