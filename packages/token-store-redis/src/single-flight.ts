@@ -35,6 +35,11 @@ const WAITER_CHECK_MS = 300;
  * a write to a lost primary would otherwise keep them a whole commandTimeoutMs.
  */
 const HOLDER_WRITE_WAIT_MS = 200;
+/**
+ * A lock whose time left is this far below two thirds of its lease missed its holder's renewal (every
+ * third of the lease) and is taken over: room for a holder's event loop stalled that long.
+ */
+const MISSED_RENEWAL_GRACE_MS = 500;
 
 export interface FlightSettings {
   namespace: string;
@@ -158,16 +163,19 @@ export function createFlight(
         listener.clear();
         const current = await read('single-flight', names);
         if (fresh(current, replacing)) return current;
-        const lockId = randomBytes(16).toString('hex');
         const lockMs = Math.max(1, Math.ceil(Math.min(timeoutMs, lockLeaseMs)));
+        // The lease in the id: a waiter tells a lock that missed its renewal (see acquireScript).
+        const lockId = `${randomBytes(16).toString('hex')}.${lockMs}`;
         const [acquired, lockTtl = -1, holder = ''] = await evaluate<[number, number?, string?]>(
           'single-flight',
           acquireScript,
           [names.lock, names.throttle],
-          [lockId, String(lockMs)],
+          [lockId, String(lockMs), String(MISSED_RENEWAL_GRACE_MS)],
         );
         if (acquired === 2) throw throttledError(Number(lockTtl), 'a process of the fleet');
         if (acquired === 1) {
+          // Taken over from a holder that stopped renewing (lockTtl is 1 then).
+          if (Number(lockTtl) === 1) takeover = true;
           // A holder may have written between the read above and the lock: look once more.
           const landed = await read('single-flight', names);
           if (fresh(landed, replacing)) {

@@ -48,6 +48,7 @@ function startWorker(job) {
   return {
     ready,
     go: () => child.stdin.write('go\n'),
+    kill: () => child.kill('SIGKILL'),
     output: () => out + err,
     result: async () => {
       const code = await exited;
@@ -89,8 +90,14 @@ export async function runFailover(options) {
     options.coldAtMs === undefined
       ? undefined
       : sleep(options.coldAtMs).then(() => {
-          const worker = startWorker({ ...job, listener: true, endAt: wentAt + job.durationMs });
+          const worker = startWorker({ ...job, listener: true, cold: true, endAt: wentAt + job.durationMs });
           worker.ready.then(worker.go, () => {});
+          // Bounded: a cold worker still running 15 s after the fleet's end is stopped (and counted).
+          const limit = setTimeout(worker.kill, Math.max(0, wentAt + job.durationMs + 15_000 - Date.now()));
+          worker.result().then(
+            () => clearTimeout(limit),
+            () => clearTimeout(limit),
+          );
           return worker;
         });
   if (options.kill) {

@@ -46,8 +46,19 @@ if (job.listener) client.on('error', () => {});
 const timeline = [];
 client.on('ready', () => timeline.length < 500 && timeline.push(['client-ready', Date.now()]));
 const connectStarted = Date.now();
-await client.connect();
-const connectMs = Date.now() - connectStarted;
+let connectMs = -1;
+// A process started cold during a failover does not block on connect(): node-redis's may not settle
+// until the failover is over (a Cluster client waits for every primary, a Sentinel client for a valid
+// one). The store takes the client as it is: calls wait connectTimeoutMs for it, then fall back.
+const connecting = client.connect().then(
+  () => {
+    connectMs = Date.now() - connectStarted;
+  },
+  (error) => {
+    console.error(`connect failed: ${error?.message ?? error}`);
+  },
+);
+if (!job.cold) await connecting;
 
 const storeEvents = {};
 const store = job.bare
