@@ -150,9 +150,10 @@ export interface RedisTokenStoreSettings {
   /** Cap of the reconnection backoff of a client the store created (it doubles from 100 ms, with jitter). Default 2 000. */
   maxReconnectDelayMs?: number;
   /**
-   * The single-flight lock is taken for this long and renewed by its holder while its token request
-   * runs (never past the flight's `timeoutMs`), so a holder that dies releases it within this time
-   * and a waiting process takes over. Default 5 000.
+   * The single-flight lock is taken for this long and renewed by its holder (a whole lease, every third
+   * of it) while its token request runs, up to the flight's `timeoutMs`. A lock short of two thirds of
+   * its lease by more than 500 ms missed a renewal (its holder died) and a waiting process takes it
+   * over. Default 5 000.
    */
   lockLeaseMs?: number;
   /**

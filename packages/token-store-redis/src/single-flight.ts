@@ -85,12 +85,13 @@ export function createFlight(
     fetchToken: () => Promise<StoredToken>,
     lease: { ms: number; until: number },
   ): Promise<StoredToken> => {
-    // Renew the lease while this process is alive and its request runs, up to the flight's deadline.
+    // Renew the lease (a whole lease each time, so that a lock short of two thirds of it tells a missed
+    // renewal: see acquireScript) while this process is alive and its request runs, up to the flight's
+    // deadline; a lock not renewed is taken over within a third of the lease and a grace.
+    const ms = String(lease.ms);
     const renewal = setInterval(
       () => {
-        const left = lease.until - Date.now();
-        if (left <= 0) return clearInterval(renewal);
-        const ms = String(Math.max(1, Math.ceil(Math.min(lease.ms, left))));
+        if (lease.until - Date.now() <= 0) return clearInterval(renewal);
         evaluate('single-flight', renewScript, [names.lock], [lockId, ms]).catch(() => {});
       },
       Math.max(10, Math.floor(lease.ms / 3)),

@@ -3,6 +3,7 @@
 // primary is replaced by its replica within seconds. Stopped by the caller (and on process exit).
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -42,6 +43,21 @@ async function launch(port, root) {
   return { port, ...node };
 }
 
+/** A free port whose cluster bus port (+10000) is free as well. */
+async function freeClusterPort() {
+  for (let i = 0; ; i++) {
+    const port = await freePort();
+    if (port + 10_000 > 65_535) continue;
+    const bus = await new Promise((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port + 10_000, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (bus) return port;
+    if (i > 50) throw new Error('no free port pair (port, port + 10000) for a cluster node');
+  }
+}
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function redis(port, ...args) {
@@ -53,7 +69,7 @@ async function redis(port, ...args) {
 export async function startCluster() {
   const dir = await mkdtemp(join(tmpdir(), 'partner-redis-cluster-'));
   const nodes = [];
-  for (let i = 0; i < 6; i++) nodes.push(await launch(await freePort(), dir));
+  for (let i = 0; i < 6; i++) nodes.push(await launch(await freeClusterPort(), dir));
   await Promise.all(nodes.map((n) => n.ready));
   await run(
     cli,
