@@ -110,8 +110,10 @@ export class SentinelWatch {
     this.#watch();
   };
 
+  /** Watches at once, the client ready or not (a process started during a failover follows it too). */
   start(): void {
     if (this.#sentinel.isReady) this.onClientReady();
+    else this.#watch();
   }
 
   #masterNode(): string | undefined {
