@@ -24,6 +24,7 @@ export type {
   RedisTokenStoreEvent,
   RedisTokenStoreOptions,
   RedisTokenStoreSettings,
+  SentinelFollowOptions,
 } from './options.js';
 
 /**
