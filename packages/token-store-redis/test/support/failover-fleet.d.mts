@@ -68,6 +68,8 @@ export interface FailoverOutcome {
   backAfterClientReadyMs: number[];
   /** Processes that left Redis and never said it was back. */
   neverBack: number;
+  /** What the Sentinel watch could not do, once each (its `sentinel-watch` messages). */
+  watchNotes: string[];
   /** Token requests from the kill to the end of the run. */
   requestsFromKill: number;
   controls: number;

@@ -182,6 +182,16 @@ export async function runFailover(options) {
     backAfterClientReadyMs,
     neverBack,
     requestsFromKill: tokens.requestsSince(killedAt),
+    /** What the Sentinel watch could not do (watch a sentinel, reach an announced primary), once each. */
+    watchNotes: [
+      ...new Set(
+        results.flatMap((r) =>
+          r.timeline
+            .filter(([type, , m]) => type === 'sentinel-watch' && /could not/.test(m ?? ''))
+            .map(([, , m]) => m),
+        ),
+      ),
+    ],
     controls: controls.length,
     controlsDied: controlSettled.filter((s) => s.status === 'rejected').length,
     controlOutput: controls.map((w) => w.output().slice(-300)),
@@ -193,5 +203,5 @@ const range = (values) => (values.length ? `${Math.min(...values)}–${Math.max(
 /** One line for the test log (and the bench): the figures of one failover. */
 export function describeFailover(topology, o) {
   const back = o.backAfterPromotionMs;
-  return `${topology} failover: promoted ${o.promotedAt - o.killedAt} ms after the SIGKILL; ${o.results.length} processes, ${o.crashes.length} crashed${o.cold ? `, a cold one connected in ${o.cold.connectMs} ms` : ''}; ${o.calls} calls, ${o.failed} failed, ${o.expired} expired, ${o.foreign} foreign, ${o.overDeadline} over deadline, slowest ${o.maxWaitMs} ms, longest event-loop stall ${o.maxStallMs} ms, least left at hand-over ${o.minLeftMs} ms; back on Redis after the promotion: ${back.length ? `${range(back)} (${back.length} processes had left)` : 'no process had left'}${o.backAfterClientReadyMs.length ? ` (${range(o.backAfterClientReadyMs)} after the client said ready)` : ''}${o.neverBack ? `, ${o.neverBack} never back` : ''}; ${o.requestsFromKill} token requests from the kill on`;
+  return `${topology} failover: promoted ${o.promotedAt - o.killedAt} ms after the SIGKILL; ${o.results.length} processes, ${o.crashes.length} crashed${o.cold ? `, a cold one connected in ${o.cold.connectMs} ms` : ''}; ${o.calls} calls, ${o.failed} failed, ${o.expired} expired, ${o.foreign} foreign, ${o.overDeadline} over deadline, slowest ${o.maxWaitMs} ms, longest event-loop stall ${o.maxStallMs} ms, least left at hand-over ${o.minLeftMs} ms; back on Redis after the promotion: ${back.length ? `${range(back)} (${back.length} processes had left)` : 'no process had left'}${o.backAfterClientReadyMs.length ? ` (${range(o.backAfterClientReadyMs)} after the client said ready)` : ''}${o.neverBack ? `, ${o.neverBack} never back` : ''}; ${o.requestsFromKill} token requests from the kill on${o.watchNotes?.length ? `; the Sentinel watch: ${o.watchNotes.join(' / ')}` : ''}`;
 }
