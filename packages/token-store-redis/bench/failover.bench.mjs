@@ -108,26 +108,23 @@ async function bench(topology) {
   const promoted = [];
   const slowest = [];
   try {
-    const baseline = await runFailover({
+    // The same fleet every round: the baseline (no kill) and each failover.
+    const fleet = {
       job,
       processes: PROCESSES,
       listeners,
       tokens,
       killAtMs: KILL_AT_MS,
       coldAtMs: COLD_AT_MS,
-    });
+    };
+    const baseline = await runFailover(fleet);
     console.log(
       `${topology} baseline (no failover): ${baseline.requestsFromKill} token requests in the last ${SECONDS - KILL_AT_MS / 1000} s, ${baseline.expired} expired, slowest ${baseline.maxWaitMs} ms`,
     );
     for (let round = 1; round <= FAILOVERS; round++) {
       let killed = 0;
       const outcome = await runFailover({
-        job,
-        processes: PROCESSES,
-        listeners,
-        tokens,
-        killAtMs: KILL_AT_MS,
-        coldAtMs: COLD_AT_MS,
+        ...fleet,
         kill: async () => {
           killed = await primary();
           await servers.kill(killed);

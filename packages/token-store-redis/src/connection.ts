@@ -1,4 +1,5 @@
 import { createClient } from 'redis';
+import { CommandTimeout, messageOf, withDeadline } from './deadline.js';
 import { RedisTokenStoreError } from './errors.js';
 import type {
   Emit,
@@ -12,29 +13,7 @@ import { clusterSlot } from './redis-keys.js';
 import type { Script } from './scripts.js';
 import { SentinelWatch } from './sentinel-watch.js';
 
-/** No answer within the store's own deadline. */
-export class CommandTimeout extends Error {}
-
-/** Settles like `promise`, or rejects with a CommandTimeout after `ms` (a timer of our own). */
-export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new CommandTimeout(`no answer to ${what} within ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
+export { CommandTimeout, messageOf, withDeadline };
 
 /** True for an error the Redis server answered with (node-redis's ErrorReply and its subclasses). */
 function isErrorReply(error: unknown): boolean {

@@ -1,4 +1,5 @@
 import { createClient } from 'redis';
+import { messageOf, withDeadline } from './deadline.js';
 import type { Emit, RedisClient, RedisSentinel, SentinelFollowOptions } from './options.js';
 
 /** A node as node-redis names one (`getMasterNode()`, `getSentinelNode()`, `sentinelRootNodes`). */
@@ -30,24 +31,6 @@ export interface SentinelWatchHooks {
   /** The direct connection was lost: Redis is skipped and probed as after any loss. */
   onDirectLost: (reason: string) => void;
 }
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer to ${what} within ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
  * Follows a Sentinel failover by itself. node-redis's Sentinel client takes its new primary from the
@@ -217,18 +200,22 @@ export class SentinelWatch {
     let sub: RedisClient | undefined;
     client.on('error', () => {});
     try {
-      await withTimeout(client.connect(), connectTimeoutMs, 'a connection');
+      await withDeadline(client.connect(), connectTimeoutMs, 'a connection');
       // The sentinel announces a primary it promoted: check it says so before any write goes there.
       for (const until = Date.now() + ROLE_WAIT_MS; ; ) {
-        const role = (await withTimeout(client.sendCommand(['ROLE']), commandTimeoutMs, 'ROLE')) as unknown[];
+        const role = (await withDeadline(
+          client.sendCommand(['ROLE']),
+          commandTimeoutMs,
+          'ROLE',
+        )) as unknown[];
         if (role?.[0] === 'master') break;
         if (Date.now() > until) throw new Error(`it still says ROLE ${String(role?.[0])}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       sub = client.duplicate() as RedisClient;
       sub.on('error', () => {});
-      await withTimeout(sub.connect(), connectTimeoutMs, 'a connection');
-      await withTimeout(
+      await withDeadline(sub.connect(), connectTimeoutMs, 'a connection');
+      await withDeadline(
         sub.subscribe(this.#hooks.channel, this.#hooks.onNotice),
         commandTimeoutMs,
         'SUBSCRIBE',
@@ -285,7 +272,7 @@ export class SentinelWatch {
     this.#direct = undefined;
     for (const c of [direct.client, direct.sub]) {
       if (!c?.isOpen) continue;
-      withTimeout(c.close(), this.#hooks.commandTimeoutMs, 'QUIT').catch(() => {
+      withDeadline(c.close(), this.#hooks.commandTimeoutMs, 'QUIT').catch(() => {
         if (c.isOpen) c.destroy();
       });
     }
