@@ -1,14 +1,18 @@
 // Failover benchmark: repeated primary failovers under a fleet of real `node` processes on 2-s tokens,
 // on a real Redis Cluster (3 primaries, 3 replicas) and a real Sentinel set (a primary, a replica and
-// a sentinel). Each round SIGKILLs the primary holding the token's key, times the promotion from
-// outside, and counts what the fleet delivered; the killed node is then started again as a replica,
-// so the next round fails over again. A round without a kill first gives the baseline of token
-// requests, so that each failover's extra requests are its count minus the baseline. Prints one line
-// per round and the ranges; asserts nothing. Needs `pnpm build` first.
-// Sizes: FAILOVERS (20 per topology), FAILOVER_TOPOLOGIES (cluster,sentinel), FAILOVER_PROCESSES (6),
-// FAILOVER_CALLERS (5), FAILOVER_SECONDS (10 per round, the kill at 3 s), FAILOVER_CLIENT_DEFAULTS=1
-// (node-redis's default reconnection and topology refresh instead of the README's settings).
+// three sentinels). Each round SIGKILLs the primary holding the token's key, starts one more process
+// cold just after, times the promotion from outside, and counts what the fleet delivered; the killed
+// node is then started again as a replica, so the next round fails over again. A round without a kill
+// first gives the baseline of token requests, so that each failover's extra requests are its count
+// minus the baseline. Prints one line per round and the figures per topology; asserts nothing. Needs
+// `pnpm build` first.
+// Sizes: FAILOVERS (20 per topology), FAILOVER_TOPOLOGIES (cluster,sentinel), FAILOVER_PROCESSES (8),
+// FAILOVER_CALLERS (10), FAILOVER_KILL_AT (10 s into a round), FAILOVER_SECONDS (18 per round),
+// FAILOVER_COLD_AT_MS (500: the cold process, that long after the kill), FAILOVER_CLIENT_DEFAULTS=1
+// (node-redis's default reconnection and topology refresh instead of the README's settings),
+// FAILOVER_FOLLOW=0 (Sentinel: the store does not follow +switch-master itself, `sentinel: false`).
 import { createHash, randomBytes } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { createTokenProvider } from '@partner-lending/auth';
 import { DEFAULT_NAMESPACE } from '../dist/index.js';
 import { describeFailover, runFailover } from '../test/support/failover-fleet.mjs';
@@ -18,11 +22,14 @@ import { CLIENT_ID, CLIENT_SECRET, startTokenServer } from '../test/support/toke
 
 const FAILOVERS = Number(process.env.FAILOVERS ?? 20);
 const TOPOLOGIES = (process.env.FAILOVER_TOPOLOGIES ?? 'cluster,sentinel').split(',');
-const PROCESSES = Number(process.env.FAILOVER_PROCESSES ?? 6);
-const CALLERS = Number(process.env.FAILOVER_CALLERS ?? 5);
-const SECONDS = Number(process.env.FAILOVER_SECONDS ?? 10);
+const PROCESSES = Number(process.env.FAILOVER_PROCESSES ?? 8);
+const CALLERS = Number(process.env.FAILOVER_CALLERS ?? 10);
+const SECONDS = Number(process.env.FAILOVER_SECONDS ?? 18);
+const KILL_AT_MS = Number(process.env.FAILOVER_KILL_AT ?? 10) * 1000;
+const COLD_AT_MS = Number(process.env.FAILOVER_COLD_AT_MS ?? 500);
 const DEFAULTS = process.env.FAILOVER_CLIENT_DEFAULTS === '1';
-const KILL_AT_MS = 3_000;
+const FOLLOW = process.env.FAILOVER_FOLLOW !== '0';
+const DEADLINE_MS = 3_000;
 const encryptionKey = randomBytes(32).toString('base64');
 
 /**
@@ -55,6 +62,10 @@ const range = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
   return `${sorted[0]}–${sorted.at(-1)} (median ${sorted[Math.floor(sorted.length / 2)]})`;
 };
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
 
 async function bench(topology) {
   const tokens = await startTokenServer({ ttlSeconds: 2, delayMs: 50 });
@@ -72,36 +83,48 @@ async function bench(topology) {
     clientSecret: CLIENT_SECRET,
     encryptionKey,
     durationMs: SECONDS * 1000,
-    timeoutMs: 3_000,
+    timeoutMs: DEADLINE_MS,
     callers: CALLERS,
     defaults: DEFAULTS,
+    follow: FOLLOW,
   };
   const listeners = (i) => i % 2 === 0;
-  const totals = { expired: 0, foreign: 0, crashes: 0, overDeadline: 0, failed: 0, neverBack: 0 };
+  const totals = {
+    expired: 0,
+    foreign: 0,
+    crashesWithListener: 0,
+    crashesWithoutListener: 0,
+    overDeadline: 0,
+    failedOverDeadline: 0,
+    failed: 0,
+    neverBack: 0,
+    calls: 0,
+  };
   const extra = [];
+  const fleetBack = [];
+  const loadAtStart = load();
   const back = [];
   const backClient = [];
   const promoted = [];
   const slowest = [];
   try {
-    const baseline = await runFailover({
+    // The same fleet every round: the baseline (no kill) and each failover.
+    const fleet = {
       job,
       processes: PROCESSES,
       listeners,
       tokens,
       killAtMs: KILL_AT_MS,
-    });
+      coldAtMs: COLD_AT_MS,
+    };
+    const baseline = await runFailover(fleet);
     console.log(
       `${topology} baseline (no failover): ${baseline.requestsFromKill} token requests in the last ${SECONDS - KILL_AT_MS / 1000} s, ${baseline.expired} expired, slowest ${baseline.maxWaitMs} ms`,
     );
     for (let round = 1; round <= FAILOVERS; round++) {
       let killed = 0;
       const outcome = await runFailover({
-        job,
-        processes: PROCESSES,
-        listeners,
-        tokens,
-        killAtMs: KILL_AT_MS,
+        ...fleet,
         kill: async () => {
           killed = await primary();
           await servers.kill(killed);
@@ -114,8 +137,12 @@ async function bench(topology) {
       for (const c of outcome.crashes) console.log(`  crash: ${c}`);
       totals.expired += outcome.expired;
       totals.foreign += outcome.foreign;
-      totals.crashes += outcome.crashes.length;
+      totals.crashesWithListener += outcome.crashesWithListener;
+      totals.crashesWithoutListener += outcome.crashesWithoutListener;
       totals.overDeadline += outcome.overDeadline;
+      if (outcome.overDeadline > 0) totals.failedOverDeadline++;
+      totals.calls += outcome.calls;
+      if (outcome.fleetBackMs !== undefined) fleetBack.push(outcome.fleetBackMs);
       totals.failed += outcome.failed;
       totals.neverBack += outcome.neverBack;
       extra.push(more);
@@ -130,8 +157,20 @@ async function bench(topology) {
     await servers.stop();
     await tokens.close();
   }
+  const within = fleetBack.filter((ms) => ms <= 1_000).length;
   console.log(
-    `\n${topology}: ${FAILOVERS} failovers, ${PROCESSES} processes × ${CALLERS} callers, 2-s tokens${DEFAULTS ? ', node-redis defaults' : ''}: ${totals.expired} expired, ${totals.foreign} foreign, ${totals.crashes} crashes, ${totals.failed} failed calls, ${totals.overDeadline} over the 3-s deadline, ${totals.neverBack} never back\n  promotion after the SIGKILL: ${range(promoted)} ms\n  back on Redis after the promotion (per process): ${range(back)} ms\n  back after the client said ready (Sentinel): ${range(backClient)} ms\n  extra token requests per failover: ${range(extra)}\n  slowest call per failover: ${range(slowest)} ms\n`,
+    [
+      '',
+      `${topology}: ${FAILOVERS} failovers, ${PROCESSES} processes × ${CALLERS} callers + 1 cold ${COLD_AT_MS} ms after the kill, 2-s tokens, ${DEADLINE_MS / 1000}-s deadline${DEFAULTS ? ', node-redis defaults' : ''}${topology === 'sentinel' && !FOLLOW ? ', sentinel: false' : ''}; load average ${loadAtStart} at the start, ${load()} at the end`,
+      `  expired delivered: ${totals.expired}; foreign: ${totals.foreign}; crashes: ${totals.crashesWithListener} with a listener of the caller's own, ${totals.crashesWithoutListener} without`,
+      `  calls over the deadline: ${totals.overDeadline} of ${totals.calls} (in ${totals.failedOverDeadline} of ${FAILOVERS} failovers); failed calls: ${totals.failed}; processes never back: ${totals.neverBack}`,
+      `  back on one shared token after the promotion (the fleet's last process back on Redis): ${range(fleetBack)} ms, within 1 s in ${within} of ${fleetBack.length}`,
+      `  per process: ${range(back)} ms${backClient.length ? `; after the client said ready: ${range(backClient)} ms` : ''}`,
+      `  promotion after the SIGKILL: ${range(promoted)} ms`,
+      `  extra token requests per failover: ${range(extra)}`,
+      `  slowest call per failover: ${range(slowest)} ms`,
+      '',
+    ].join('\n'),
   );
 }
 

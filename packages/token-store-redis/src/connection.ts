@@ -1,31 +1,19 @@
 import { createClient } from 'redis';
+import { CommandTimeout, messageOf, withDeadline } from './deadline.js';
 import { RedisTokenStoreError } from './errors.js';
-import type { Emit, RedisClient, RedisCluster, RedisOperation, RedisSentinel } from './options.js';
+import type {
+  Emit,
+  RedisClient,
+  RedisCluster,
+  RedisOperation,
+  RedisSentinel,
+  SentinelFollowOptions,
+} from './options.js';
+import { clusterSlot } from './redis-keys.js';
 import type { Script } from './scripts.js';
+import { SentinelWatch } from './sentinel-watch.js';
 
-/** No answer within the store's own deadline. */
-export class CommandTimeout extends Error {}
-
-/** Settles like `promise`, or rejects with a CommandTimeout after `ms` (a timer of our own). */
-export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new CommandTimeout(`no answer to ${what} within ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
+export { CommandTimeout, messageOf, withDeadline };
 
 /** True for an error the Redis server answered with (node-redis's ErrorReply and its subclasses). */
 function isErrorReply(error: unknown): boolean {
@@ -73,6 +61,11 @@ export interface ConnectionSettings {
   emit: Emit;
   /** Redis was just skipped: the flights of this process must fall back at once. */
   onSkip: () => void;
+  /** Sentinel: follow a failover from `+switch-master` (false: leave it to node-redis). */
+  sentinel: SentinelFollowOptions | false;
+  /** The notice channel and its handler (the Sentinel watch carries notices on its direct path). */
+  channel: string;
+  onNotice: (message: string) => void;
 }
 
 /**
@@ -103,6 +96,8 @@ export class Connection {
   /** The last credentials refusal, while it lasts: calls name it instead of "not reachable". */
   #authRefusal: string | undefined;
   #authFailures = 0;
+  /** Sentinel: the store's own way to a newly announced primary, while node-redis finds it. */
+  readonly #watch: SentinelWatch | undefined;
 
   constructor(
     url: string | undefined,
@@ -121,6 +116,19 @@ export class Connection {
         socket: { connectTimeout: settings.connectTimeoutMs, reconnectStrategy: this.reconnectStrategy },
       }) as RedisClient);
     this.readyEvent = this.kind === 'cluster' ? 'connect' : 'ready';
+    if (this.kind === 'sentinel' && settings.sentinel !== false) {
+      this.#watch = new SentinelWatch(this.client as unknown as RedisSentinel, settings.sentinel, {
+        emit: settings.emit,
+        commandTimeoutMs: settings.commandTimeoutMs,
+        connectTimeoutMs: settings.connectTimeoutMs,
+        channel: settings.channel,
+        onNotice: settings.onNotice,
+        onDirect: this.noteUp,
+        onDirectLost: (reason) => this.skip(reason),
+      });
+      this.client.on('ready', this.#watch.onClientReady);
+      this.#watch.start();
+    }
     this.client.on(this.readyEvent, this.noteUp);
     // Every client gets the store's 'error' listener, the application's too: an EventEmitter without
     // one throws the error (a lost primary's socket error would end the process). Reported as events.
@@ -155,9 +163,41 @@ export class Connection {
 
   /** The client's 'error' events: reported (`redis-down`), never thrown. */
   readonly onError = (cause: unknown): void => {
-    if (this.closed) return;
+    // A Sentinel client's errors about the lost primary say nothing of the one the watch serves from.
+    if (this.closed || this.#watch?.direct !== undefined) return;
     this.noteDown(cause);
   };
+
+  /**
+   * Commands can go somewhere: the client is ready, or (Sentinel) the watch serves a new primary. A
+   * Sentinel client stays "ready" while its primary's connection is lost, and holds a command sent
+   * meanwhile until it has found the new primary (seconds): without a primary connection up, calls
+   * reject at once instead of waiting out commandTimeoutMs each.
+   */
+  get usable(): boolean {
+    if (this.#watch?.direct !== undefined) return true;
+    if (!this.client.isReady) return false;
+    return (
+      this.kind !== 'sentinel' || (this.client as unknown as RedisSentinel).getMasterNode() !== undefined
+    );
+  }
+
+  /**
+   * Cluster: the connection to the primary serving `key`'s slot is lost (node-redis reconnects it, or
+   * finds its successor): a command there would wait out commandTimeoutMs, so the call fails at once.
+   */
+  #slotDown(key: string | undefined): boolean {
+    if (this.kind !== 'cluster' || key === undefined) return false;
+    const slots = (this.client as unknown as { slots?: { master?: { client?: { isReady?: boolean } } }[] })
+      .slots;
+    const client = slots?.[clusterSlot(key)]?.master?.client;
+    return client !== undefined && client.isReady === false;
+  }
+
+  /** Sentinel: the watch's direct path serves commands and notices (node-redis is not on the new primary yet). */
+  get following(): boolean {
+    return this.#watch?.direct !== undefined && this.#watch.noticesUp;
+  }
 
   readonly noteDown = (cause: unknown): void => {
     if (!this.#up) return;
@@ -211,6 +251,8 @@ export class Connection {
       return (this.client as unknown as RedisCluster).sendCommand(firstKeyOf(args), false, args, { timeout });
     }
     if (this.kind === 'sentinel') {
+      const direct = this.#watch?.direct;
+      if (direct !== undefined) return direct.sendCommand(args, { timeout });
       return (this.client as unknown as RedisSentinel).sendCommand(false, args, { timeout });
     }
     return this.client.sendCommand(args, { timeout });
@@ -261,7 +303,7 @@ export class Connection {
       if (this.closed || this.#skipFor === 0) return;
       // Not ready (reconnecting, or a sentinel looking for its primary): look again shortly; its own
       // `ready` (noteUp) ends the skip as well.
-      if (!this.client.isReady) return this.skip(this.#skipReason);
+      if (!this.usable || this.#slotDown(this.#probeKey)) return this.skip(this.#skipReason);
       const { commandTimeoutMs } = this.#settings;
       const probeArgs =
         this.kind === 'cluster' && this.#probeKey !== undefined ? ['EXISTS', this.#probeKey] : ['PING'];
@@ -294,7 +336,7 @@ export class Connection {
         `Redis is skipped for another ${left} ms (${this.#skipReason}); the token provider serves from memory or falls back to its own token request meanwhile.`,
       );
     }
-    if (!this.client.isReady) {
+    if (!this.usable) {
       this.noteDown(new Error('not connected'));
       if (this.#authRefusal !== undefined) throw this.#authError(operation, this.#authRefusal);
       throw this.unavailable(
@@ -311,6 +353,16 @@ export class Connection {
   async send<T>(operation: RedisOperation, args: string[]): Promise<T> {
     await this.ensureOpen(operation);
     const { commandTimeoutMs, emit } = this.#settings;
+    const key = firstKeyOf(args);
+    if (this.#slotDown(key)) {
+      this.#probeKey = key;
+      const reason = `the connection to the cluster node serving ${args[0]}'s key is lost`;
+      this.skip(reason);
+      throw this.unavailable(
+        operation,
+        `${reason} (node-redis reconnects it or finds its successor); the token provider falls back to its own token request meanwhile.`,
+      );
+    }
     try {
       // node-redis's own `timeout` stops waiting only for a command not yet written to the socket; the
       // store's timer covers a command written to a server that never answers (SIGSTOP, a black hole).
@@ -351,8 +403,12 @@ export class Connection {
     }
   }
 
-  /** Stops the probe timer (close()). */
+  /** Stops the probe timer and the Sentinel watch (close()). */
   stopProbe(): void {
     if (this.#probe !== undefined) clearTimeout(this.#probe);
+    if (this.#watch !== undefined) {
+      this.#watch.stop();
+      this.client.off('ready', this.#watch.onClientReady);
+    }
   }
 }

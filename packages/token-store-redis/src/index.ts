@@ -11,5 +11,6 @@ export {
   type RedisTokenStoreEvent,
   type RedisTokenStoreOptions,
   type RedisTokenStoreSettings,
+  type SentinelFollowOptions,
 } from './redis-token-store.js';
 export type { EncryptionKeyInput, UnreadableReason } from './token-cipher.js';

@@ -79,6 +79,9 @@ export class Notices {
     const redis = this.#redis;
     const { client, kind, owned } = redis;
     const warm = kind !== 'client' && redis.everUp;
+    // Sentinel, while the store serves a newly announced primary itself: notices come over its own
+    // subscription there; the client's (node-redis moves it over once it is on that primary) is not waited for.
+    if (this.subscription === undefined && redis.following) return Promise.resolve();
     if (this.subscription === undefined) {
       let target: RedisClient;
       if (kind === 'client') {

@@ -49,6 +49,22 @@ export interface RedisSentinel extends CommonRedis {
   ): Promise<unknown>;
 }
 
+/** What the store reads of the options given to `createSentinel` (see the `sentinel` option). */
+export interface SentinelFollowOptions {
+  /** The name the sentinels monitor: only its `+switch-master` is followed. */
+  name?: string;
+  /** The sentinels to watch if the client's own one fails. */
+  sentinelRootNodes?: readonly { host: string; port: number }[];
+  /** node-redis client options of the connection to a sentinel (credentials, TLS). */
+  sentinelClientOptions?: object;
+  /** node-redis client options of the connections to the new primary (credentials, TLS). */
+  nodeClientOptions?: object;
+  /** Addresses the sentinels announce → addresses to connect to, as in `createSentinel`. */
+  nodeAddressMap?:
+    | Record<string, { host: string; port: number }>
+    | ((address: string) => { host: string; port: number } | undefined);
+}
+
 /** The Redis operation an event or error is about. */
 export type RedisOperation = 'get' | 'set' | 'delete' | 'single-flight' | 'subscribe';
 
@@ -73,6 +89,11 @@ export type RedisTokenStoreEvent =
   | { type: 'redis-skipped'; skipMs: number; message: string }
   /** Redis refused the credentials (WRONGPASS/NOAUTH); the store retries, backing off up to 60 s. */
   | { type: 'redis-auth-failed'; message: string }
+  /**
+   * Sentinel: the store follows a primary the sentinels announced (`+switch-master`) until the Sentinel
+   * client is on it, or could not (`message` says which, and why).
+   */
+  | { type: 'sentinel-watch'; message: string }
   /** A call failed (the promise rejects with the same code). */
   | { type: 'redis-error'; operation: RedisOperation; code: RedisTokenStoreErrorCode; message: string }
   /** A stored entry could not be used and counted as a miss; a tampered or malformed one was deleted. */
@@ -129,11 +150,22 @@ export interface RedisTokenStoreSettings {
   /** Cap of the reconnection backoff of a client the store created (it doubles from 100 ms, with jitter). Default 2 000. */
   maxReconnectDelayMs?: number;
   /**
-   * The single-flight lock is taken for this long and renewed by its holder while its token request
-   * runs (never past the flight's `timeoutMs`), so a holder that dies releases it within this time
-   * and a waiting process takes over. Default 5 000.
+   * The single-flight lock is taken for this long and renewed by its holder (a whole lease, every third
+   * of it) while its token request runs, up to the flight's `timeoutMs`. A lock short of two thirds of
+   * its lease by more than 500 ms missed a renewal (its holder died) and a waiting process takes it
+   * over. Default 5 000.
    */
   lockLeaseMs?: number;
+  /**
+   * For a Sentinel client: how the store follows a failover itself. It subscribes to `+switch-master`
+   * on a sentinel, connects to the announced primary (checking `ROLE`) and serves from it until the
+   * Sentinel client is on it, which node-redis reaches 1–2 s later. Give it the object you passed to
+   * `createSentinel` (it reads `name`, `sentinelRootNodes`, `sentinelClientOptions`, `nodeClientOptions`
+   * and `nodeAddressMap`: credentials and TLS of its own connections); `false` leaves failovers to
+   * node-redis. Default `{}`: the client's own sentinel, without credentials, and the switch away from
+   * the primary the client was on.
+   */
+  sentinel?: SentinelFollowOptions | false;
   /** Observability hook (see RedisTokenStoreEvent). Default: none. */
   onEvent?: (event: RedisTokenStoreEvent) => void;
 }

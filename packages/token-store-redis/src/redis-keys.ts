@@ -34,3 +34,20 @@ export function redisNames(namespace: string, cacheKey: string): RedisNames {
 export function noticeChannel(namespace: string): string {
   return `${namespace}notice`;
 }
+
+/**
+ * The Redis Cluster slot of a key: CRC16 (XMODEM) of its hash tag (the part between the first `{` and
+ * the next `}`, when not empty), modulo 16384 — as Redis computes it.
+ */
+export function clusterSlot(key: string): number {
+  const open = key.indexOf('{');
+  const close = open === -1 ? -1 : key.indexOf('}', open + 1);
+  const hashed = close > open + 1 ? key.slice(open + 1, close) : key;
+  let crc = 0;
+  for (const byte of Buffer.from(hashed, 'utf8')) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++)
+      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16384;
+}

@@ -24,6 +24,7 @@ export type {
   RedisTokenStoreEvent,
   RedisTokenStoreOptions,
   RedisTokenStoreSettings,
+  SentinelFollowOptions,
 } from './options.js';
 
 /**
@@ -67,6 +68,9 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     maxReconnectDelayMs,
     emit,
     onSkip: () => notices?.wakeAll({ kind: 'down' }),
+    sentinel: options.sentinel ?? {},
+    channel,
+    onNotice: (message) => notices?.onMessage(message),
   });
   notices = new Notices(redis, channel, commandTimeoutMs, connectTimeoutMs);
   const entries = new Entries(redis, cipher, emit, channel);
@@ -84,7 +88,7 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
 
   return {
     get isReady() {
-      return !redis.closed && client.isReady && notices.subscriber?.isReady !== false;
+      return !redis.closed && redis.usable && (notices.subscriber?.isReady !== false || redis.following);
     },
 
     get(key) {

@@ -13,13 +13,26 @@ function script(source: string): Script {
 /**
  * Takes the lock with SET NX PX, or tells who holds it and for how long; while the token endpoint
  * asks the fleet to wait (the throttle key is set), takes nothing and tells for how long.
- * KEYS: lock, throttle. ARGV: lock id, ms. Returns `{1}`, `{0, pttl, holder id}` or `{2, throttle pttl}`.
+ * A lock id ends with its lease (`<hex>.<ms>`), and a live holder renews it every third of the lease:
+ * a lock whose time left fell more than `grace` ms below two thirds of its lease missed a renewal — its
+ * holder is gone (killed, or its renewals went to a primary that died and the lock came over to the
+ * replica promoted in its place) — and is taken over at once instead of blocking the fleet until it
+ * expires.
+ * KEYS: lock, throttle. ARGV: lock id, ms, grace ms. Returns `{1}`, `{1, 1}` (taken over),
+ * `{0, pttl, holder id}` or `{2, throttle pttl}`.
  */
 export const acquireScript = script(`
 local wait = redis.call('PTTL', KEYS[2])
 if wait > 0 then return {2, wait} end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1} end
-return {0, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1]) or ''}
+local holder = redis.call('GET', KEYS[1]) or ''
+local ttl = redis.call('PTTL', KEYS[1])
+local lease = tonumber(string.match(holder, '%.(%d+)$'))
+if lease and ttl >= 0 and ttl < lease * 2 / 3 - tonumber(ARGV[3]) then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return {1, 1}
+end
+return {0, ttl, holder}
 `);
 
 /**

@@ -35,6 +35,11 @@ const WAITER_CHECK_MS = 300;
  * a write to a lost primary would otherwise keep them a whole commandTimeoutMs.
  */
 const HOLDER_WRITE_WAIT_MS = 200;
+/**
+ * A lock whose time left is this far below two thirds of its lease missed its holder's renewal (every
+ * third of the lease) and is taken over: room for a holder's event loop stalled that long.
+ */
+const MISSED_RENEWAL_GRACE_MS = 500;
 
 export interface FlightSettings {
   namespace: string;
@@ -66,7 +71,7 @@ export function createFlight(
     } catch (cause) {
       throw unavailable('subscribe', `the Redis notice connection is not up (${messageOf(cause)}).`, cause);
     }
-    if (!notices.subscriber?.isReady) {
+    if (!notices.subscriber?.isReady && !redis.following) {
       throw unavailable(
         'subscribe',
         'the Redis notice connection is down (it reconnects by itself); the token provider falls back to its own token request meanwhile.',
@@ -80,12 +85,13 @@ export function createFlight(
     fetchToken: () => Promise<StoredToken>,
     lease: { ms: number; until: number },
   ): Promise<StoredToken> => {
-    // Renew the lease while this process is alive and its request runs, up to the flight's deadline.
+    // Renew the lease (a whole lease each time, so that a lock short of two thirds of it tells a missed
+    // renewal: see acquireScript) while this process is alive and its request runs, up to the flight's
+    // deadline; a lock not renewed is taken over within a third of the lease and a grace.
+    const ms = String(lease.ms);
     const renewal = setInterval(
       () => {
-        const left = lease.until - Date.now();
-        if (left <= 0) return clearInterval(renewal);
-        const ms = String(Math.max(1, Math.ceil(Math.min(lease.ms, left))));
+        if (lease.until - Date.now() <= 0) return clearInterval(renewal);
         evaluate('single-flight', renewScript, [names.lock], [lockId, ms]).catch(() => {});
       },
       Math.max(10, Math.floor(lease.ms / 3)),
@@ -158,16 +164,19 @@ export function createFlight(
         listener.clear();
         const current = await read('single-flight', names);
         if (fresh(current, replacing)) return current;
-        const lockId = randomBytes(16).toString('hex');
         const lockMs = Math.max(1, Math.ceil(Math.min(timeoutMs, lockLeaseMs)));
+        // The lease in the id: a waiter tells a lock that missed its renewal (see acquireScript).
+        const lockId = `${randomBytes(16).toString('hex')}.${lockMs}`;
         const [acquired, lockTtl = -1, holder = ''] = await evaluate<[number, number?, string?]>(
           'single-flight',
           acquireScript,
           [names.lock, names.throttle],
-          [lockId, String(lockMs)],
+          [lockId, String(lockMs), String(MISSED_RENEWAL_GRACE_MS)],
         );
         if (acquired === 2) throw throttledError(Number(lockTtl), 'a process of the fleet');
         if (acquired === 1) {
+          // Taken over from a holder that stopped renewing (lockTtl is 1 then).
+          if (Number(lockTtl) === 1) takeover = true;
           // A holder may have written between the read above and the lock: look once more.
           const landed = await read('single-flight', names);
           if (fresh(landed, replacing)) {

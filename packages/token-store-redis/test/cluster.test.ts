@@ -1,61 +1,26 @@
 // The store on a real Redis Cluster: 3 primaries and 3 replicas started by the test, through a
 // node-redis cluster client the application creates (createCluster) — including a primary failover.
-import { randomBytes } from 'node:crypto';
-import { createTokenProvider, type TokenStore } from '@partner-lending/auth';
 import { createCluster } from 'redis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRedisTokenStore, DEFAULT_NAMESPACE, type RedisTokenStoreEvent } from '../src/index.js';
-import { redisNames } from '../src/redis-keys.js';
-import { describeFailover, runFailover } from './support/failover-fleet.mjs';
+import { clusterSlot, redisNames } from '../src/redis-keys.js';
 import { sleep } from './support/loop-fleet.js';
 import { providerCacheKey } from './support/provider-key.js';
-import { type RedisClusterServers, startCluster } from './support/redis-cluster.mjs';
-import { CLIENT_ID, CLIENT_SECRET, startTokenServer, type TokenServer } from './support/token-server.mjs';
+import { startCluster } from './support/redis-cluster.mjs';
+import { expectFleetThroughFailover, topologyFixture } from './support/topology-suite.js';
 
-const encryptionKey = randomBytes(32).toString('base64');
-let servers: RedisClusterServers;
-let tokens: TokenServer;
-/** 2-s tokens for the fleet, as the partners run them. */
-let shortTokens: TokenServer;
-const clients: { close(): Promise<unknown>; destroy(): void; readonly isOpen: boolean }[] = [];
-
-beforeAll(async () => {
-  servers = await startCluster();
-  tokens = await startTokenServer({ delayMs: 150 });
-  shortTokens = await startTokenServer({ ttlSeconds: 2, delayMs: 50 });
-}, 60_000);
-
-afterAll(async () => {
-  // A cluster client that still knows the killed node may wait on it: bounded, then destroyed.
-  for (const c of clients) {
-    await Promise.race([c.close().catch(() => {}), sleep(2_000)]);
-    if (c.isOpen) c.destroy();
-  }
-  await tokens?.close();
-  await shortTokens?.close();
-  await servers?.stop();
-});
+const fixture = topologyFixture(startCluster);
+const { encryptionKey, providerOn } = fixture;
 
 async function connectedCluster() {
   const cluster = createCluster({
-    rootNodes: servers.rootNodes,
+    rootNodes: fixture.servers.rootNodes,
     defaults: { socket: { connectTimeout: 1_000 } },
   });
   cluster.on('error', () => {});
   await cluster.connect();
-  clients.push(cluster);
-  return cluster;
+  return fixture.track(cluster);
 }
-
-const providerOn = (store: TokenStore) =>
-  createTokenProvider({
-    tokenUrl: tokens.tokenUrl,
-    clientId: CLIENT_ID,
-    clientSecret: CLIENT_SECRET,
-    audience: tokens.audience,
-    dangerouslyAllowInsecureHttp: true,
-    store,
-  });
 
 describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 110_000 }, () => {
   it('two "processes" on a cold cache share one token request: scripts (hash-tagged keys) and notices work on a cluster', async () => {
@@ -70,6 +35,7 @@ describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 110_000 }, () => 
       encryptionKey,
       onEvent: (e) => events.push(e),
     });
+    const { tokens } = fixture;
     const key = await providerCacheKey(tokens);
     await a.delete(key);
     const before = tokens.tokenRequests();
@@ -84,6 +50,25 @@ describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 110_000 }, () => 
     await b.close();
   });
 
+  it("the store's slot of a key is Redis's own (CLUSTER KEYSLOT): hash tags, empty tags, plain keys", async () => {
+    const cluster = await connectedCluster();
+    const keys = [
+      redisNames(DEFAULT_NAMESPACE, 'a provider cache key').token,
+      redisNames('other:', 'another').lock,
+      'foo',
+      '{user1000}.following',
+      'a{}b{c}',
+      'x{y',
+      'é{ü}',
+    ];
+    for (const key of keys) {
+      const slot = await cluster.sendCommand(undefined, true, ['CLUSTER', 'KEYSLOT', key]);
+      expect([key, clusterSlot(key)]).toEqual([key, Number(slot)]);
+    }
+    // Not vacuous: the keys land on different slots.
+    expect(new Set(keys.map(clusterSlot)).size).toBeGreaterThan(4);
+  });
+
   it('a primary failover: no call fails during it, and afterwards the fleet shares one request again', async () => {
     const storeEvents: RedisTokenStoreEvent[] = [];
     const a = createRedisTokenStore({
@@ -92,9 +77,11 @@ describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 110_000 }, () => 
       onEvent: (e) => storeEvents.push(e),
     });
     const b = createRedisTokenStore({ client: await connectedCluster(), encryptionKey });
+    const { tokens } = fixture;
     const key = await providerCacheKey(tokens);
     const names = redisNames(DEFAULT_NAMESPACE, key);
     await providerOn(a).getToken();
+    const { servers } = fixture;
     const primary = await servers.primaryOf(names.token);
     await servers.kill(primary);
     // Fresh providers (cold memory, as new processes) keep getting tokens while the cluster fails over.
@@ -127,6 +114,11 @@ describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 110_000 }, () => 
       if (!shared) await sleep(500);
     }
     expect(shared).toBe(true);
+    // Calls for the lost primary's slot failed at once (its connection down), not after a command timeout.
+    expect(
+      storeEvents.some((e) => e.type === 'redis-error' && e.message.includes('cluster node serving')),
+      JSON.stringify(storeEvents.slice(0, 20)),
+    ).toBe(true);
     const counts = new Map<string, number>();
     for (const e of storeEvents) counts.set(e.type, (counts.get(e.type) ?? 0) + 1);
     console.log(
@@ -139,24 +131,10 @@ describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 110_000 }, () => 
   });
 
   it('a fleet through a failover (the primary SIGKILLed): no process crashes, with or without an error listener of its own; 0 expired, 0 foreign, deadlines held, back on Redis after the promotion', async () => {
+    const { servers, shortTokens } = fixture;
     const key = redisNames(DEFAULT_NAMESPACE, await providerCacheKey(shortTokens)).token;
-    const outcome = await runFailover({
-      job: {
-        topology: 'cluster',
-        rootNodes: servers.rootNodes,
-        tokenUrl: shortTokens.tokenUrl,
-        audience: shortTokens.audience,
-        clientId: CLIENT_ID,
-        clientSecret: CLIENT_SECRET,
-        encryptionKey,
-        durationMs: 11_000,
-        timeoutMs: 3_000,
-        callers: 5,
-      },
-      processes: 4,
-      listeners: (i) => i % 2 === 0,
-      tokens: shortTokens,
-      killAtMs: 3_500,
+    await expectFleetThroughFailover(fixture, {
+      job: { topology: 'cluster', rootNodes: servers.rootNodes },
       kill: async () => {
         const primary = await servers.primaryOf(key);
         await servers.kill(primary);
@@ -164,17 +142,5 @@ describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 110_000 }, () => 
       },
       primary: () => servers.primaryOf(key),
     });
-    console.log(describeFailover('cluster', outcome));
-    expect(outcome.crashes).toEqual([]);
-    expect(outcome.results).toHaveLength(4);
-    expect(Number.isFinite(outcome.promotedAt)).toBe(true);
-    expect(outcome.calls).toBeGreaterThan(100);
-    expect(outcome.expired).toBe(0);
-    expect(outcome.foreign).toBe(0);
-    expect(outcome.overDeadline).toBe(0);
-    expect(outcome.failed).toBe(0);
-    expect(outcome.neverBack).toBe(0);
-    // Within a second on a quiet machine (the bench's figure); bounded generously for a loaded one.
-    for (const ms of outcome.backAfterPromotionMs) expect(ms).toBeLessThan(4_000);
   });
 });

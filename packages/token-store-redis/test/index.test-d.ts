@@ -27,6 +27,17 @@ describe('public types', () => {
     createRedisTokenStore({
       client: createSentinel({ name: 'primary', sentinelRootNodes: [{ host: '127.0.0.1', port: 26379 }] }),
     });
+    // The README's Sentinel snippet: the object given to createSentinel, given to the store as well.
+    const sentinelOptions = {
+      name: 'primary',
+      sentinelRootNodes: [{ host: '127.0.0.1', port: 26379 }],
+      nodeClientOptions: { password: 'secret', socket: { reconnectStrategy: (n: number) => n * 50 } },
+      sentinelClientOptions: { socket: { reconnectStrategy: (n: number) => n * 50 } },
+    };
+    createRedisTokenStore({ client: createSentinel(sentinelOptions), sentinel: sentinelOptions });
+    createRedisTokenStore({ client: createSentinel(sentinelOptions), sentinel: false });
+    // @ts-expect-error -- sentinelRootNodes are nodes, not URLs
+    createRedisTokenStore({ client, sentinel: { sentinelRootNodes: ['redis://127.0.0.1:26379'] } });
     // @ts-expect-error -- not a node-redis client
     createRedisTokenStore({ client: { sendCommand: () => Promise.resolve() } });
     // @ts-expect-error -- url and client exclude each other

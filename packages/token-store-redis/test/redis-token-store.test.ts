@@ -440,6 +440,35 @@ describe('out-of-order writes', () => {
     expect(bFetched).toBe(0);
   });
 
+  it('a lock that missed its holder’s renewal (the holder gone, or its lock carried over to a promoted replica) is taken over at once; a lock within its renewal window, or without a lease in its id, is waited for (the controls)', async () => {
+    const { store, events } = open();
+    const fetched: string[] = [];
+    const fetch = (name: string) => async () => {
+      fetched.push(name);
+      return token();
+    };
+    // A 5-s lease renewed every 1.67 s: 2 s left means a renewal was missed by more than the grace.
+    const orphaned = cacheKey();
+    await raw.set(redisNames(NS, orphaned).lock, `${'d'.repeat(32)}.5000`, { PX: 2_000 });
+    const t0 = Date.now();
+    await store.singleFlight(orphaned, fetch('orphaned'), { timeoutMs: 10_000 });
+    expect(Date.now() - t0).toBeLessThan(1_500);
+    expect(fetched).toEqual(['orphaned']);
+    expect(events).toContainEqual(expect.objectContaining({ type: 'lock-acquired', takeover: true }));
+    // Controls: 4 s left of a 5-s lease (a live holder between renewals), and an id without a lease.
+    const live = cacheKey();
+    await raw.set(redisNames(NS, live).lock, `${'e'.repeat(32)}.5000`, { PX: 4_000 });
+    await expect(store.singleFlight(live, fetch('live'), { timeoutMs: 600 })).rejects.toMatchObject({
+      code: 'ERR_SINGLE_FLIGHT_TIMEOUT',
+    });
+    const unknown = cacheKey();
+    await raw.set(redisNames(NS, unknown).lock, 'f'.repeat(32), { PX: 2_000 });
+    await expect(store.singleFlight(unknown, fetch('unknown'), { timeoutMs: 600 })).rejects.toMatchObject({
+      code: 'ERR_SINGLE_FLIGHT_TIMEOUT',
+    });
+    expect(fetched).toEqual(['orphaned']);
+  });
+
   it('a holder whose lock expired leaves the new holder’s lock in place', async () => {
     const a = open().store;
     const b = open().store;

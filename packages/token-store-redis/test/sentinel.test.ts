@@ -1,58 +1,28 @@
 // The store through a node-redis Sentinel client (createSentinel): a real primary, replica and
 // sentinel started by the test, including a failover of the primary.
-import { randomBytes } from 'node:crypto';
-import { createTokenProvider, type TokenStore } from '@partner-lending/auth';
+import type { StoredToken } from '@partner-lending/auth';
 import { createSentinel } from 'redis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRedisTokenStore, type RedisTokenStoreEvent } from '../src/index.js';
-import { describeFailover, runFailover } from './support/failover-fleet.mjs';
 import { sleep } from './support/loop-fleet.js';
 import { providerCacheKey } from './support/provider-key.js';
-import { PRIMARY_NAME, type SentinelServers, startSentinel } from './support/redis-sentinel.mjs';
-import { CLIENT_ID, CLIENT_SECRET, startTokenServer, type TokenServer } from './support/token-server.mjs';
+import { PRIMARY_NAME, startSentinel } from './support/redis-sentinel.mjs';
+import { expectFleetThroughFailover, topologyFixture } from './support/topology-suite.js';
 
-const encryptionKey = randomBytes(32).toString('base64');
-let servers: SentinelServers;
-let tokens: TokenServer;
-/** 2-s tokens for the fleet, as the partners run them. */
-let shortTokens: TokenServer;
-const clients: { close(): Promise<unknown>; destroy(): void; readonly isOpen: boolean }[] = [];
-
-beforeAll(async () => {
-  servers = await startSentinel();
-  tokens = await startTokenServer({ delayMs: 150 });
-  shortTokens = await startTokenServer({ ttlSeconds: 2, delayMs: 50 });
-}, 60_000);
-
-afterAll(async () => {
-  for (const c of clients) {
-    await Promise.race([c.close().catch(() => {}), sleep(2_000)]);
-    if (c.isOpen) c.destroy();
-  }
-  await tokens?.close();
-  await shortTokens?.close();
-  await servers?.stop();
-});
+const fixture = topologyFixture(startSentinel);
+const { encryptionKey, providerOn } = fixture;
 
 async function connectedSentinel() {
-  const sentinel = createSentinel({ name: PRIMARY_NAME, sentinelRootNodes: servers.sentinelRootNodes });
+  const sentinel = createSentinel({
+    name: PRIMARY_NAME,
+    sentinelRootNodes: fixture.servers.sentinelRootNodes,
+  });
   sentinel.on('error', () => {});
   await sentinel.connect();
-  clients.push(sentinel);
-  return sentinel;
+  return fixture.track(sentinel);
 }
 
-const providerOn = (store: TokenStore) =>
-  createTokenProvider({
-    tokenUrl: tokens.tokenUrl,
-    clientId: CLIENT_ID,
-    clientSecret: CLIENT_SECRET,
-    audience: tokens.audience,
-    dangerouslyAllowInsecureHttp: true,
-    store,
-  });
-
-describe('Redis Sentinel (a primary, a replica, a sentinel)', { timeout: 110_000 }, () => {
+describe('Redis Sentinel (a primary, a replica, three sentinels)', { timeout: 110_000 }, () => {
   it('two cold "processes" share one token request; after the primary is killed and replaced, they share again', async () => {
     const events: RedisTokenStoreEvent[] = [];
     const a = createRedisTokenStore({
@@ -65,6 +35,7 @@ describe('Redis Sentinel (a primary, a replica, a sentinel)', { timeout: 110_000
       encryptionKey,
       onEvent: (e) => events.push(e),
     });
+    const { servers, tokens } = fixture;
     const key = await providerCacheKey(tokens);
     const coldPair = async () => {
       await a.delete(key);
@@ -100,28 +71,83 @@ describe('Redis Sentinel (a primary, a replica, a sentinel)', { timeout: 110_000
     await servers.restart(primary);
   });
 
-  it('a fleet through a failover (the primary SIGKILLed): no process crashes, with or without an error listener of its own; 0 expired, 0 foreign, deadlines held, back on Redis after the promotion', async () => {
-    const outcome = await runFailover({
-      job: {
-        topology: 'sentinel',
-        sentinelRootNodes: servers.sentinelRootNodes,
-        name: PRIMARY_NAME,
-        tokenUrl: shortTokens.tokenUrl,
-        audience: shortTokens.audience,
-        clientId: CLIENT_ID,
-        clientSecret: CLIENT_SECRET,
-        encryptionKey,
-        durationMs: 11_000,
-        timeoutMs: 3_000,
-        callers: 5,
+  it('the store follows +switch-master itself: back on Redis before the Sentinel client finds the new primary; the control (sentinel: false) waits for the client', async () => {
+    const { servers } = fixture;
+    const t: Record<string, number> = {};
+    const mark = (name: string) => () => {
+      t[name] ??= Date.now();
+    };
+    const following = await connectedSentinel();
+    const control = await connectedSentinel();
+    const storeEvents: RedisTokenStoreEvent[] = [];
+    const follows = createRedisTokenStore({
+      client: following,
+      encryptionKey,
+      sentinel: { name: PRIMARY_NAME, sentinelRootNodes: servers.sentinelRootNodes },
+      onEvent: (e) => {
+        storeEvents.push(e);
+        if (e.type === 'redis-ready') mark('followsBack')();
       },
-      processes: 4,
-      // Half the processes add no 'error' listener of their own: the store's keeps them alive.
-      listeners: (i) => i % 2 === 0,
+    });
+    const waits = createRedisTokenStore({
+      client: control,
+      encryptionKey,
+      sentinel: false,
+      onEvent: (e) => e.type === 'redis-ready' && mark('controlBack')(),
+    });
+    const key = 'switch-master';
+    const token: StoredToken = {
+      accessToken: 'a.b.c',
+      tokenType: 'Bearer',
+      expiresAt: Date.now() + 60_000,
+      obtainedAt: Date.now(),
+      grantedScopes: [],
+      partnerId: 'p',
+      issuer: 'https://issuer.invalid',
+      jti: 'switch-master',
+    };
+    await follows.set(key, token, 60_000);
+    // Both stores in use (as under a fleet), so that both notice the loss.
+    let stop = false;
+    const use = async (store: typeof follows) => {
+      while (!stop) {
+        await store.get(key).catch(() => {});
+        await sleep(50);
+      }
+    };
+    const using = [use(follows), use(waits)];
+    await sleep(300);
+    following.once('ready', mark('followingClientReady'));
+    control.once('ready', mark('controlClientReady'));
+    const primary = await servers.primaryPort();
+    await servers.kill(primary);
+    for (let i = 0; i < 300 && (t.followsBack === undefined || t.controlClientReady === undefined); i++) {
+      await sleep(100);
+    }
+    stop = true;
+    await Promise.all(using);
+    console.log(
+      `sentinel +switch-master: the following store back ${(t.followingClientReady ?? Number.NaN) - (t.followsBack ?? Number.NaN)} ms before its client; the control back ${(t.controlBack ?? Number.NaN) - (t.controlClientReady ?? Number.NaN)} ms after its client said ready`,
+    );
+    expect(storeEvents.map((e) => e.type)).toContain('sentinel-watch');
+    expect(t.followsBack).toBeDefined();
+    // The store served the new primary before node-redis was on it…
+    expect(t.followsBack).toBeLessThan(t.followingClientReady ?? Number.POSITIVE_INFINITY);
+    // …and read the token written before the failover there (the replica had it).
+    expect((await follows.get(key))?.accessToken).toBe(token.accessToken);
+    // The control: without the watch, the store is back only with the client's own `ready`.
+    expect(t.controlBack).toBeGreaterThanOrEqual(t.controlClientReady ?? Number.POSITIVE_INFINITY);
+    await follows.close();
+    await waits.close();
+    await servers.restart(primary);
+  });
+
+  it('a fleet through a failover (the primary SIGKILLed): no process crashes, with or without an error listener of its own; 0 expired, 0 foreign, deadlines held, back on Redis after the promotion', async () => {
+    const { servers } = fixture;
+    await expectFleetThroughFailover(fixture, {
+      job: { topology: 'sentinel', sentinelRootNodes: servers.sentinelRootNodes, name: PRIMARY_NAME },
       // The negative control: the same client without the store and without a listener dies of it.
       controls: 1,
-      tokens: shortTokens,
-      killAtMs: 3_500,
       kill: async () => {
         const primary = await servers.primaryPort();
         await servers.kill(primary);
@@ -129,18 +155,5 @@ describe('Redis Sentinel (a primary, a replica, a sentinel)', { timeout: 110_000
       },
       primary: () => servers.primaryPort(),
     });
-    console.log(describeFailover('sentinel', outcome));
-    expect(outcome.controlsDied, outcome.controlOutput.join('\n')).toBe(outcome.controls);
-    expect(outcome.crashes).toEqual([]);
-    expect(outcome.results).toHaveLength(4);
-    expect(Number.isFinite(outcome.promotedAt)).toBe(true);
-    expect(outcome.calls).toBeGreaterThan(100);
-    expect(outcome.expired).toBe(0);
-    expect(outcome.foreign).toBe(0);
-    expect(outcome.overDeadline).toBe(0);
-    expect(outcome.failed).toBe(0);
-    expect(outcome.neverBack).toBe(0);
-    // Within a second on a quiet machine (the bench's figure); bounded generously for a loaded one.
-    for (const ms of outcome.backAfterPromotionMs) expect(ms).toBeLessThan(4_000);
   });
 });

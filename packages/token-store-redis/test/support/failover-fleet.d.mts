@@ -16,6 +16,8 @@ export interface FailoverJob {
   intervalMs?: number;
   /** node-redis's default reconnection and topology refresh instead of the README's settings. */
   defaults?: boolean;
+  /** Sentinel: `false` gives the store `sentinel: false` (node-redis alone finds the new primary). */
+  follow?: boolean;
 }
 
 export interface FailoverWorkerResult {
@@ -30,12 +32,22 @@ export interface FailoverWorkerResult {
   tokens: string[];
   storeEvents: Record<string, number>;
   timeline: [string, number][];
+  /** How long the worker's `client.connect()` took. */
+  connectMs: number;
+  /** The longest event-loop stall of the worker, and its CPU and wall time while calling. */
+  maxStallMs: number;
+  cpuMs: number;
+  wallMs: number;
 }
 
 export interface FailoverOutcome {
   results: FailoverWorkerResult[];
+  /** The process started cold during the failover (`coldAtMs`), if it finished. */
+  cold: FailoverWorkerResult | undefined;
   /** Workers that did not exit 0 with a result (a crash), with their output's tail. */
   crashes: string[];
+  crashesWithListener: number;
+  crashesWithoutListener: number;
   killedAt: number;
   promotedAt: number;
   calls: number;
@@ -45,13 +57,19 @@ export interface FailoverOutcome {
   foreign: number;
   overDeadline: number;
   maxWaitMs: number;
+  /** The longest event-loop stall of any process. */
+  maxStallMs: number;
   minLeftMs: number;
   /** Per process that left Redis during the failover: ms from the promotion to its last `redis-ready`. */
   backAfterPromotionMs: number[];
+  /** The fleet back on one shared token: the largest of backAfterPromotionMs (undefined if none left). */
+  fleetBackMs: number | undefined;
   /** Per process whose client said 'ready' again (Sentinel): ms from that to the store's `redis-ready`. */
   backAfterClientReadyMs: number[];
   /** Processes that left Redis and never said it was back. */
   neverBack: number;
+  /** What the Sentinel watch could not do, once each (its `sentinel-watch` messages). */
+  watchNotes: string[];
   /** Token requests from the kill to the end of the run. */
   requestsFromKill: number;
   controls: number;
@@ -66,6 +84,8 @@ export function runFailover(options: {
   controls?: number;
   tokens: TokenServer;
   killAtMs: number;
+  /** Starts one more worker, cold, this long after the kill. */
+  coldAtMs?: number;
   kill?: () => Promise<number>;
   primary?: () => Promise<number>;
 }): Promise<FailoverOutcome>;

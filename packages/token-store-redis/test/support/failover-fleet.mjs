@@ -12,10 +12,14 @@ const digest = (token) => createHash('sha256').update(token).digest('hex').slice
 
 /** Starts one worker with `job`; resolves once it printed READY (20 s at most). */
 function startWorker(job) {
-  const child = spawn(process.execPath, [script], {
-    env: { ...process.env, FLEET_JOB: JSON.stringify(job), NODE_NO_WARNINGS: '1' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...(process.env.FAILOVER_NODE_ARGS ?? '').split(' ').filter(Boolean), script],
+    {
+      env: { ...process.env, FLEET_JOB: JSON.stringify(job), NODE_NO_WARNINGS: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   child.stdout.on('data', (chunk) => {
@@ -44,13 +48,14 @@ function startWorker(job) {
   return {
     ready,
     go: () => child.stdin.write('go\n'),
+    kill: () => child.kill('SIGKILL'),
     output: () => out + err,
     result: async () => {
       const code = await exited;
       const last = out.trim().split('\n').pop() ?? '';
       if (code !== 0 || !last.startsWith('{')) {
         throw new Error(
-          `worker failed (exit ${code}); stdout: ${out.slice(-300)} stderr: ${err.slice(-600)}`,
+          `worker failed (exit ${code}); stdout: ${out.slice(-300)} stderr: ${err.length > 900 ? `${err.slice(0, 500)} … ${err.slice(-400)}` : err}`,
         );
       }
       return JSON.parse(last);
@@ -62,22 +67,39 @@ function startWorker(job) {
  * Runs `processes` workers (`listeners(i)` decides whether the application adds its own 'error'
  * listener) and `controls` negative controls (the client, a subscription, no store, no listener),
  * kills the primary at `killAtMs` with `kill()` (resolving with the killed primary) and polls
- * `primary()` every 50 ms until another one answers: that moment is the promotion. Without `kill`,
- * nothing is killed (a baseline run); requests are counted from `killAtMs` all the same.
+ * `primary()` every 50 ms until another one answers: that moment is the promotion. With `coldAtMs`,
+ * one more worker (with a listener) starts cold that long after the kill and runs until the others
+ * end. Without `kill`, nothing is killed (a baseline run); requests are counted from `killAtMs` all
+ * the same.
  */
 export async function runFailover(options) {
   const { job, processes, tokens } = options;
-  const workers = Array.from({ length: processes }, (_, i) =>
-    startWorker({ ...job, listener: options.listeners(i) }),
-  );
+  const listening = Array.from({ length: processes }, (_, i) => options.listeners(i));
+  const workers = listening.map((listener) => startWorker({ ...job, listener }));
   const controls = Array.from({ length: options.controls ?? 0 }, () =>
     startWorker({ ...job, listener: false, bare: true, callers: 1 }),
   );
   await Promise.all([...workers, ...controls].map((w) => w.ready));
   for (const w of [...workers, ...controls]) w.go();
+  const wentAt = Date.now();
   await sleep(options.killAtMs);
   const killedAt = Date.now();
   let promotedAt = Number.NaN;
+  // The cold process: started during the failover, it runs until the fleet's end.
+  const cold =
+    options.coldAtMs === undefined
+      ? undefined
+      : sleep(options.coldAtMs).then(() => {
+          const worker = startWorker({ ...job, listener: true, cold: true, endAt: wentAt + job.durationMs });
+          worker.ready.then(worker.go, () => {});
+          // Bounded: a cold worker still running 15 s after the fleet's end is stopped (and counted).
+          const limit = setTimeout(worker.kill, Math.max(0, wentAt + job.durationMs + 15_000 - Date.now()));
+          worker.result().then(
+            () => clearTimeout(limit),
+            () => clearTimeout(limit),
+          );
+          return worker;
+        });
   if (options.kill) {
     const killed = await options.kill();
     for (let i = 0; i < 600; i++) {
@@ -89,14 +111,32 @@ export async function runFailover(options) {
       await sleep(50);
     }
   }
+  const coldWorker = await cold;
   const settled = await Promise.allSettled(workers.map((w) => w.result()));
+  const coldSettled = coldWorker ? await Promise.allSettled([coldWorker.result()]) : [];
   const controlSettled = await Promise.allSettled(controls.map((w) => w.result()));
   const results = [];
   const crashes = [];
+  let crashesWithListener = 0;
+  let crashesWithoutListener = 0;
   settled.forEach((s, i) => {
     if (s.status === 'fulfilled') results.push(s.value);
-    else crashes.push(`worker ${i}: ${String(s.reason).slice(-600)}`);
+    else {
+      crashes.push(
+        `worker ${i} (${listening[i] ? 'with' : 'without'} a listener): ${String(s.reason).slice(0, 1_500)}`,
+      );
+      if (listening[i]) crashesWithListener++;
+      else crashesWithoutListener++;
+    }
   });
+  /** The cold process: its result (its calls count with the fleet's), or its crash. */
+  let coldResult;
+  if (coldSettled[0]?.status === 'fulfilled') coldResult = coldSettled[0].value;
+  else if (coldSettled[0]?.status === 'rejected') {
+    crashes.push(`the cold worker (with a listener): ${String(coldSettled[0].reason).slice(0, 1_500)}`);
+    crashesWithListener++;
+  }
+  const all = coldResult ? [...results, coldResult] : results;
   const issued = new Set(tokens.issued.map(digest));
   const backAfterPromotionMs = [];
   const backAfterClientReadyMs = [];
@@ -115,27 +155,43 @@ export async function runFailover(options) {
     const clientReady = after.filter(([type, at]) => type === 'client-ready' && at <= back[1]).at(-1);
     if (clientReady !== undefined) backAfterClientReadyMs.push(back[1] - clientReady[1]);
   }
-  const sum = (pick) => results.reduce((t, r) => t + pick(r), 0);
+  const sum = (pick) => all.reduce((t, r) => t + pick(r), 0);
   return {
     results,
+    cold: coldResult,
     crashes,
+    crashesWithListener,
+    crashesWithoutListener,
     killedAt,
     promotedAt,
     calls: sum((r) => r.calls),
     failed: sum((r) => r.failed),
-    errors: results.reduce((all, r) => {
-      for (const [code, n] of Object.entries(r.errors)) all[code] = (all[code] ?? 0) + n;
-      return all;
+    errors: all.reduce((totals, r) => {
+      for (const [code, n] of Object.entries(r.errors)) totals[code] = (totals[code] ?? 0) + n;
+      return totals;
     }, {}),
     expired: sum((r) => r.expired + r.expiredByExp),
-    foreign: results.flatMap((r) => r.tokens).filter((t) => !issued.has(t)).length,
+    foreign: all.flatMap((r) => r.tokens).filter((t) => !issued.has(t)).length,
     overDeadline: sum((r) => r.overDeadline),
-    maxWaitMs: Math.max(0, ...results.map((r) => r.maxWaitMs)),
-    minLeftMs: Math.min(...results.map((r) => r.minLeftMs ?? Number.POSITIVE_INFINITY)),
+    maxWaitMs: Math.max(0, ...all.map((r) => r.maxWaitMs)),
+    maxStallMs: Math.max(0, ...all.map((r) => r.maxStallMs ?? 0)),
+    minLeftMs: Math.min(...all.map((r) => r.minLeftMs ?? Number.POSITIVE_INFINITY)),
     backAfterPromotionMs,
+    // The fleet is back on one shared token when its last process that had left is back on Redis.
+    fleetBackMs: backAfterPromotionMs.length ? Math.max(...backAfterPromotionMs) : undefined,
     backAfterClientReadyMs,
     neverBack,
     requestsFromKill: tokens.requestsSince(killedAt),
+    /** What the Sentinel watch could not do (watch a sentinel, reach an announced primary), once each. */
+    watchNotes: [
+      ...new Set(
+        results.flatMap((r) =>
+          r.timeline
+            .filter(([type, , m]) => type === 'sentinel-watch' && /could not/.test(m ?? ''))
+            .map(([, , m]) => m),
+        ),
+      ),
+    ],
     controls: controls.length,
     controlsDied: controlSettled.filter((s) => s.status === 'rejected').length,
     controlOutput: controls.map((w) => w.output().slice(-300)),
@@ -147,5 +203,5 @@ const range = (values) => (values.length ? `${Math.min(...values)}–${Math.max(
 /** One line for the test log (and the bench): the figures of one failover. */
 export function describeFailover(topology, o) {
   const back = o.backAfterPromotionMs;
-  return `${topology} failover: promoted ${o.promotedAt - o.killedAt} ms after the SIGKILL; ${o.results.length} processes, ${o.crashes.length} crashed; ${o.calls} calls, ${o.failed} failed, ${o.expired} expired, ${o.foreign} foreign, ${o.overDeadline} over deadline, slowest ${o.maxWaitMs} ms, least left at hand-over ${o.minLeftMs} ms; back on Redis after the promotion: ${back.length ? `${range(back)} (${back.length} processes had left)` : 'no process had left'}${o.backAfterClientReadyMs.length ? ` (${range(o.backAfterClientReadyMs)} after the client said ready)` : ''}${o.neverBack ? `, ${o.neverBack} never back` : ''}; ${o.requestsFromKill} token requests from the kill on`;
+  return `${topology} failover: promoted ${o.promotedAt - o.killedAt} ms after the SIGKILL; ${o.results.length} processes, ${o.crashes.length} crashed${o.cold ? `, a cold one connected in ${o.cold.connectMs} ms` : ''}; ${o.calls} calls, ${o.failed} failed, ${o.expired} expired, ${o.foreign} foreign, ${o.overDeadline} over deadline, slowest ${o.maxWaitMs} ms, longest event-loop stall ${o.maxStallMs} ms, least left at hand-over ${o.minLeftMs} ms; back on Redis after the promotion: ${back.length ? `${range(back)} (${back.length} processes had left)` : 'no process had left'}${o.backAfterClientReadyMs.length ? ` (${range(o.backAfterClientReadyMs)} after the client said ready)` : ''}${o.neverBack ? `, ${o.neverBack} never back` : ''}; ${o.requestsFromKill} token requests from the kill on${o.watchNotes?.length ? `; the Sentinel watch: ${o.watchNotes.join(' / ')}` : ''}`;
 }

@@ -8,6 +8,7 @@
 // 'error' (the process dies of it).
 // Prints one JSON line at the end; tokens appear as digests only, never whole.
 import { createHash } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { createTokenProvider } from '@partner-lending/auth';
 import { createCluster, createSentinel } from 'redis';
@@ -19,8 +20,19 @@ const jwtExp = (jwt) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').t
 
 // The README's settings (unless `defaults: true`): node-redis's own reconnection of a lost node
 // bounded to 500 ms, and a cluster's topology refreshed 250 ms after a node is lost (default 5 s) —
-// node-redis finds the new primary only then, whatever the store does.
+// node-redis finds the new primary only then, whatever the store does. On Sentinel, the store follows
+// the sentinels' `+switch-master` itself (the README's snippet) unless `follow: false`.
 const reconnectStrategy = (retries) => Math.min(50 * 2 ** retries, 500);
+const sentinelOptions = {
+  name: job.name,
+  sentinelRootNodes: job.sentinelRootNodes,
+  ...(job.defaults
+    ? {}
+    : {
+        nodeClientOptions: { socket: { reconnectStrategy } },
+        sentinelClientOptions: { socket: { reconnectStrategy } },
+      }),
+};
 const client =
   job.topology === 'cluster'
     ? createCluster({
@@ -28,21 +40,25 @@ const client =
         defaults: { socket: { connectTimeout: 1_000, ...(job.defaults ? {} : { reconnectStrategy }) } },
         ...(job.defaults ? {} : { topologyRefreshOnReconnectionAttemptStrategy: 250 }),
       })
-    : createSentinel({
-        name: job.name,
-        sentinelRootNodes: job.sentinelRootNodes,
-        ...(job.defaults
-          ? {}
-          : {
-              nodeClientOptions: { socket: { reconnectStrategy } },
-              sentinelClientOptions: { socket: { reconnectStrategy } },
-            }),
-      });
+    : createSentinel(sentinelOptions);
 if (job.listener) client.on('error', () => {});
 /** When the store said Redis was back or gone, and when the client itself said it was ready (epoch ms). */
 const timeline = [];
 client.on('ready', () => timeline.length < 500 && timeline.push(['client-ready', Date.now()]));
-await client.connect();
+const connectStarted = Date.now();
+let connectMs = -1;
+// A process started cold during a failover does not block on connect(): node-redis's may not settle
+// until the failover is over (a Cluster client waits for every primary, a Sentinel client for a valid
+// one). The store takes the client as it is: calls wait connectTimeoutMs for it, then fall back.
+const connecting = client.connect().then(
+  () => {
+    connectMs = Date.now() - connectStarted;
+  },
+  (error) => {
+    console.error(`connect failed: ${error?.message ?? error}`);
+  },
+);
+if (!job.cold) await connecting;
 
 const storeEvents = {};
 const store = job.bare
@@ -50,13 +66,21 @@ const store = job.bare
   : createRedisTokenStore({
       client,
       encryptionKey: job.encryptionKey,
+      ...(job.topology === 'sentinel' ? { sentinel: job.follow === false ? false : sentinelOptions } : {}),
       onEvent: (event) => {
         storeEvents[event.type] = (storeEvents[event.type] ?? 0) + 1;
         if (
-          (event.type === 'redis-ready' || event.type === 'redis-down' || event.type === 'redis-skipped') &&
+          (event.type === 'redis-ready' ||
+            event.type === 'redis-down' ||
+            event.type === 'redis-skipped' ||
+            event.type === 'sentinel-watch') &&
           timeline.length < 500
         ) {
-          timeline.push([event.type, Date.now()]);
+          timeline.push(
+            event.type === 'sentinel-watch'
+              ? [event.type, Date.now(), event.message]
+              : [event.type, Date.now()],
+          );
         }
       },
     });
@@ -78,6 +102,12 @@ const lines = createInterface({ input: process.stdin });
 await new Promise((resolve) => lines.once('line', resolve));
 
 const started = Date.now();
+// How long this process's event loop stalled (a starved process resumes its callers late).
+const stalls = monitorEventLoopDelay({ resolution: 10 });
+stalls.enable();
+const cpuAtStart = process.cpuUsage();
+// A worker started cold during a failover ends with the fleet (endAt), after at least a second of calls.
+const endAt = Math.max(job.endAt ?? started + job.durationMs, started + 1_000);
 const result = {
   calls: 0,
   failed: 0,
@@ -92,7 +122,7 @@ const result = {
 };
 const tokens = new Set();
 const caller = async () => {
-  while (Date.now() - started < job.durationMs) {
+  while (Date.now() < endAt) {
     const t0 = performance.now();
     try {
       const token = await provider.getToken({ timeoutMs: job.timeoutMs });
@@ -117,7 +147,11 @@ const caller = async () => {
 };
 await Promise.all(Array.from({ length: job.callers ?? 5 }, caller));
 result.tokens = [...tokens];
-console.log(JSON.stringify({ ...result, storeEvents, timeline }));
+stalls.disable();
+result.maxStallMs = Math.round(stalls.max / 1e6);
+result.cpuMs = Math.round((process.cpuUsage(cpuAtStart).user + process.cpuUsage(cpuAtStart).system) / 1000);
+result.wallMs = Date.now() - started;
+console.log(JSON.stringify({ ...result, connectMs, storeEvents, timeline }));
 await store?.close();
 await Promise.race([client.close().catch(() => {}), new Promise((r) => setTimeout(r, 2_000))]);
 lines.close();

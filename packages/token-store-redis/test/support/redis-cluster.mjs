@@ -3,10 +3,11 @@
 // primary is replaced by its replica within seconds. Stopped by the caller (and on process exit).
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, launchRedis } from './redis-process.mjs';
+import { freePort, launchRedis, pollCommand, stopPolling } from './redis-process.mjs';
 
 const run = promisify(execFile);
 const cli = process.env.REDIS_CLI ?? 'redis-cli';
@@ -42,6 +43,21 @@ async function launch(port, root) {
   return { port, ...node };
 }
 
+/** A free port whose cluster bus port (+10000) is free as well. */
+async function freeClusterPort() {
+  for (let i = 0; ; i++) {
+    const port = await freePort();
+    if (port + 10_000 > 65_535) continue;
+    const bus = await new Promise((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port + 10_000, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (bus) return port;
+    if (i > 50) throw new Error('no free port pair (port, port + 10000) for a cluster node');
+  }
+}
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function redis(port, ...args) {
@@ -53,7 +69,7 @@ async function redis(port, ...args) {
 export async function startCluster() {
   const dir = await mkdtemp(join(tmpdir(), 'partner-redis-cluster-'));
   const nodes = [];
-  for (let i = 0; i < 6; i++) nodes.push(await launch(await freePort(), dir));
+  for (let i = 0; i < 6; i++) nodes.push(await launch(await freeClusterPort(), dir));
   await Promise.all(nodes.map((n) => n.ready));
   await run(
     cli,
@@ -67,6 +83,7 @@ export async function startCluster() {
     ],
     { timeout: 30_000 },
   );
+  const slots = new Map();
   const alive = () => nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null);
   const cluster = {
     nodes,
@@ -91,8 +108,13 @@ export async function startCluster() {
     /** The port of the primary serving `key`'s slot. */
     async primaryOf(key) {
       const [anyNode] = alive();
-      const slot = Number((await redis(anyNode.port, 'cluster', 'keyslot', key)).trim());
-      const lines = (await redis(anyNode.port, 'cluster', 'nodes')).trim().split('\n');
+      // Polled many times a second during a failover: over a connection kept open, not redis-cli.
+      if (!slots.has(key))
+        slots.set(key, Number(await pollCommand(anyNode.port, ['CLUSTER', 'KEYSLOT', key])));
+      const slot = slots.get(key);
+      const lines = String(await pollCommand(anyNode.port, ['CLUSTER', 'NODES']))
+        .trim()
+        .split('\n');
       for (const line of lines) {
         const [, address, flags, , , , , , ...ranges] = line.split(' ');
         if (!flags.includes('master') || flags.includes('fail')) continue;
@@ -106,6 +128,7 @@ export async function startCluster() {
     /** SIGKILL of one node (a lost primary). */
     async kill(port) {
       const node = nodes.find((n) => n.port === port);
+      stopPolling([port]);
       node.child.kill('SIGKILL');
       await node.exited;
     },
@@ -121,6 +144,7 @@ export async function startCluster() {
       await cluster.waitHealthy();
     },
     async stop() {
+      stopPolling(nodes.map((n) => n.port));
       for (const n of nodes) n.child.kill('SIGKILL');
       await Promise.all(nodes.map((n) => n.exited));
       await rm(dir, { recursive: true, force: true });

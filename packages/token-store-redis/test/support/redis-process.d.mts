@@ -9,3 +9,5 @@ export function launchRedis(
   ready: Promise<void>;
   exited: Promise<{ code: number | null; signal: string | null }>;
 };
+export function pollCommand(port: number, args: string[], timeoutMs?: number): Promise<unknown>;
+export function stopPolling(ports: number[]): void;

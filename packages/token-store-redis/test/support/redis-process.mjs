@@ -53,3 +53,52 @@ export function launchRedis(args, marker = /Ready to accept connections/) {
   });
   return { child, ready, exited };
 }
+
+/**
+ * One command on the server at `port` over a connection kept open (created on first use, replaced
+ * after a failure), bounded by `timeoutMs`: how the test set-ups poll a topology many times a second
+ * without starting a redis-cli process each time.
+ */
+const polling = new Map();
+process.once('exit', () => {
+  for (const client of polling.values()) client.destroy();
+});
+export async function pollCommand(port, args, timeoutMs = 2_000) {
+  const { createClient } = await import('redis');
+  let client = polling.get(port);
+  if (client === undefined) {
+    client = createClient({
+      socket: { host: '127.0.0.1', port, connectTimeout: timeoutMs, reconnectStrategy: false },
+    });
+    client.on('error', () => {});
+    polling.set(port, client);
+  }
+  try {
+    if (!client.isOpen) await client.connect();
+    let timer;
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no answer from :${port} within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      return await Promise.race([client.sendCommand(args), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  } catch (error) {
+    polling.delete(port);
+    if (client.isOpen) client.destroy();
+    throw error;
+  }
+}
+
+/** Closes the polling connections to `ports` (a set-up that stops). */
+export function stopPolling(ports) {
+  for (const port of ports) {
+    const client = polling.get(port);
+    polling.delete(port);
+    if (client?.isOpen) client.destroy();
+  }
+}
