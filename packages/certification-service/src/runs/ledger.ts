@@ -47,7 +47,14 @@ const maxCachedTokens = 1000;
 export function databaseLedger(
   db: Database,
   journal: RunJournal,
-  run: { id: string; enabled: ReadonlySet<ScenarioName>; grant: readonly string[]; seq: number },
+  run: {
+    id: string;
+    enabled: ReadonlySet<ScenarioName>;
+    grant: readonly string[];
+    seq: number;
+    /** The run's scenario state as its row said when the stage opened. */
+    state?: ScenarioState;
+  },
   onUnavailable?: (error: StorageUnavailableError) => void,
 ): StageLedger {
   const { id } = run;
@@ -55,15 +62,39 @@ export function databaseLedger(
   const callSteps = (['revocation', 'throttle', 'unavailable'] as const).filter((name) =>
     run.enabled.has(name),
   );
-  /**
-   * A player on the latest scenario state this instance has read under the run's lock (none yet: the
-   * first calls take the lock). Fired steps never un-fire, so what it says has fired has fired for every
-   * instance; what it says has not may have fired elsewhere since, and is checked under the lock.
-   */
-  let seen: ScenarioPlayer | undefined =
-    callSteps.length === 0 ? playScenarios(run.enabled, run.grant) : undefined;
   const firedIn = (player: ScenarioPlayer | undefined, name: ScenarioName) =>
     player?.records.find((item) => item.name === name)?.firedAt !== undefined;
+  const firedCount = (player: ScenarioPlayer | undefined) =>
+    player ? player.records.filter((item) => item.firedAt !== undefined).length : -1;
+  /**
+   * Where this instance alone serves the run (the embedded store, which one process owns), the plan
+   * plays here, in memory, as on the local stage: `live` is the run's scenario state, and it is written
+   * with the next exchange recorded (`dirty`), in the same statement, committed before that answer
+   * leaves. A revoked token is written at once. Where instances share the database, the state is the
+   * database's, read and written under the run's row lock (`withScenarios`).
+   */
+  const live = journal.exclusive ? playScenarios(run.enabled, run.grant, run.state) : undefined;
+  let dirty = false;
+  /** Tokens this instance revoked (playing in memory), by reference: a copy read before is corrected. */
+  const revokedRefs = new Map<string, number>();
+  /**
+   * A player on the latest scenario state this instance knows: read under the run's lock, or its own
+   * (`live`). Fired steps never un-fire, so what it says has fired has fired for every instance; what it
+   * says has not may have fired elsewhere since, and is checked under the lock.
+   */
+  let seen: ScenarioPlayer | undefined = live
+    ? playScenarios(run.enabled, run.grant, live.state())
+    : run.state
+      ? playScenarios(run.enabled, run.grant, run.state)
+      : callSteps.length === 0
+        ? playScenarios(run.enabled, run.grant)
+        : undefined;
+  /** `live` changed: written with the next record; `seen` follows it once a step fired. */
+  const changed = () => {
+    dirty = true;
+    if (live && firedCount(live) !== firedCount(seen))
+      seen = playScenarios(run.enabled, run.grant, live.state());
+  };
   /**
    * Whether a call of `method` might fire a step, as far as this instance knows: while the revocation or
    * the throttle has not fired (they count eligible calls), any call; after, only a POST while the outage
@@ -83,8 +114,11 @@ export function databaseLedger(
   const tokens = new Map<string, IssuedToken>();
   let fresh = new WeakSet<IssuedToken>();
   let generation = 0;
-  /** With no revocation in the plan, no token ever changes: every token this instance sees is current. */
-  let revocationSeen = !run.enabled.has('revocation');
+  /**
+   * With no revocation in the plan, or the revocation fired before the stage opened here, no token
+   * changes any more: every token this instance sees is current.
+   */
+  let revocationSeen = !run.enabled.has('revocation') || firedIn(seen, 'revocation');
   /** A client authorised for every scope meets the narrowed grant at its token endpoint, once. */
   const everyScope = grantsEveryScope(run.grant);
   const remember = (value: string, token: IssuedToken) => {
@@ -179,19 +213,11 @@ export function databaseLedger(
     },
     async issue(draft) {
       const asked = generation;
-      // One statement: the run's next token number (an open run only), and the token stored by hash
-      // with its reference (`T1`, `T2`, …); listed in the session while the run keeps exchanges.
-      const [row] = await db.query<{ number: number }>(
-        `WITH counted AS (
-           UPDATE runs SET token_count = token_count + 1 WHERE id = $1 AND status = 'open' AND expires_at > now()
-           RETURNING token_count, recorded < max_exchanges AS listed)
-         INSERT INTO run_tokens (run_id, value_sha256, number, listed, token)
-         SELECT $1, $2, token_count, listed, $3::jsonb || jsonb_build_object('ref', 'T' || token_count) FROM counted
-         RETURNING number`,
-        [id, sha256(draft.value), JSON.stringify(draft.token)],
-      );
-      if (!row) throw new RunClosedError();
-      const issued: IssuedToken = { ref: `T${row.number}`, ...draft.token };
+      // The token stored by hash with the run's next token number (an open run only), grouped with
+      // other runs' tokens in one statement.
+      const number = await journal.issue(id, sha256(draft.value), JSON.stringify(draft.token));
+      if (number === undefined) throw new RunClosedError();
+      const issued: IssuedToken = { ref: `T${number}`, ...draft.token };
       if (asked === generation) remember(draft.value, issued);
       return issued;
     },
@@ -204,6 +230,11 @@ export function databaseLedger(
         const asked = scopes.length > 0 ? scopes.filter((scope) => run.grant.includes(scope)) : run.grant;
         if (asked.every((scope) => narrowedGrantScopes.includes(scope))) return undefined;
       }
+      if (live) {
+        const answer = live.tokenRequested(scopes, at, seq);
+        changed();
+        return answer;
+      }
       return withScenarios(
         (player) => player.tokenRequested(scopes, at, seq),
         () => (narrowedFired() ? { value: undefined } : undefined),
@@ -211,6 +242,20 @@ export function databaseLedger(
     },
     async play(method, path, issued, now, at, seq) {
       if (!issued) return undefined;
+      if (live) {
+        const revokedAt = revokedRefs.get(issued.ref);
+        if (revokedAt !== undefined && issued.revokedAt === undefined) issued.revokedAt = revokedAt;
+        if (!mayFire(method)) return seen!.injectionFor(method, path, issued, now);
+        const wasRevoked = issued.revokedAt !== undefined;
+        const injected = live.injectionFor(method, path, issued, now);
+        if (injected) live.injected(injected, at, seq);
+        changed();
+        if (injected === 'revoked' && !wasRevoked && issued.revokedAt !== undefined) {
+          revokedRefs.set(issued.ref, issued.revokedAt);
+          await journal.revoke(id, Number(issued.ref.slice(1)), JSON.stringify(issued));
+        }
+        return injected;
+      }
       // A call that cannot fire a step, with a token known to be current, is decided on the state last
       // seen (a revoked token says so itself), with no transaction.
       const quiet = () => seen && !mayFire(method) && (revocationSeen ? fresh.has(issued) : false);
@@ -244,6 +289,11 @@ export function databaseLedger(
     async apiAnswered(status, challenge, at, seq) {
       if (status !== 403 || !run.enabled.has('narrowed-grant') || narrowedFired()) return;
       if (!/insufficient_scope/.test(challenge ?? '')) return;
+      if (live) {
+        live.apiAnswered(status, challenge, at, seq);
+        changed();
+        return;
+      }
       await withScenarios(
         (player) => player.apiAnswered(status, challenge, at, seq),
         () => (narrowedFired() ? { value: undefined } : undefined),
@@ -272,8 +322,17 @@ export function databaseLedger(
       // Committed before the answer leaves: a service killed right after loses nothing it answered.
       // Only an open run records: once judging has claimed the run, a call still in flight is refused
       // rather than answered and left out of the session.
-      if (!(await journal.record(id, exchange.seq, storableJson(JSON.stringify(exchange)))))
-        throw new RunClosedError();
+      // Playing in memory, the scenario state as it stands goes with it when it changed.
+      const state = live && dirty ? JSON.stringify(live.state()) : undefined;
+      if (state) dirty = false;
+      let kept: boolean;
+      try {
+        kept = await journal.record(id, exchange.seq, storableJson(JSON.stringify(exchange)), state);
+      } catch (error) {
+        if (state) dirty = true;
+        throw error;
+      }
+      if (!kept) throw new RunClosedError();
     },
     refusal: (error) => {
       if (error instanceof RunClosedError)

@@ -52,7 +52,13 @@ export function createRuns(options: RunsOptions) {
         ledger: databaseLedger(
           db,
           journal,
-          { id: run.id, enabled: new Set(run.stage.enabled), grant: run.stage.grant, seq: run.seq },
+          {
+            id: run.id,
+            enabled: new Set(run.stage.enabled),
+            grant: run.stage.grant,
+            seq: run.seq,
+            state: run.scenario_state,
+          },
           (error) => options.log(`run ${run.id}: ${error.message}`),
         ),
         client: {
