@@ -268,13 +268,11 @@ export function databaseLedger(
             [id, Number(issued.ref.slice(1))],
           );
           const token: IssuedToken = current?.token ?? issued;
+          // Read before the player decides: revoking it sets `revokedAt` on this very object.
+          const wasRevoked = token.revokedAt !== undefined;
           const injected = player.injectionFor(method, path, token, now);
           if (injected) player.injected(injected, at, seq);
-          if (
-            injected === 'revoked' &&
-            token.revokedAt !== undefined &&
-            current?.token.revokedAt === undefined
-          )
+          if (injected === 'revoked' && !wasRevoked && token.revokedAt !== undefined)
             await tx.query('UPDATE run_tokens SET token = $3 WHERE run_id = $1 AND number = $2', [
               id,
               Number(token.ref.slice(1)),
