@@ -1,63 +1,177 @@
-// The bench's load: the journeys, in a process of their own (as the partners' programs are), so that
-// the latency they measure is the server's and the network's, not their own process's. Reads the runs
-// (a JSON array of {tokenUrl, baseUrl, clientId, clientSecret}) on stdin; writes, on stdout, one JSON
-// line: each journey's latencies (ms) of API calls and of token requests, the number of calls answered,
-// and the calls answered with a status other than 200, by status.
+// The bench's load: journeys in a process of their own (as the partners' programs are), so that what
+// they measure is the server's time and the network's, not their own process's. Reads one JSON object
+// on stdin and writes one JSON line on stdout.
+//
+// Input: {mode, runs: [{tokenUrl, baseUrl, clientId, clientSecret}], seconds, ...}
+// - mode "throughput": the first run only, `inFlight` calls always in flight (a new one as each is
+//   answered) for `seconds`: calls answered per second. Output {calls, seconds, perSecond, statuses}.
+// - mode "open": every run, `rate` calls per second each, at fixed times whatever the answers (an
+//   open loop: a slow answer does not delay the next call, so queueing is measured, not hidden);
+//   latency is counted from the time the call was meant to be sent. `start` "together" starts every
+//   run at the same instant; "spread" starts them evenly over `spreadMs` (one short token lifetime).
+//   Output: per run {api: [ms], token: [ms], answered, statuses}.
+// Both modes take a token first, renew it a second before it expires (as a client library would) and
+// at once when a call is answered 401 (the plan's revocation); the calls meant to go out while a token
+// is being fetched wait for it, and that wait counts.
+import { Agent, request as httpRequest } from 'node:http';
 import { text } from 'node:stream/consumers';
 
-const seconds = Number(process.env.BENCH_SECONDS ?? 30);
-const rate = Number(process.env.BENCH_RATE ?? 10); // calls per second per journey
-const spreadMs = 5000;
+const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, maxFreeSockets: 1024 });
 
-/** One journey: a token (renewed a second before it expires, as a client library would), then a call
- * every 1/rate s for `seconds`; every call's latency in ms, token requests included. */
-async function journey(env) {
-  const latencies = { api: [], token: [] };
-  const refused = {};
-  let answered = 0;
-  /** Times a call and counts it; a status other than 200 is counted by status. */
-  async function call(kind, url, init) {
-    const started = performance.now();
-    const response = await fetch(url, init);
-    const body = await response.arrayBuffer();
-    latencies[kind].push(performance.now() - started);
-    answered += 1;
-    if (response.status !== 200) refused[response.status] = (refused[response.status] ?? 0) + 1;
-    return { response, body };
-  }
-  let token;
-  let renewAt = 0;
-  async function renew() {
-    const started = performance.now();
-    const { body } = await call('token', env.tokenUrl, {
-      method: 'POST',
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        client_id: env.clientId,
-        client_secret: env.clientSecret,
-        scope: 'read:loans',
-      }),
+/** One HTTP request: its status and its body as text. */
+function request(url, { method = 'GET', headers = {}, body } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers, agent }, (res) => {
+      const chunks = [];
+      res.on('data', (chunk) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
     });
-    token = JSON.parse(Buffer.from(body).toString('utf8'));
-    renewAt = started + Math.max(500, (token.expires_in - 1) * 1000);
-  }
-  // Independent programs start at independent times: spread over one short token lifetime (the
-  // stage's default is 5 s), so that their renewals do not all fall in the same millisecond.
-  await new Promise((resolve) => setTimeout(resolve, Math.random() * spreadMs));
-  const end = performance.now() + seconds * 1000;
-  while (performance.now() < end) {
-    const started = performance.now();
-    if (started >= renewAt) await renew();
-    const { response } = await call('api', `${env.baseUrl}/v3/partner/${token.partnerId}/loans?limit=5`, {
-      headers: { authorization: `Bearer ${token.access_token}` },
-    });
-    if (response.status === 401) renewAt = 0;
-    await new Promise((resolve) =>
-      setTimeout(resolve, Math.max(0, 1000 / rate - (performance.now() - started))),
-    );
-  }
-  return { latencies, answered, refused };
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
-const runs = JSON.parse(await text(process.stdin));
-process.stdout.write(`${JSON.stringify(await Promise.all(runs.map(journey)))}\n`);
+/** A run's tokens: fetched once at a time, renewed a second before expiry or once refused. */
+function tokens(env, onToken) {
+  const form = new URLSearchParams({
+    grant_type: 'client_credentials',
+    client_id: env.clientId,
+    client_secret: env.clientSecret,
+    scope: 'read:loans',
+  }).toString();
+  let current; // {value, partnerId, renewAt}
+  let pending;
+  async function fetchToken(intended) {
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      const answer = await request(env.tokenUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: form,
+      });
+      onToken(performance.now() - intended, answer.status);
+      if (answer.status === 200) {
+        const token = JSON.parse(answer.body);
+        return {
+          value: token.access_token,
+          partnerId: token.partnerId,
+          renewAt: performance.now() + Math.max(500, (token.expires_in - 1) * 1000),
+        };
+      }
+      intended = performance.now();
+    }
+    throw new Error(`the token endpoint ${env.tokenUrl} refused 20 requests in a row`);
+  }
+  const renew = (intended) => {
+    pending ??= fetchToken(intended).then(
+      (token) => {
+        current = token;
+        pending = undefined;
+        return token;
+      },
+      (error) => {
+        pending = undefined;
+        throw error;
+      },
+    );
+    return pending;
+  };
+  return {
+    /** The token to send now: the current one (renewal started in the background when due), or the next. */
+    async get(intended) {
+      if (!current) return renew(intended);
+      if (performance.now() >= current.renewAt) void renew(intended).catch(() => {});
+      return current;
+    },
+    /** A call with `token` was refused 401: the next calls wait for a new one. */
+    refused(token, intended) {
+      if (current === token) current = undefined;
+      return renew(intended);
+    },
+  };
+}
+
+const count = (statuses, status) => {
+  statuses[status] = (statuses[status] ?? 0) + 1;
+};
+
+/** One run, `inFlight` calls at a time for `seconds`. */
+async function throughput(env, { seconds, inFlight }) {
+  const statuses = {};
+  const run = tokens(env, (_, status) => count(statuses, `token ${status}`));
+  await run.get(performance.now());
+  let calls = 0;
+  const started = performance.now();
+  const end = started + seconds * 1000;
+  async function worker() {
+    while (performance.now() < end) {
+      const sent = performance.now();
+      const token = await run.get(sent);
+      const answer = await request(`${env.baseUrl}/v3/partner/${token.partnerId}/loans?limit=5`, {
+        headers: { authorization: `Bearer ${token.value}` },
+      });
+      calls += 1;
+      count(statuses, answer.status);
+      if (answer.status === 401) await run.refused(token, performance.now());
+    }
+  }
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  const elapsed = (performance.now() - started) / 1000;
+  return { calls, seconds: elapsed, perSecond: calls / elapsed, statuses };
+}
+
+/** Every run at `rate` calls per second, open loop, from `startAt` (+ its offset when spread). */
+function openLoop(env, { seconds, rate, startAt }) {
+  const api = [];
+  const token = [];
+  const statuses = {};
+  let answered = 0;
+  const run = tokens(env, (latency, status) => {
+    token.push(latency);
+    answered += 1;
+    if (status !== 200) count(statuses, `token ${status}`);
+  });
+  const total = Math.round(seconds * rate);
+  const calls = [];
+  for (let k = 0; k < total; k += 1) {
+    const intended = startAt + (k * 1000) / rate;
+    calls.push(
+      new Promise((resolve) => setTimeout(() => resolve(), Math.max(0, intended - performance.now()))).then(
+        async () => {
+          try {
+            const current = await run.get(intended);
+            const answer = await request(`${env.baseUrl}/v3/partner/${current.partnerId}/loans?limit=5`, {
+              headers: { authorization: `Bearer ${current.value}` },
+            });
+            api.push(performance.now() - intended);
+            answered += 1;
+            if (answer.status !== 200) count(statuses, answer.status);
+            if (answer.status === 401) void run.refused(current, performance.now()).catch(() => {});
+          } catch (error) {
+            count(statuses, `error ${error.code ?? error.message}`);
+          }
+        },
+      ),
+    );
+  }
+  return Promise.all(calls).then(() => ({ api, token, answered, statuses }));
+}
+
+const input = JSON.parse(await text(process.stdin));
+let output;
+if (input.mode === 'throughput') output = await throughput(input.runs[0], input);
+else {
+  // Everything is scheduled from one instant a little ahead, so that setting up does not skew the starts.
+  const t0 = performance.now() + 200;
+  const spreadMs = input.spreadMs ?? 5000;
+  output = await Promise.all(
+    input.runs.map((env, index) =>
+      openLoop(env, {
+        ...input,
+        startAt: t0 + (input.start === 'spread' ? (index * spreadMs) / input.runs.length : 0),
+      }),
+    ),
+  );
+}
+agent.destroy();
+process.stdout.write(`${JSON.stringify(output)}\n`);

@@ -1,73 +1,79 @@
-// 50 concurrent runs, each a journey of ~10 calls per second for BENCH_SECONDS (default 30), against
-// (1) 50 local stages of `partner-conformance client` (the baseline, measured in the same run), (2) one
-// service instance on the embedded store, (3) one instance on a throwaway PostgreSQL. Prints the
-// latency each call adds over the local stage (p50, p99), the exchanges lost (answered by the service,
-// missing from its session: must be 0), and the time to judge a run. Build first (`pnpm build`).
-// Targets (issue): p99 added under 5 ms, judging under 1 s per run.
+// The service against the local stage it hosts, on the same plan (the default certification plan:
+// every scenario, 5-s tokens for the first 15 s), measured in the same run on the same machine. Build
+// first (`pnpm build`). Stage delays are 0 on both sides, so that what is measured is the work done.
+//
+// (a) Throughput: one run with BENCH_IN_FLIGHT (64,128) calls always in flight for BENCH_THROUGHPUT_SECONDS
+//     (5): a local stage of `partner-conformance client`, then one service instance on each store (a new
+//     run each time), BENCH_ROUNDS (3) rounds alternating them. Prints calls/s and the ratio of the
+//     medians service/local. Target (issue): ≥ 0.5.
+// (b) Latency: BENCH_RUNS (50) runs × 10 calls/s for BENCH_SECONDS (20), open loop (calls go out at
+//     fixed times whatever the answers; latency from the time a call was meant to be sent), the runs
+//     starting together and then spread over a token lifetime: as many local stages, then one service
+//     instance on each store. Prints the latency the service adds (p50, p99), the exchanges lost
+//     (answered, missing from the session: must be 0) and the time to judge a run. Target: p99 added
+//     under 5 ms with the runs starting together.
+// BENCH_STORES=embedded measures PGlite only; BENCH_PARTS=throughput|latency one part only. The
+// journeys run in a process of their own (bench/load.mjs). PASS/FAIL lines compare with the targets.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
-import { startStage } from '@partner-lending/conformance';
+import { certificationPlan, startStage } from '@partner-lending/conformance';
 import { addPartner, loadSigningKey, openDatabase, startService } from '../dist/index.js';
 import { postgresBin, startPostgres } from '../test/support/postgres.mjs';
 
 const runs = Number(process.env.BENCH_RUNS ?? 50);
-const seconds = Number(process.env.BENCH_SECONDS ?? 30);
-const rate = 10; // calls per second per journey
+const seconds = Number(process.env.BENCH_SECONDS ?? 20);
+const rate = 10; // calls per second per run
+const inFlights = (process.env.BENCH_IN_FLIGHT ?? '64,128').split(',').map(Number);
+const throughputSeconds = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 5);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const parts = process.env.BENCH_PARTS ?? 'throughput,latency';
+const targets = { ratio: 0.5, addedP99Ms: 5 };
 
 const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+const ms = (value) => `${value.toFixed(2)} ms`;
+const signed = (value) => `${value >= 0 ? '+' : ''}${ms(value)}`;
+const load = () =>
+  loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
 
-/** Runs the journeys in a process of their own (bench/load.mjs): what each measured. */
-async function journeys(envs) {
-  const load = spawn(process.execPath, [fileURLToPath(new URL('./load.mjs', import.meta.url))], {
-    env: { ...process.env, BENCH_SECONDS: String(seconds), BENCH_RATE: String(rate) },
+/** Runs the load process (bench/load.mjs) on `input`; what it measured. */
+async function journeys(input) {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./load.mjs', import.meta.url))], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
-  load.stdin.end(JSON.stringify(envs));
-  const [output, [code]] = await Promise.all([text(load.stdout), once(load, 'exit')]);
+  child.stdin.end(JSON.stringify(input));
+  const [output, [code]] = await Promise.all([text(child.stdout), once(child, 'exit')]);
   if (code !== 0) throw new Error(`the load process exited with ${code}`);
   return JSON.parse(output);
 }
 
-function summary(all) {
-  const sorted = all.flatMap((item) => item.latencies.api).sort((a, b) => a - b);
-  const tokens = all.flatMap((item) => item.latencies.token).sort((a, b) => a - b);
-  const refused = {};
-  for (const item of all)
-    for (const [status, count] of Object.entries(item.refused))
-      refused[status] = (refused[status] ?? 0) + count;
-  return {
-    calls: sorted.length,
-    p50: quantile(sorted, 0.5),
-    p99: quantile(sorted, 0.99),
-    tokens: tokens.length,
-    tokenP50: quantile(tokens, 0.5),
-    tokenP99: quantile(tokens, 0.99),
-    refused,
-  };
-}
-
-async function baseline() {
+/** `count` local stages of `partner-conformance client` on the default certification plan. */
+async function localStages(count) {
   const stages = await Promise.all(
-    Array.from({ length: runs }, () => startStage({ scenarios: [], tokenDelayMs: 0, apiDelayMs: 0 })),
+    Array.from({ length: count }, () =>
+      startStage({ plan: certificationPlan, tokenDelayMs: 0, apiDelayMs: 0 }),
+    ),
   );
-  const results = await journeys(
-    stages.map((stage) => ({
+  return {
+    envs: stages.map((stage) => ({
       tokenUrl: stage.tokenUrl,
       baseUrl: stage.baseUrl,
       clientId: stage.client.clientId,
       clientSecret: stage.client.clientSecret,
     })),
-  );
-  await Promise.all(stages.map((stage) => stage.close()));
-  return summary(results);
+    exchanges: async () => stages.map((stage) => stage.exchangeCount()),
+    close: () => Promise.all(stages.map((stage) => stage.close())),
+  };
 }
 
-async function service(databaseUrl) {
+/** One service instance on a store (PGlite when `databaseUrl` is undefined). */
+async function openService(databaseUrl, maxRuns) {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-bench-'));
   const db = await openDatabase({ databaseUrl, dataDir: join(dir, 'data') });
   const signingKey = await loadSigningKey({ dataDir: dir, warn: () => {} });
@@ -77,60 +83,171 @@ async function service(databaseUrl) {
     port: 0,
     tokenDelayMs: 0,
     apiDelayMs: 0,
-    limits: { maxOpenRunsPerPartner: runs, maxRunsPerHour: runs * 10 },
+    limits: { maxOpenRunsPerPartner: maxRuns, maxRunsPerHour: 10_000 },
+    // One partner makes every run here: its creations, finishes and reads are not the load measured.
+    fairness: { apiConcurrency: 10_000, apiRequestsPerSecond: 100_000, createConcurrency: 10_000 },
     log: () => {},
   });
   const { apiKey } = await addPartner(db, 'Bench');
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
-  const created = await Promise.all(
-    Array.from({ length: runs }, async () =>
-      (await fetch(`${running.url}/api/runs`, { method: 'POST', headers, body: '{"scenarios":[]}' })).json(),
-    ),
-  );
-  const results = await journeys(created);
-  let lost = 0;
-  const judging = [];
-  for (const [index, run] of created.entries()) {
-    const started = performance.now();
-    await (
-      await fetch(`${running.url}/api/runs/${run.id}/finish`, { method: 'POST', headers, body: '{}' })
-    ).json();
-    judging.push(performance.now() - started);
-    const session = await (await fetch(`${running.url}/api/runs/${run.id}/session`, { headers })).json();
-    lost += Math.max(0, results[index].answered - session.exchanges.length);
-  }
-  await running.close();
-  await db.close();
-  rmSync(dir, { recursive: true, force: true });
-  judging.sort((a, b) => a - b);
-  return { ...summary(results), lost, judgeP50: quantile(judging, 0.5), judgeMax: judging.at(-1) };
+  return {
+    /** `count` certification runs, their stages open. */
+    async create(count) {
+      const created = [];
+      for (let index = 0; index < count; index += 1) {
+        const response = await fetch(`${running.url}/api/runs`, {
+          method: 'POST',
+          headers,
+          body: '{"certify":true}',
+        });
+        const run = await response.json();
+        if (response.status !== 201)
+          throw new Error(`creating a run: ${response.status} ${JSON.stringify(run)}`);
+        created.push(run);
+      }
+      // Each run's stage opens on its creation, in the background (its key imported, its mock started).
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      return created;
+    },
+    /** Finishes `created`: the exchanges each session holds, and the time each judging took. */
+    async finish(created) {
+      const judging = [];
+      const exchanges = [];
+      for (const run of created) {
+        const started = performance.now();
+        await (
+          await fetch(`${running.url}/api/runs/${run.id}/finish`, { method: 'POST', headers, body: '{}' })
+        ).arrayBuffer();
+        judging.push(performance.now() - started);
+        const session = await (await fetch(`${running.url}/api/runs/${run.id}/session`, { headers })).json();
+        exchanges.push(session.exchanges.length);
+      }
+      return { judging: judging.sort((a, b) => a - b), exchanges };
+    },
+    async close() {
+      await running.close();
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
-const ms = (value) => `${value.toFixed(2)} ms`;
-console.log(`${runs} concurrent runs × ${seconds} s at ${rate} calls/s each, scenarios off, stage delays 0`);
-const local = await baseline();
-/** Calls not answered 200 (none expected: the journeys renew their tokens in time). */
-const notOk = (refused) =>
-  Object.keys(refused).length === 0
-    ? ''
-    : `; not 200: ${Object.entries(refused)
-        .map(([status, count]) => `${count} × ${status}`)
-        .join(', ')}`;
-console.log(
-  `local stage (baseline)   ${local.calls} API calls, p50 ${ms(local.p50)}, p99 ${ms(local.p99)}; ${local.tokens} token requests, p50 ${ms(local.tokenP50)}, p99 ${ms(local.tokenP99)}${notOk(local.refused)}`,
-);
 const stores = [['embedded (PGlite)', undefined]];
 let postgres;
-// BENCH_STORES=embedded measures PGlite only (e.g. under --cpu-prof).
 if (process.env.BENCH_STORES === 'embedded') console.log('PostgreSQL: skipped (BENCH_STORES=embedded)');
 else if (postgresBin()) {
   postgres = await startPostgres({ durable: true });
-  stores.push(['PostgreSQL', await postgres.database('bench')]);
+  stores.push(['PostgreSQL', 'postgres']);
 } else console.log('PostgreSQL: not installed (apt-get install postgresql); measured on PGlite only');
-for (const [name, url] of stores) {
-  const result = await service(url);
-  console.log(
-    `service, ${name.padEnd(17)} ${result.calls} API calls, p50 ${ms(result.p50)} (+${ms(result.p50 - local.p50)}, ×${(result.p50 / local.p50).toFixed(2)}), p99 ${ms(result.p99)} (+${ms(result.p99 - local.p99)}); ${result.tokens} token requests, p50 ${ms(result.tokenP50)} (+${ms(result.tokenP50 - local.tokenP50)}), p99 ${ms(result.tokenP99)} (+${ms(result.tokenP99 - local.tokenP99)}); exchanges lost ${result.lost}; judging a run p50 ${ms(result.judgeP50)}, max ${ms(result.judgeMax)}${notOk(result.refused)}`,
-  );
+let database = 0;
+/** A fresh database for each measure, so that none starts with another's rows. */
+const urlOf = async (store) => {
+  if (!store) return undefined;
+  database += 1;
+  return postgres.database(`bench${database}`);
+};
+
+const verdicts = [];
+const verdict = (ok, what) => {
+  const line = `${ok ? 'PASS' : 'FAIL'} ${what}`;
+  verdicts.push(line);
+  console.log(line);
+};
+
+console.log(
+  `default certification plan (${certificationPlan.id}: every scenario, ${certificationPlan.ttlSeconds}-s tokens first), stage delays 0; load average ${load()}`,
+);
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+if (parts.includes('throughput')) {
+  // Rounds alternate the local stage and the service on each store, each on a fresh run, so that the
+  // machine's other work weighs on both alike; the ratio is of the medians.
+  const services = [];
+  for (const [name, store] of stores) services.push([name, await openService(await urlOf(store), 100)]);
+  for (const inFlight of inFlights) {
+    const input = { mode: 'throughput', seconds: throughputSeconds, inFlight };
+    const measured = { local: [], ...Object.fromEntries(services.map(([name]) => [name, []])) };
+    for (let round = 0; round < rounds; round += 1) {
+      const local = await localStages(1);
+      measured.local.push((await journeys({ ...input, runs: local.envs })).perSecond);
+      await local.close();
+      for (const [name, service] of services) {
+        const created = await service.create(1);
+        measured[name].push((await journeys({ ...input, runs: created })).perSecond);
+        await service.finish(created);
+      }
+    }
+    const baseline = median(measured.local);
+    const list = (values) => values.map((value) => value.toFixed(0)).join(', ');
+    console.log(
+      `throughput, ${inFlight} in flight: local stage ${baseline.toFixed(0)} calls/s (median of ${list(measured.local)})`,
+    );
+    for (const [name] of services) {
+      const ratio = median(measured[name]) / baseline;
+      console.log(
+        `throughput, ${inFlight} in flight: service, ${name}: ${median(measured[name]).toFixed(0)} calls/s (median of ${list(measured[name])}), ×${ratio.toFixed(2)} of the local stage; load average ${load()}`,
+      );
+      verdict(
+        ratio >= targets.ratio,
+        `throughput ${name}, ${inFlight} in flight: ×${ratio.toFixed(2)} (target ≥ ${targets.ratio})`,
+      );
+    }
+  }
+  for (const [, service] of services) await service.close();
 }
+
+function summary(all) {
+  const api = all.flatMap((item) => item.api).sort((a, b) => a - b);
+  const token = all.flatMap((item) => item.token).sort((a, b) => a - b);
+  const statuses = {};
+  for (const item of all)
+    for (const [status, count] of Object.entries(item.statuses))
+      statuses[status] = (statuses[status] ?? 0) + count;
+  return {
+    calls: api.length,
+    p50: quantile(api, 0.5),
+    p99: quantile(api, 0.99),
+    tokens: token.length,
+    tokenP50: quantile(token, 0.5),
+    tokenP99: quantile(token, 0.99),
+    statuses,
+  };
+}
+
+if (parts.includes('latency')) {
+  for (const start of ['together', 'spread']) {
+    const input = { mode: 'open', seconds, rate, start };
+    const local = await localStages(runs);
+    const baseline = summary(await journeys({ ...input, runs: local.envs }));
+    await local.close();
+    console.log(
+      `latency, ${runs} runs × ${rate} calls/s starting ${start}: local stages ${baseline.calls} calls, p50 ${ms(baseline.p50)}, p99 ${ms(baseline.p99)}; ${baseline.tokens} token requests, p50 ${ms(baseline.tokenP50)}, p99 ${ms(baseline.tokenP99)} (not 200: ${JSON.stringify(baseline.statuses)})`,
+    );
+    for (const [name, store] of stores) {
+      const service = await openService(await urlOf(store), runs);
+      const created = await service.create(runs);
+      const results = await journeys({ ...input, runs: created });
+      const { judging, exchanges } = await service.finish(created);
+      await service.close();
+      const result = summary(results);
+      const lost = results.reduce(
+        (sum, item, index) => sum + Math.max(0, item.answered - exchanges[index]),
+        0,
+      );
+      const added = { p50: result.p50 - baseline.p50, p99: result.p99 - baseline.p99 };
+      console.log(
+        `latency, ${runs} runs starting ${start}: service, ${name}: ${result.calls} calls, p50 ${ms(result.p50)} (${signed(added.p50)}), p99 ${ms(result.p99)} (${signed(added.p99)}); tokens p50 ${ms(result.tokenP50)} (${signed(result.tokenP50 - baseline.tokenP50)}), p99 ${ms(result.tokenP99)} (${signed(result.tokenP99 - baseline.tokenP99)}); exchanges lost ${lost}; judging a run p50 ${ms(quantile(judging, 0.5))}, max ${ms(judging.at(-1))} (not 200: ${JSON.stringify(result.statuses)}); load average ${load()}`,
+      );
+      if (start === 'together')
+        verdict(
+          added.p99 < targets.addedP99Ms,
+          `latency ${name}, ${runs} runs starting together: p99 added ${signed(added.p99)} (target < ${targets.addedP99Ms} ms)`,
+        );
+      verdict(lost === 0, `exchanges lost ${name}, runs starting ${start}: ${lost} (target 0)`);
+    }
+  }
+}
+
 await postgres?.stop();
+console.log(`\n${verdicts.join('\n')}\nload average ${load()}`);

@@ -224,6 +224,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     tokenDelayMs: options.tokenDelayMs ?? defaultTokenDelayMs,
     apiDelayMs: options.apiDelayMs ?? defaultApiDelayMs,
     runOf: async (segment, via) => {
+      const held = via === 'stage' ? runs.heldAt(segment) : undefined;
+      if (held) return held;
       const [run] = await db.query<{ id: string; partner_id: string }>(
         via === 'stage'
           ? 'SELECT id, partner_id FROM runs WHERE address = $1 OR (address IS NULL AND id = $1)'

@@ -35,6 +35,34 @@ describe('batched (group commit)', () => {
     ]);
   });
 
+  it('lets one turn of the event loop pass after a batch: what arrives then goes with the items queued during it', async () => {
+    const batches: number[][] = [];
+    let call: (item: number) => Promise<number>;
+    const pending: Promise<number>[] = [];
+    call = batched(
+      async (items: readonly number[]) => {
+        batches.push([...items]);
+        if (items[0] === 1) {
+          // While the first statement runs, 3 is queued; 2 is read in the turn right after it ends.
+          setTimeout(() => pending.push(call(3)), 1);
+          await new Promise<void>((resolve) =>
+            setTimeout(() => {
+              setImmediate(() => pending.push(call(2)));
+              resolve();
+            }, 10),
+          );
+        }
+        return items.map((item) => item * 10);
+      },
+      { maxItems: 10 },
+    );
+    expect(await call(1)).toBe(10);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(await Promise.all(pending)).toEqual([30, 20]);
+    // Sent at once after the first, 3 would have gone alone and 2 in a third statement.
+    expect(batches).toEqual([[1], [3, 2]]);
+  });
+
   it('bounds a batch by items and by weight (an item heavier than the bound goes alone)', async () => {
     const { batches, run } = recorder(1);
     const byCount = batched(run, { maxItems: 2 });

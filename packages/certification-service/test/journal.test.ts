@@ -94,6 +94,71 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
     expect(row!.exchange.body.text).toBe('a\\u0000b \\u0000 c');
   });
 
+  it('plays the scenario plan once, as the local stage does: what fired is stored with the calls, a revoked token stays refused, and a run without scenarios fires nothing', async () => {
+    const created = await api(svc.service.url, apiKey, 'POST', '/api/runs', {});
+    const plain = await api(svc.service.url, apiKey, 'POST', '/api/runs', { scenarios: [] });
+    const runs = [created.json() as CreatedRun, plain.json() as CreatedRun];
+    const token = async (run: CreatedRun) => {
+      const answer = await fetch(run.tokenUrl, {
+        method: 'POST',
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: run.clientId,
+          client_secret: run.clientSecret,
+          scope: 'read:loans',
+        }),
+      });
+      expect(answer.status).toBe(200);
+      return (await answer.json()) as { access_token: string; partnerId: string };
+    };
+    const statuses: number[][] = [];
+    for (const run of runs) {
+      const first = await token(run);
+      const call = async (value: string) =>
+        (
+          await fetch(`${run.baseUrl}/v3/partner/${first.partnerId}/loans?limit=5`, {
+            headers: { authorization: `Bearer ${value}` },
+          })
+        ).status;
+      const seen: number[] = [];
+      // Eleven calls, the first four at once: the plan decides each once, in arrival order.
+      seen.push(...(await Promise.all([1, 2, 3, 4].map(() => call(first.access_token)))));
+      const second = await token(run);
+      for (let index = 0; index < 6; index += 1) seen.push(await call(second.access_token));
+      // The revoked token is refused after the plan has settled too (decided with no lock then).
+      seen.push(await call(first.access_token));
+      statuses.push(seen);
+    }
+    const [withPlan, without] = statuses;
+    // The 3rd eligible call revoked its token: it and the 4th (same token, not eligible) get 401; the
+    // 6th eligible (the 3rd with the new token) is throttled; every other call 200, and the first token
+    // is still refused at the end.
+    expect(withPlan!.slice(0, 4).sort()).toEqual([200, 200, 401, 401]);
+    expect(withPlan!.slice(4)).toEqual([200, 200, 429, 200, 200, 200, 401]);
+    expect(without).toEqual(Array(11).fill(200));
+    // Stored with the calls: which steps fired, at which call; the revoked token is stored revoked.
+    const [row] = await svc.db.query<{ scenario_state: { records: { name: string; seq?: number }[] } }>(
+      'SELECT scenario_state FROM runs WHERE id = $1',
+      [runs[0]!.id],
+    );
+    const fired = Object.fromEntries(
+      row!.scenario_state.records
+        .filter((item) => item.seq !== undefined)
+        .map((item) => [item.name, item.seq]),
+    );
+    expect(Object.keys(fired).sort()).toEqual(['revocation', 'throttle']);
+    const revoked = await svc.db.query<{ number: number }>(
+      "SELECT number FROM run_tokens WHERE run_id = $1 AND token ? 'revokedAt'",
+      [runs[0]!.id],
+    );
+    expect(revoked.map((item) => item.number)).toEqual([1]);
+    const [plainRow] = await svc.db.query<{ scenario_state: { records: { seq?: number }[] } }>(
+      'SELECT scenario_state FROM runs WHERE id = $1',
+      [runs[1]!.id],
+    );
+    expect(plainRow!.scenario_state.records.filter((item) => item.seq !== undefined)).toEqual([]);
+  });
+
   if (storage === 'embedded')
     it('numbers in memory from the highest number recorded, so a restarted instance goes on after it', async () => {
       const id = await newRun();

@@ -3,7 +3,8 @@ import { dbBatchDuration, dbBatchSize, dbBatchWait } from '../observability/metr
 import { inSpan } from '../observability/tracing.js';
 
 /**
- * Group commit: `run` gets every item queued while its previous call was in flight, so that under load
+ * Group commit: `run` gets every item queued while its previous call was in flight (and one turn of the
+ * event loop after it), so that under load
  * many callers share one statement and one commit, and a caller alone waits for nothing but the end of
  * the event loop's current phase. (A batch starts on `setImmediate`, not at once: an embedded database
  * runs its statement on this thread, so nothing would queue while it runs; the requests read in the
@@ -88,7 +89,15 @@ export function batched<I, O>(
   }
 
   async function flush(): Promise<void> {
-    while (queue.length > 0) await send(take());
+    while (queue.length > 0) {
+      await send(take());
+      // One turn of the event loop before the next batch, so that it carries what was read meanwhile:
+      // an embedded database blocks this thread while its statement runs, and the requests that
+      // arrived then are read only now. Sent at once instead, the next batch would carry only the few
+      // items queued in between, and the batches after it would stay that small, one after another,
+      // each costing a commit while the requests wait unread.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
     flying = false;
   }
 

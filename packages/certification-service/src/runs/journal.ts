@@ -22,8 +22,17 @@ export interface RunJournal {
   /**
    * Records an exchange of an open run (kept up to the run's cap, counted past it), committed when this
    * resolves; false when the run is not open (judging has claimed it: the call must not be answered).
+   * `scenarioState` (JSON), where this instance plays the run's scenarios in memory, is the run's
+   * scenario state as it stands after this call: written with the record, the latest of the batch.
    */
-  record(runId: string, seq: number, exchange: string): Promise<boolean>;
+  record(runId: string, seq: number, exchange: string, scenarioState?: string): Promise<boolean>;
+  /**
+   * Stores a token the run's stage issued, by hash, and gives it the run's next token number; undefined
+   * once the run is not open. Grouped like `record`: the tokens of many runs in one statement.
+   */
+  issue(runId: string, valueSha256: string, token: string): Promise<number | undefined>;
+  /** Writes a token the run's plan revoked (its JSON, by its number) while the run is open; grouped too. */
+  revoke(runId: string, number: number, token: string): Promise<void>;
   /** The run's stage closed on this instance: its numbers are forgotten. */
   forget(runId: string): void;
 }
@@ -66,7 +75,10 @@ export function runJournal(db: Database): RunJournal {
     { maxItems, alone: dataError, name: 'number' },
   );
 
-  const record = batched<{ runId: string; seq: number; exchange: string }, boolean>(
+  const record = batched<
+    { runId: string; seq: number; exchange: string; scenarioState: string | undefined },
+    boolean
+  >(
     async (items) => {
       // Each item's rank among its run's items in this batch (1, 2, … in arrival order).
       const counts = new Map<string, number>();
@@ -78,6 +90,10 @@ export function runJournal(db: Database): RunJournal {
       // The highest number of each run's items (the run's `seq` never falls behind what it recorded).
       const highest = new Map<string, number>();
       for (const item of items) highest.set(item.runId, Math.max(highest.get(item.runId) ?? 0, item.seq));
+      // The latest scenario state given for each run (states only move on: the last is the newest).
+      const states = new Map<string, string>();
+      for (const item of items)
+        if (item.scenarioState !== undefined) states.set(item.runId, item.scenarioState);
       // One statement: lock the open runs (in id order), keep each run's exchanges up to its cap, count
       // the rest as dropped. A run that is not open, or past its deadline (the service may have been
       // down when it passed), records nothing, and is not in the answer.
@@ -88,8 +104,9 @@ export function runJournal(db: Database): RunJournal {
            counted AS (
              UPDATE runs r SET recorded = o.recorded + least(w.n, greatest(0, o.max_exchanges - o.recorded)),
                dropped = r.dropped + w.n - least(w.n, greatest(0, o.max_exchanges - o.recorded)),
-               seq = greatest(r.seq, w.highest), last_activity_at = now()
-             FROM open o JOIN unnest($1::text[], $2::int[], $7::int[]) AS w(id, n, highest) ON w.id = o.id
+               seq = greatest(r.seq, w.highest), last_activity_at = now(),
+               scenario_state = coalesce(w.state, r.scenario_state)
+             FROM open o JOIN unnest($1::text[], $2::int[], $7::int[], $8::jsonb[]) AS w(id, n, highest, state) ON w.id = o.id
              WHERE r.id = o.id),
            kept AS (
              INSERT INTO exchanges (run_id, seq, exchange)
@@ -106,6 +123,7 @@ export function runJournal(db: Database): RunJournal {
           ranks,
           items.map((item) => item.exchange),
           [...counts.keys()].map((id) => highest.get(id)!),
+          [...counts.keys()].map((id) => states.get(id) ?? null),
         ],
       );
       const open = new Set(rows.map((row) => row.id));
@@ -120,6 +138,64 @@ export function runJournal(db: Database): RunJournal {
     },
   );
 
+  const issue = batched<{ runId: string; sha256: string; token: string }, number | undefined>(
+    async (items) => {
+      const counts = new Map<string, number>();
+      const ranks = items.map((item) => {
+        const rank = (counts.get(item.runId) ?? 0) + 1;
+        counts.set(item.runId, rank);
+        return rank;
+      });
+      // One statement: each open run's token count moves on by its tokens in the batch, and each token
+      // is stored by hash with its number and reference (`T1`, `T2`, …), listed in the session while the
+      // run keeps exchanges.
+      // Runs are locked in id order, as `record` does, so that the two never deadlock.
+      const rows = await db.query<{ id: string; base: number }>(
+        `WITH open AS (
+             SELECT id FROM runs WHERE id = ANY($1) AND status = 'open' AND expires_at > now() ORDER BY id FOR UPDATE),
+           counted AS (
+             UPDATE runs r SET token_count = r.token_count + w.n
+             FROM open o JOIN unnest($1::text[], $2::int[]) AS w(id, n) ON w.id = o.id
+             WHERE r.id = o.id
+             RETURNING r.id, r.token_count - w.n AS base, r.recorded < r.max_exchanges AS listed),
+           kept AS (
+             INSERT INTO run_tokens (run_id, value_sha256, number, listed, token)
+             SELECT i.run_id, i.sha, c.base + i.rank, c.listed,
+               i.token || jsonb_build_object('ref', 'T' || (c.base + i.rank))
+             FROM unnest($3::text[], $4::text[], $5::int[], $6::jsonb[]) AS i(run_id, sha, rank, token)
+             JOIN counted c ON c.id = i.run_id)
+         SELECT id, base FROM counted`,
+        [
+          [...counts.keys()],
+          [...counts.values()],
+          items.map((item) => item.runId),
+          items.map((item) => item.sha256),
+          ranks,
+          items.map((item) => item.token),
+        ],
+      );
+      const bases = new Map(rows.map((row) => [row.id, Number(row.base)]));
+      return items.map((item, index) => {
+        const base = bases.get(item.runId);
+        return base === undefined ? undefined : base + ranks[index]!;
+      });
+    },
+    { maxItems, alone: dataError, name: 'issue' },
+  );
+
+  const revoke = batched<{ runId: string; number: number; token: string }, void>(
+    async (items) => {
+      await db.query(
+        `UPDATE run_tokens t SET token = w.token
+         FROM unnest($1::text[], $2::int[], $3::jsonb[]) AS w(run_id, number, token), runs r
+         WHERE t.run_id = w.run_id AND t.number = w.number AND r.id = w.run_id AND r.status = 'open'`,
+        [items.map((item) => item.runId), items.map((item) => item.number), items.map((item) => item.token)],
+      );
+      return items.map(() => undefined);
+    },
+    { maxItems, alone: dataError, name: 'revoke' },
+  );
+
   return {
     exclusive,
     async nextSeq(runId, recorded) {
@@ -130,7 +206,9 @@ export function runJournal(db: Database): RunJournal {
       numbered.set(runId, seq);
       return seq;
     },
-    record: (runId, seq, exchange) => record({ runId, seq, exchange }),
+    record: (runId, seq, exchange, scenarioState) => record({ runId, seq, exchange, scenarioState }),
+    issue: (runId, sha256, token) => issue({ runId, sha256, token }),
+    revoke: (runId, number, token) => revoke({ runId, number, token }),
     forget: (runId) => numbered.delete(runId),
   };
 }

@@ -32,6 +32,8 @@ export function createRuns(options: RunsOptions) {
   const stages = new Map<string, Promise<HostedStage>>();
   /** The run id of each address this instance holds a stage for. */
   const held = new Map<string, string>();
+  /** The partner of each run this instance holds a stage for. */
+  const owners = new Map<string, string>();
   const journal = runJournal(db);
   const stageKeys = stageKeyPool({ size: options.preparedStageKeys ?? 4 });
   const secretsKey = options.secretsKey ?? secretsKeyFrom(options.key.privateKey);
@@ -52,7 +54,13 @@ export function createRuns(options: RunsOptions) {
         ledger: databaseLedger(
           db,
           journal,
-          { id: run.id, enabled: new Set(run.stage.enabled), grant: run.stage.grant, seq: run.seq },
+          {
+            id: run.id,
+            enabled: new Set(run.stage.enabled),
+            grant: run.stage.grant,
+            seq: run.seq,
+            state: run.scenario_state,
+          },
           (error) => options.log(`run ${run.id}: ${error.message}`),
         ),
         client: {
@@ -72,9 +80,11 @@ export function createRuns(options: RunsOptions) {
       });
       stages.set(run.id, stage);
       held.set(run.address ?? run.id, run.id);
+      owners.set(run.id, run.partner_id);
       stage.catch(() => {
         stages.delete(run.id);
         held.delete(run.address ?? run.id);
+        owners.delete(run.id);
       });
     }
     return stage;
@@ -84,6 +94,7 @@ export function createRuns(options: RunsOptions) {
     const stage = stages.get(id);
     stages.delete(id);
     for (const [address, runId] of held) if (runId === id) held.delete(address);
+    owners.delete(id);
     journal.forget(id);
     if (stage) await (await stage).close().catch(() => {});
   }
@@ -182,6 +193,12 @@ export function createRuns(options: RunsOptions) {
     create: (partnerId: string, request: RunRequest) => createRun(ctx, partnerId, request),
     row,
     serveStage,
+    /** The run and partner behind a stage address this instance holds, with no read (for its logs). */
+    heldAt(address: string): { runId: string; partnerId: string } | undefined {
+      const runId = held.get(address);
+      const partnerId = runId === undefined ? undefined : owners.get(runId);
+      return runId === undefined || partnerId === undefined ? undefined : { runId, partnerId };
+    },
     judge,
     sweep,
     close,

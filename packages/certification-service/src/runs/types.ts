@@ -1,4 +1,10 @@
-import type { HostedStage, JourneyRecord, ScenarioName, StageSigningKey } from '@partner-lending/conformance';
+import type {
+  HostedStage,
+  JourneyRecord,
+  ScenarioName,
+  ScenarioState,
+  StageSigningKey,
+} from '@partner-lending/conformance';
 import { defaultMaxExchanges } from '@partner-lending/conformance';
 import type { Database } from '../db/database.js';
 import type { JudgingPool } from '../judging/pool.js';
@@ -71,6 +77,8 @@ export interface RunRow {
   client_secret_sha256: string | null;
   signing_key: StageSigningKey | SealedStageKey | null;
   max_exchanges: number;
+  /** The scenario plan as it plays (`ScenarioState`): which steps fired when. */
+  scenario_state: ScenarioState;
   /** The run's last number: the last given (shared numbering) or the highest recorded. */
   seq: number;
   idle_seconds: number;
