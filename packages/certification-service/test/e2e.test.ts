@@ -14,6 +14,7 @@ import {
   curlJourney,
   journeyEnv,
   runCommand,
+  runToken,
   startServe,
 } from './support/service.js';
 
@@ -242,17 +243,7 @@ describe.each(storages)('on %s storage', (storage) => {
     const run = (
       await api(service.url, apiKey, 'POST', '/api/runs', { scenarios: [], ttlSeconds: 3600 })
     ).json() as CreatedRun;
-    const token = await (
-      await fetch(run.tokenUrl, {
-        method: 'POST',
-        body: new URLSearchParams({
-          grant_type: 'client_credentials',
-          client_id: run.clientId,
-          client_secret: run.clientSecret,
-          scope: 'read:loans',
-        }),
-      })
-    ).json();
+    const token = await (await runToken(run, { scope: 'read:loans' })).json();
     let answered = 1; // the token request
     // Calls in flight all the time; SIGKILL lands while some are being answered.
     const call = () =>

@@ -8,7 +8,7 @@ import { loadSigningKey, type SigningKey } from '../src/index.js';
 import { JudgingUnavailableError, judgingPool } from '../src/judging/pool.js';
 import { type JudgeInput, judgeWork } from '../src/judging/work.mjs';
 import { inProcessService } from './support/in-process.js';
-import { api, type CreatedRun } from './support/service.js';
+import { api, type CreatedRun, runToken } from './support/service.js';
 
 const failingJudge = fileURLToPath(new URL('./support/failing-judge.mjs', import.meta.url));
 const slowJudge = fileURLToPath(new URL('./support/slow-judge.mjs', import.meta.url));
@@ -20,16 +20,7 @@ async function signingKey(): Promise<{ key: SigningKey; dir: string }> {
 
 /** A short journey on a run: a token, then `calls` API calls with it. */
 async function journey(run: CreatedRun, calls: number): Promise<void> {
-  const token = await (
-    await fetch(run.tokenUrl, {
-      method: 'POST',
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        client_id: run.clientId,
-        client_secret: run.clientSecret,
-      }),
-    })
-  ).json();
+  const token = await (await runToken(run)).json();
   for (let i = 0; i < calls; i += 1)
     await (
       await fetch(`${run.baseUrl}/v3/partner/${token.partnerId}/loans?limit=5`, {
