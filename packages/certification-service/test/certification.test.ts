@@ -1,14 +1,16 @@
-import { fileURLToPath } from 'node:url';
 import { parseEnvelope } from '@partner-lending/conformance';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePlan, recordDecision } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
-import { api, type CreatedRun, journeyEnv, runCommand, runToken } from './support/service.js';
-
-const referenceClient = fileURLToPath(
-  new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
-);
+import {
+  api,
+  type CreatedRun,
+  journeyEnv,
+  referenceClient,
+  runCommand,
+  runToken,
+} from './support/service.js';
 
 // Certification runs follow the vendor's plan; practice runs take overrides and are never approvable;
 // coverage decides approvability; decisions are read through the API. On both stores.

@@ -1,15 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePlan } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
-import { conformanceBin, runCommand } from './support/service.js';
-
-const referenceClient = fileURLToPath(
-  new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
-);
+import { conformanceBin, referenceClient, runCommand } from './support/service.js';
 
 let svc: InProcessService;
 let keyFile: string;

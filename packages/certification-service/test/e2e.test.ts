@@ -13,14 +13,11 @@ import {
   conformanceBin,
   curlJourney,
   journeyEnv,
+  referenceClient,
   runCommand,
   runToken,
   startServe,
 } from './support/service.js';
-
-const referenceClient = fileURLToPath(
-  new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
-);
 
 let postgres: ThrowawayPostgres;
 beforeAll(async () => {

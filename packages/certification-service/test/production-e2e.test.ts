@@ -19,6 +19,7 @@ import {
   type CreatedRun,
   conformanceBin,
   journeyEnv,
+  referenceClient,
   runCommand,
   type ServeProcess,
   startServe,
@@ -29,9 +30,6 @@ import {
 // reviewer, the production mock (`partner-mock --profile production`) reading the signed register, and
 // the SDK calling the production API.
 
-const referenceClient = fileURLToPath(
-  new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
-);
 const mockBin = fileURLToPath(new URL('../../mock/bin/partner-mock.js', import.meta.url));
 const maxAge = 2;
 

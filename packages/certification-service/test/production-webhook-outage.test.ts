@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ed25519Pem } from './support/in-process.js';
 import { type Receiver, startReceiver } from './support/receiver.js';
@@ -11,6 +10,7 @@ import {
   bin,
   type CreatedRun,
   journeyEnv,
+  referenceClient,
   runCommand,
   type ServeProcess,
   startServe,
@@ -25,9 +25,6 @@ import {
 // after the first failure, the fourth 12.5 minutes after): a delivery is then tried again at most ~18 s
 // after the receiver is back. Bounded: the whole file takes about 2 minutes.
 
-const referenceClient = fileURLToPath(
-  new URL('../../conformance/test/clients/reference-client.mjs', import.meta.url),
-);
 const outageMs = 60_000;
 const schedule = '5,15,15,15,15,15,15,15,15,15,15,15';
 
