@@ -111,6 +111,26 @@ export async function startSentinel() {
       if (newest) current = newest.port;
       return current;
     },
+    /**
+     * Resolves once every replica of the current primary has acknowledged all it has written (its
+     * offset reported to the primary equals the primary's): what was written before a kill is on the
+     * replica that will be promoted.
+     */
+    async replicated() {
+      const primary = await servers.primaryPort();
+      for (let i = 0; ; i++) {
+        const info = await run(cli, ['-p', String(primary), 'info', 'replication']).then(
+          (r) => r.stdout,
+          () => '',
+        );
+        const offset = info.match(/master_repl_offset:(\d+)/)?.[1];
+        const replicas = [...info.matchAll(/^slave\d+:.*offset=(\d+)/gm)].map((m) => m[1]);
+        if (offset !== undefined && replicas.length > 0 && replicas.every((o) => o === offset)) return;
+        if (i > 100)
+          throw new Error(`the replicas of :${primary} did not catch up (${info.replace(/\s+/g, ' ')})`);
+        await sleep(50);
+      }
+    },
     async kill(port) {
       stopPolling([port]);
       nodes[port].child.kill('SIGKILL');
