@@ -80,13 +80,7 @@ export function runJournal(db: Database): RunJournal {
     boolean
   >(
     async (items) => {
-      // Each item's rank among its run's items in this batch (1, 2, … in arrival order).
-      const counts = new Map<string, number>();
-      const ranks = items.map((item) => {
-        const rank = (counts.get(item.runId) ?? 0) + 1;
-        counts.set(item.runId, rank);
-        return rank;
-      });
+      const { counts, ranks } = rankByRun(items);
       // The highest number of each run's items (the run's `seq` never falls behind what it recorded).
       const highest = new Map<string, number>();
       for (const item of items) highest.set(item.runId, Math.max(highest.get(item.runId) ?? 0, item.seq));
@@ -140,12 +134,7 @@ export function runJournal(db: Database): RunJournal {
 
   const issue = batched<{ runId: string; sha256: string; token: string }, number | undefined>(
     async (items) => {
-      const counts = new Map<string, number>();
-      const ranks = items.map((item) => {
-        const rank = (counts.get(item.runId) ?? 0) + 1;
-        counts.set(item.runId, rank);
-        return rank;
-      });
+      const { counts, ranks } = rankByRun(items);
       // One statement: each open run's token count moves on by its tokens in the batch, and each token
       // is stored by hash with its number and reference (`T1`, `T2`, …), listed in the session while the
       // run keeps exchanges.
@@ -211,4 +200,18 @@ export function runJournal(db: Database): RunJournal {
     revoke: (runId, number, token) => revoke({ runId, number, token }),
     forget: (runId) => numbered.delete(runId),
   };
+}
+
+/**
+ * Each item's rank among its run's items in a batch (1, 2, … in arrival order), and each run's count of
+ * items (in the order runs first appear).
+ */
+function rankByRun(items: readonly { runId: string }[]): { counts: Map<string, number>; ranks: number[] } {
+  const counts = new Map<string, number>();
+  const ranks = items.map((item) => {
+    const rank = (counts.get(item.runId) ?? 0) + 1;
+    counts.set(item.runId, rank);
+    return rank;
+  });
+  return { counts, ranks };
 }
