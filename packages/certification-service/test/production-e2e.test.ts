@@ -14,8 +14,8 @@ import { ed25519Pem } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { type Receiver, startReceiver } from './support/receiver.js';
 import {
+  adminJson,
   api,
-  bin,
   type CreatedRun,
   conformanceBin,
   journeyEnv,
@@ -105,15 +105,7 @@ describe.each([['embedded'], ['postgres']] as const)(
       '--webhook-retry-schedule',
       '5,5,5,5,5,5,5,5,5,5,5,5',
     ];
-    const adminJson = async (...adminArgs: string[]) => {
-      const result = await runCommand(
-        process.execPath,
-        [bin, 'admin', ...adminArgs, '--json', '--data-dir', join(dir, 'data')],
-        { env },
-      );
-      if (result.code !== 0) throw new Error(`admin ${adminArgs[0]} failed: ${result.stderr}`);
-      return JSON.parse(result.stdout) as Record<string, string>;
-    };
+    const admin = (...args: string[]) => adminJson(args, { dataDir: join(dir, 'data'), env });
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), `pcs-prod-e2e-${store}-`));
@@ -168,10 +160,10 @@ describe.each([['embedded'], ['postgres']] as const)(
 
     it('certifies, approves, opens production, revokes, and loses no webhook through a SIGKILL and an outage', async () => {
       // The operator: a partner, a reviewer, the production side's register key, the partner console's webhook.
-      const partner = await adminJson('add-partner', '--name', 'Acme Lending');
-      const reviewer = await adminJson('add-reviewer', '--name', 'Rita Reviewer');
-      const reader = await adminJson('add-register-reader', '--name', 'production token endpoint');
-      const hook = await adminJson('add-webhook', '--url', `${receiver.url}/hooks`);
+      const partner = await admin('add-partner', '--name', 'Acme Lending');
+      const reviewer = await admin('add-reviewer', '--name', 'Rita Reviewer');
+      const reader = await admin('add-register-reader', '--name', 'production token endpoint');
+      const hook = await admin('add-webhook', '--url', `${receiver.url}/hooks`);
       expect(hook.secret).toMatch(/^whsec_/);
       receiver.setSecret(hook.secret!);
       serve = await startServe({ cwd: dir, env, args: args() });

@@ -6,8 +6,8 @@ import { ed25519Pem } from './support/in-process.js';
 import { type Receiver, startReceiver } from './support/receiver.js';
 import { reviewerForms } from './support/reviewer-forms.js';
 import {
+  adminJson,
   api,
-  bin,
   type CreatedRun,
   journeyEnv,
   referenceClient,
@@ -41,15 +41,7 @@ describe('webhooks through a SIGKILL and a one-minute receiver outage (embedded 
     '--webhook-retry-schedule',
     schedule,
   ];
-  const adminJson = async (...adminArgs: string[]) => {
-    const result = await runCommand(
-      process.execPath,
-      [bin, 'admin', ...adminArgs, '--json', '--data-dir', join(dir, 'data')],
-      { env },
-    );
-    if (result.code !== 0) throw new Error(`admin ${adminArgs[0]} failed: ${result.stderr}`);
-    return JSON.parse(result.stdout) as Record<string, string>;
-  };
+  const admin = (...args: string[]) => adminJson(args, { dataDir: join(dir, 'data'), env });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pcs-webhook-outage-'));
@@ -69,9 +61,9 @@ describe('webhooks through a SIGKILL and a one-minute receiver outage (embedded 
   });
 
   it('delivers every event once the receiver is back, each under one webhook-id, in order', async () => {
-    const partner = await adminJson('add-partner', '--name', 'Acme Lending');
-    const reviewer = await adminJson('add-reviewer', '--name', 'Rita Reviewer');
-    const hook = await adminJson('add-webhook', '--url', `${receiver.url}/hooks`);
+    const partner = await admin('add-partner', '--name', 'Acme Lending');
+    const reviewer = await admin('add-reviewer', '--name', 'Rita Reviewer');
+    const hook = await admin('add-webhook', '--url', `${receiver.url}/hooks`);
     receiver.setSecret(hook.secret!);
     serve = await startServe({ cwd: dir, env, args: args() });
     expect(serve.output()).not.toContain(hook.secret!);

@@ -107,6 +107,20 @@ export async function admin(
   return JSON.parse(result.stdout) as Record<string, string>;
 }
 
+/** Any `admin` command with `--json` on the data directory given: what it printed, parsed. */
+export async function adminJson(
+  args: string[],
+  options: { dataDir: string; env: Record<string, string | undefined> },
+): Promise<Record<string, string>> {
+  const result = await runCommand(
+    process.execPath,
+    [bin, 'admin', ...args, '--json', '--data-dir', options.dataDir],
+    { env: options.env },
+  );
+  if (result.code !== 0) throw new Error(`admin ${args[0]} failed: ${result.stderr}`);
+  return JSON.parse(result.stdout) as Record<string, string>;
+}
+
 /** A created run, as POST /api/runs answers it. */
 export interface CreatedRun {
   id: string;
