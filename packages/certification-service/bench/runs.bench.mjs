@@ -12,7 +12,9 @@
 //     instance on each store. Prints the latency the service adds (p50, p99), the exchanges lost
 //     (answered, missing from the session: must be 0) and the time to judge a run. Target: p99 added
 //     under 5 ms with the runs starting together.
-// BENCH_STORES=embedded measures PGlite only; BENCH_PARTS=throughput|latency one part only. The
+// BENCH_STORES=embedded measures PGlite only, BENCH_STORES=postgres PostgreSQL only (the local stages
+// are measured in the same run either way); BENCH_STARTS=together|spread one start only; BENCH_PARTS=throughput|latency one part only. Each latency
+// line also says how many statements the service sent per call (round trips to the database). The
 // journeys run in a process of their own (bench/load.mjs). PASS/FAIL lines compare with the targets.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -72,10 +74,43 @@ async function localStages(count) {
   };
 }
 
+/**
+ * The database with its statements counted (each query, each statement in a transaction, each
+ * transaction's BEGIN and COMMIT): the round trips the service makes.
+ */
+function counted(db) {
+  const counts = { statements: 0, transactions: 0 };
+  const queryable = (target) => ({
+    query: (text, params) => {
+      counts.statements += 1;
+      return target.query(text, params);
+    },
+  });
+  return {
+    counts,
+    db: Object.assign(Object.create(db), {
+      query: (text, params) => {
+        counts.statements += 1;
+        return db.query(text, params);
+      },
+      queryUnflushed: (text, params) => {
+        counts.statements += 1;
+        return db.queryUnflushed(text, params);
+      },
+      transaction: (work) => {
+        counts.transactions += 1;
+        counts.statements += 2;
+        return db.transaction((tx) => work(queryable(tx)));
+      },
+      close: () => db.close(),
+    }),
+  };
+}
+
 /** One service instance on a store (PGlite when `databaseUrl` is undefined). */
 async function openService(databaseUrl, maxRuns) {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-bench-'));
-  const db = await openDatabase({ databaseUrl, dataDir: join(dir, 'data') });
+  const { db, counts } = counted(await openDatabase({ databaseUrl, dataDir: join(dir, 'data') }));
   const signingKey = await loadSigningKey({ dataDir: dir, warn: () => {} });
   const running = await startService({
     db,
@@ -91,6 +126,7 @@ async function openService(databaseUrl, maxRuns) {
   const { apiKey } = await addPartner(db, 'Bench');
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
   return {
+    counts,
     /** `count` certification runs, their stages open. */
     async create(count) {
       const created = [];
@@ -132,7 +168,9 @@ async function openService(databaseUrl, maxRuns) {
   };
 }
 
-const stores = [['embedded (PGlite)', undefined]];
+const stores = [];
+if (process.env.BENCH_STORES === 'postgres') console.log('PGlite: skipped (BENCH_STORES=postgres)');
+else stores.push(['embedded (PGlite)', undefined]);
 let postgres;
 if (process.env.BENCH_STORES === 'embedded') console.log('PostgreSQL: skipped (BENCH_STORES=embedded)');
 else if (postgresBin()) {
@@ -216,7 +254,7 @@ function summary(all) {
 }
 
 if (parts.includes('latency')) {
-  for (const start of ['together', 'spread']) {
+  for (const start of (process.env.BENCH_STARTS ?? 'together,spread').split(',')) {
     const input = { mode: 'open', seconds, rate, start };
     const local = await localStages(runs);
     const baseline = summary(await journeys({ ...input, runs: local.envs }));
@@ -227,7 +265,12 @@ if (parts.includes('latency')) {
     for (const [name, store] of stores) {
       const service = await openService(await urlOf(store), runs);
       const created = await service.create(runs);
+      const before = { ...service.counts };
       const results = await journeys({ ...input, runs: created });
+      const sent = {
+        statements: service.counts.statements - before.statements,
+        transactions: service.counts.transactions - before.transactions,
+      };
       const { judging, exchanges } = await service.finish(created);
       await service.close();
       const result = summary(results);
@@ -237,7 +280,7 @@ if (parts.includes('latency')) {
       );
       const added = { p50: result.p50 - baseline.p50, p99: result.p99 - baseline.p99 };
       console.log(
-        `latency, ${runs} runs starting ${start}: service, ${name}: ${result.calls} calls, p50 ${ms(result.p50)} (${signed(added.p50)}), p99 ${ms(result.p99)} (${signed(added.p99)}); tokens p50 ${ms(result.tokenP50)} (${signed(result.tokenP50 - baseline.tokenP50)}), p99 ${ms(result.tokenP99)} (${signed(result.tokenP99 - baseline.tokenP99)}); exchanges lost ${lost}; judging a run p50 ${ms(quantile(judging, 0.5))}, max ${ms(judging.at(-1))} (not 200: ${JSON.stringify(result.statuses)}); load average ${load()}`,
+        `latency, ${runs} runs starting ${start}: service, ${name}: ${result.calls} calls, p50 ${ms(result.p50)} (${signed(added.p50)}), p99 ${ms(result.p99)} (${signed(added.p99)}); tokens p50 ${ms(result.tokenP50)} (${signed(result.tokenP50 - baseline.tokenP50)}), p99 ${ms(result.tokenP99)} (${signed(result.tokenP99 - baseline.tokenP99)}); exchanges lost ${lost}; judging a run p50 ${ms(quantile(judging, 0.5))}, max ${ms(judging.at(-1))}; statements per call ${(sent.statements / (result.calls + result.tokens)).toFixed(2)} (${sent.transactions} transactions) (not 200: ${JSON.stringify(result.statuses)}); load average ${load()}`,
       );
       if (start === 'together')
         verdict(

@@ -33,6 +33,17 @@ export interface RunJournal {
   issue(runId: string, valueSha256: string, token: string): Promise<number | undefined>;
   /** Writes a token the run's plan revoked (its JSON, by its number) while the run is open; grouped too. */
   revoke(runId: string, number: number, token: string): Promise<void>;
+  /**
+   * Where instances share the database: writes a run's scenario state `after` (JSON) if the run is open
+   * and its row still holds `before` (compared as JSON values), with the token the call revoked, if
+   * any, in the same statement; true when written, false when the row holds another state (another
+   * instance played first) or the run is not open. Grouped with other runs' in one statement, whose
+   * commit need not wait for the disk (the call's record, committed after it, flushes it too).
+   */
+  play(
+    runId: string,
+    change: { before: string; after: string; revoked?: { number: number; token: string } },
+  ): Promise<boolean>;
   /** The run's stage closed on this instance: its numbers are forgotten. */
   forget(runId: string): void;
 }
@@ -185,6 +196,50 @@ export function runJournal(db: Database): RunJournal {
     { maxItems, alone: dataError, name: 'revoke' },
   );
 
+  const play = batched<
+    { runId: string; before: string; after: string; number: number | null; token: string | null },
+    boolean
+  >(
+    async (all) => {
+      // One item per run: each instance plays a run's calls one at a time, so a second is not expected;
+      // one would find the row changed by the first (false: it is played again). Rows are locked in
+      // id order, as the other batches lock them, so that they never deadlock; a row another statement
+      // changed while this one waited is compared again as it is now (PostgreSQL rechecks a locked
+      // row's conditions on its latest version).
+      const firsts = new Set<string>();
+      const items = all.filter((item) => !firsts.has(item.runId) && firsts.add(item.runId));
+      const rows = await db.queryUnflushed<{ id: string }>(
+        `WITH w AS (
+             SELECT * FROM unnest($1::text[], $2::jsonb[], $3::jsonb[], $4::int[], $5::jsonb[])
+               AS w(id, before, after, number, token)),
+           locked AS (
+             SELECT r.id FROM runs r JOIN w ON w.id = r.id
+             WHERE r.status = 'open' AND r.expires_at > now() AND r.scenario_state = w.before
+             ORDER BY r.id FOR UPDATE OF r),
+           changed AS (
+             UPDATE runs r SET scenario_state = w.after
+             FROM locked l JOIN w ON w.id = l.id
+             WHERE r.id = l.id AND r.scenario_state = w.before
+             RETURNING r.id),
+           revoked AS (
+             UPDATE run_tokens t SET token = w.token
+             FROM changed c JOIN w ON w.id = c.id
+             WHERE w.number IS NOT NULL AND t.run_id = w.id AND t.number = w.number)
+         SELECT id FROM changed`,
+        [
+          items.map((item) => item.runId),
+          items.map((item) => item.before),
+          items.map((item) => item.after),
+          items.map((item) => item.number),
+          items.map((item) => item.token),
+        ],
+      );
+      const written = new Set(rows.map((row) => row.id));
+      return all.map((item) => items.includes(item) && written.has(item.runId));
+    },
+    { maxItems, alone: dataError, name: 'play' },
+  );
+
   return {
     exclusive,
     async nextSeq(runId, recorded) {
@@ -198,6 +253,8 @@ export function runJournal(db: Database): RunJournal {
     record: (runId, seq, exchange, scenarioState) => record({ runId, seq, exchange, scenarioState }),
     issue: (runId, sha256, token) => issue({ runId, sha256, token }),
     revoke: (runId, number, token) => revoke({ runId, number, token }),
+    play: (runId, { before, after, revoked }) =>
+      play({ runId, before, after, number: revoked?.number ?? null, token: revoked?.token ?? null }),
     forget: (runId) => numbered.delete(runId),
   };
 }

@@ -36,6 +36,13 @@ export class RunClosedError extends Error {
   }
 }
 
+/**
+ * Attempts to play one call where instances share the database before giving up: each attempt that
+ * loses is one another instance won, so this is reached only if the run's other instances play
+ * hundreds of calls while this one plays one.
+ */
+const maxPlayAttempts = 200;
+
 /** Tokens of a run an instance keeps in memory at most (past it, it forgets them all and asks again). */
 const maxCachedTokens = 1000;
 
@@ -126,16 +133,32 @@ export function databaseLedger(
     tokens.set(value, token);
     fresh.add(token);
   };
-  /** Calls of this instance waiting for the run's lock: they take it one at a time, in arrival order. */
+  /**
+   * The run's scenario state as this instance last read or wrote it (committed then), where instances
+   * share the database: the state its next write expects to replace. Undefined once a write found the
+   * row changed (another instance played a step): the next call reads it again.
+   */
+  let known: ScenarioState | undefined = live ? undefined : run.state;
+  /** Calls of this instance waiting to play: they play one at a time, in arrival order. */
   let turn: Promise<unknown> = Promise.resolve();
   /**
-   * Restores the scenario player under the run's row lock, applies `change`, and writes it back. The
-   * calls of this instance queue here rather than in the database, so that each can see what the one
-   * before it learnt (`skip`: it need not take the lock any more) before it costs a transaction.
+   * Plays `change` on the run's scenario state where instances share the database, optimistically: the
+   * state is the one this instance last knew (`known`), or read afresh (with `issued`'s token as the
+   * database has it) when it knows none or when the token may have been revoked since; the new state is
+   * written only if the row still holds the state it was played on (one statement, grouped with other
+   * runs' by the journal, its token's revocation in the same statement), and played again on what the
+   * row holds when it does not (another instance played meanwhile). A call that changes nothing is
+   * decided on a state read in the same attempt, so no decision rests on a state another instance has
+   * moved on from. No lock is held between round trips: a call costs one statement while it fires
+   * nothing another instance saw first.
+   *
+   * The calls of this instance queue here, so that each can see what the one before it learnt (`skip`:
+   * it need not play any more) before it costs a statement, and they never conflict with each other.
    */
   async function withScenarios<T>(
-    change: (player: ScenarioPlayer, tx: Queryable) => Promise<T> | T,
+    change: (player: ScenarioPlayer, token: IssuedToken | undefined) => T,
     skip?: () => { value: T } | undefined,
+    issued?: IssuedToken,
   ): Promise<T> {
     const previous = turn;
     let done!: () => void;
@@ -146,32 +169,69 @@ export function databaseLedger(
       await previous;
       const skipped = skip?.();
       if (skipped) return skipped.value;
-      let state: ScenarioState | undefined;
-      const result = await db.transaction(async (tx) => {
-        // Its commit need not wait for the disk: the call's record, committed after it and waited for
-        // before the answer leaves, flushes it too (PostgreSQL writes its log in order); lost with the
-        // process before that, it goes with a call that was never answered.
-        if (db.kind === 'postgres') await tx.query('SET LOCAL synchronous_commit = off');
-        const [row] = await tx.query<{ scenario_state: ScenarioState; status: string; in_time: boolean }>(
-          'SELECT scenario_state, status, expires_at > now() AS in_time FROM runs WHERE id = $1 FOR UPDATE',
-          [id],
-        );
-        if (row?.status !== 'open' || !row.in_time) throw new RunClosedError();
-        const player = playScenarios(run.enabled, run.grant, row.scenario_state);
+      // The token this instance holds is the database's while no revocation fired in the state the
+      // write expects (the revocation writes the token with the state), or once it is `fresh`.
+      const tokenCurrent = (state: ScenarioState) =>
+        !issued ||
+        !run.enabled.has('revocation') ||
+        !firedIn(playScenarios(run.enabled, run.grant, state), 'revocation') ||
+        (revocationSeen && fresh.has(issued));
+      let base: { state: ScenarioState; token: IssuedToken | undefined; read: boolean } | undefined =
+        known && tokenCurrent(known) ? { state: known, token: issued, read: false } : undefined;
+      for (let attempt = 1; ; attempt += 1) {
+        if (attempt > maxPlayAttempts)
+          throw new Error(
+            `run ${id}: the scenario state changed under each of ${maxPlayAttempts} attempts to play a call; expected other instances to let one through`,
+          );
+        base ??= await readScenarios(issued);
+        const player = playScenarios(run.enabled, run.grant, base.state);
         const before = JSON.stringify(player.state());
-        const result = await change(player, tx);
-        state = player.state();
+        // A copy: revoking sets `revokedAt` on it, and an attempt that loses keeps nothing.
+        const token = base.token && { ...base.token };
+        const wasRevoked = token?.revokedAt !== undefined;
+        const result = change(player, token);
+        const state = player.state();
         const after = JSON.stringify(state);
-        if (after !== before)
-          await tx.query('UPDATE runs SET scenario_state = $2 WHERE id = $1', [id, after]);
-        return result;
-      });
-      // Committed: what it fired is now every instance's (and stays so).
-      if (state) learn(state);
-      return result;
+        if (after === before) {
+          // Nothing to write: the decision stands if the state it rests on was read just now.
+          if (base.read) return result;
+          base = undefined;
+          continue;
+        }
+        const revoked = token && !wasRevoked && token.revokedAt !== undefined ? token : undefined;
+        const written = await journal.play(id, {
+          before,
+          after,
+          ...(revoked && {
+            revoked: { number: Number(revoked.ref.slice(1)), token: JSON.stringify(revoked) },
+          }),
+        });
+        if (written) {
+          // Committed: what it fired is now every instance's (and stays so).
+          known = state;
+          learn(state);
+          return result;
+        }
+        // Another instance played first (or the run closed): read what the row holds and play again.
+        known = undefined;
+        base = undefined;
+      }
     } finally {
       done();
     }
+  }
+  /** The run's scenario state and `issued`'s token as the database holds them now; refused once it is not open. */
+  async function readScenarios(issued: IssuedToken | undefined) {
+    const [row] = await db.query<{ scenario_state: ScenarioState; open: boolean; token: IssuedToken | null }>(
+      `SELECT r.scenario_state, r.status = 'open' AND r.expires_at > now() AS open, t.token
+       FROM runs r LEFT JOIN run_tokens t ON t.run_id = r.id AND t.number = $2
+       WHERE r.id = $1`,
+      [id, issued ? Number(issued.ref.slice(1)) : null],
+    );
+    if (!row?.open) throw new RunClosedError();
+    known = row.scenario_state;
+    learn(row.scenario_state);
+    return { state: row.scenario_state, token: issued && (row.token ?? issued), read: true };
   }
   /** A committed scenario state: kept as `seen` when it knows more; the revocation seen clears the tokens. */
   function learn(state: ScenarioState): void {
@@ -265,27 +325,14 @@ export function databaseLedger(
       const quiet = () => seen && !mayFire(method) && (revocationSeen ? fresh.has(issued) : false);
       if (quiet()) return seen!.injectionFor(method, path, issued, now);
       return withScenarios(
-        async (player, tx) => {
-          // The token as the database knows it now: another instance may have revoked it meanwhile.
-          const [current] = await tx.query<{ token: IssuedToken }>(
-            'SELECT token FROM run_tokens WHERE run_id = $1 AND number = $2',
-            [id, Number(issued.ref.slice(1))],
-          );
-          const token: IssuedToken = current?.token ?? issued;
-          // Read before the player decides: revoking it sets `revokedAt` on this very object.
-          const wasRevoked = token.revokedAt !== undefined;
+        (player, token) => {
           const injected = player.injectionFor(method, path, token, now);
           if (injected) player.injected(injected, at, seq);
-          if (injected === 'revoked' && !wasRevoked && token.revokedAt !== undefined)
-            await tx.query('UPDATE run_tokens SET token = $3 WHERE run_id = $1 AND number = $2', [
-              id,
-              Number(token.ref.slice(1)),
-              JSON.stringify(token),
-            ]);
           return injected;
         },
-        // The call before it in the queue may have settled what this one needed the lock for.
+        // The call before it in the queue may have settled what this one needed to play for.
         () => (quiet() ? { value: seen!.injectionFor(method, path, issued, now) } : undefined),
+        issued,
       );
     },
     async apiAnswered(status, challenge, at, seq) {
