@@ -1,7 +1,8 @@
+import type { ScenarioName, ScenarioState } from '@partner-lending/conformance';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../src/index.js';
 import { runJournal } from '../src/runs/journal.js';
-import { storableJson } from '../src/runs/ledger.js';
+import { databaseLedger, storableJson } from '../src/runs/ledger.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { api, type CreatedRun } from './support/service.js';
@@ -172,6 +173,99 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
       expect(seq).toBe(3);
       const restarted = runJournal(svc.db);
       expect(await restarted.nextSeq(id, seq)).toBe(4);
+    });
+
+  if (storage === 'postgres')
+    it('plays the plan once across two instances playing the same calls at once: a step written over a state another instance moved on from is refused and played again on the new one', async () => {
+      const id = await newRun();
+      const [row] = await svc.db.query<{
+        stage: { enabled: ScenarioName[]; grant: string[]; partnerId: string };
+        scenario_state: ScenarioState;
+      }>('SELECT stage, scenario_state FROM runs WHERE id = $1', [id]);
+      const { stage, scenario_state: initial } = row!;
+      expect(stage.enabled).toEqual(expect.arrayContaining(['revocation', 'throttle']));
+      const other = await openDatabase({ databaseUrl, dataDir: '' });
+      try {
+        // Two instances, each with its own pool and journal; each journal's writes of the scenario
+        // state are counted: written, or refused because the row held another state.
+        const writes: boolean[] = [];
+        const ledgers = [svc.db, other].map((db) => {
+          const journal = runJournal(db);
+          return databaseLedger(
+            db,
+            {
+              ...journal,
+              play: async (runId, change) => {
+                const written = await journal.play(runId, change);
+                writes.push(written);
+                return written;
+              },
+            },
+            { id, enabled: new Set(stage.enabled), grant: stage.grant, seq: 0, state: initial },
+          );
+        });
+        const draft = (value: string) => ({
+          value,
+          token: {
+            seq: 1,
+            issuedAt: 0,
+            expAt: 3_600_000,
+            expiresIn: 3600,
+            scope: ['read:loans'],
+            partnerId: stage.partnerId,
+            last6: value.slice(-6),
+            phase: 'short' as const,
+          },
+        });
+        const path = `/v3/partner/${stage.partnerId}/loans`;
+        const onBoth = async (value: string) => {
+          const issued = await ledgers[0]!.issue(draft(value));
+          return [issued, (await ledgers[1]!.tokensByValue([value])).get(value)!];
+        };
+        const first = await onBoth('first-token-value-0001');
+        // Eight calls with the first token, four on each instance, all at once: the 3rd eligible call
+        // revokes it, and every later call with it is refused as revoked (played once, not twice).
+        const played = await Promise.all(
+          Array.from({ length: 8 }, (_, index) =>
+            ledgers[index % 2]!.play('GET', path, first[index % 2], 1000, 1000, index + 1),
+          ),
+        );
+        expect(played.filter((injected) => injected === undefined)).toHaveLength(2);
+        expect(played.filter((injected) => injected === 'revoked')).toHaveLength(6);
+        // Not vacuous: the two instances did write over each other's state, and were refused.
+        expect(writes).toContain(false);
+        expect(writes).toContain(true);
+        // Six calls with a second token: the 6th eligible call of the run is throttled, once.
+        const second = await onBoth('second-token-value-0002');
+        const next = await Promise.all(
+          Array.from({ length: 6 }, (_, index) =>
+            ledgers[index % 2]!.play('GET', path, second[index % 2], 2000, 2000, 9 + index),
+          ),
+        );
+        expect(next.filter((injected) => injected === 'throttled')).toHaveLength(1);
+        expect(next.filter((injected) => injected === undefined)).toHaveLength(5);
+        // Stored: each step fired once, the first token revoked and the second not.
+        const [after] = await svc.db.query<{ scenario_state: ScenarioState }>(
+          'SELECT scenario_state FROM runs WHERE id = $1',
+          [id],
+        );
+        const fired = after!.scenario_state.records.filter((item) => item.seq !== undefined);
+        expect(fired.map((item) => item.name).sort()).toEqual(['revocation', 'throttle']);
+        const revoked = await svc.db.query<{ number: number }>(
+          "SELECT number FROM run_tokens WHERE run_id = $1 AND token ? 'revokedAt'",
+          [id],
+        );
+        expect(revoked.map((item) => item.number)).toEqual([1]);
+        // A write expecting a state the row no longer holds is refused, and so is one on an ended run.
+        const journal = runJournal(svc.db);
+        const current = JSON.stringify(after!.scenario_state);
+        expect(await journal.play(id, { before: JSON.stringify(initial), after: current })).toBe(false);
+        expect(await journal.play(id, { before: current, after: current })).toBe(true);
+        await api(svc.service.url, apiKey, 'POST', `/api/runs/${id}/finish`, {});
+        expect(await journal.play(id, { before: current, after: current })).toBe(false);
+      } finally {
+        await other.close();
+      }
     });
 
   if (storage === 'postgres')
