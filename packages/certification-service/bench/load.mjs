@@ -9,7 +9,8 @@
 //   open loop: a slow answer does not delay the next call, so queueing is measured, not hidden);
 //   latency is counted from the time the call was meant to be sent. `start` "together" starts every
 //   run at the same instant; "spread" starts them evenly over `spreadMs` (one short token lifetime).
-//   Output: per run {api: [ms], token: [ms], answered, statuses}.
+//   Output: per run {api: [ms], token: [ms], answered, statuses}; with `trace`, also `traced`: each
+//   call's [intended time in ms from the start, latency in ms, status].
 // Both modes take a token first, renew it a second before it expires (as a client library would) and
 // at once when a call is answered 401 (the plan's revocation); the calls meant to go out while a token
 // is being fetched wait for it, and that wait counts.
@@ -121,8 +122,10 @@ async function throughput(env, { seconds, inFlight }) {
 }
 
 /** Every run at `rate` calls per second, open loop, from `startAt` (+ its offset when spread). */
-function openLoop(env, { seconds, rate, startAt }) {
+function openLoop(env, { seconds, rate, startAt, t0, trace }) {
   const api = [];
+  /** With `trace`: each call's intended time (ms from the start), its latency and its status. */
+  const traced = [];
   const token = [];
   const statuses = {};
   let answered = 0;
@@ -144,6 +147,12 @@ function openLoop(env, { seconds, rate, startAt }) {
               headers: { authorization: `Bearer ${current.value}` },
             });
             api.push(performance.now() - intended);
+            if (trace)
+              traced.push([
+                Math.round(intended - t0),
+                Math.round(performance.now() - intended),
+                answer.status,
+              ]);
             answered += 1;
             if (answer.status !== 200) count(statuses, answer.status);
             if (answer.status === 401) void run.refused(current, performance.now()).catch(() => {});
@@ -154,7 +163,7 @@ function openLoop(env, { seconds, rate, startAt }) {
       ),
     );
   }
-  return Promise.all(calls).then(() => ({ api, token, answered, statuses }));
+  return Promise.all(calls).then(() => ({ api, token, answered, statuses, ...(trace && { traced }) }));
 }
 
 const input = JSON.parse(await text(process.stdin));
@@ -168,6 +177,7 @@ else {
     input.runs.map((env, index) =>
       openLoop(env, {
         ...input,
+        t0,
         startAt: t0 + (input.start === 'spread' ? (index * spreadMs) / input.runs.length : 0),
       }),
     ),

@@ -13,7 +13,8 @@
 //     (answered, missing from the session: must be 0) and the time to judge a run. Target: p99 added
 //     under 5 ms with the runs starting together.
 // BENCH_STORES=embedded measures PGlite only, BENCH_STORES=postgres PostgreSQL only (the local stages
-// are measured in the same run either way); BENCH_STARTS=together|spread one start only; BENCH_PARTS=throughput|latency one part only. Each latency
+// are measured in the same run either way); BENCH_TRACE=1 prints the slowest call of each 500 ms of
+// the first BENCH_TRACE_SECONDS (5), local stages against the service; BENCH_STARTS=together|spread one start only; BENCH_PARTS=throughput|latency one part only. Each latency
 // line also says how many statements the service sent per call (round trips to the database). The
 // journeys run in a process of their own (bench/load.mjs). PASS/FAIL lines compare with the targets.
 import { spawn } from 'node:child_process';
@@ -235,6 +236,22 @@ if (parts.includes('throughput')) {
   for (const [, service] of services) await service.close();
 }
 
+/**
+ * BENCH_TRACE=1: the slowest call of each 500-ms window of the first BENCH_TRACE_SECONDS (5) from the
+ * start, local stages against the service, so that where the p99 comes from shows.
+ */
+const traceSeconds = Number(process.env.BENCH_TRACE_SECONDS ?? 5);
+const tracing = process.env.BENCH_TRACE === '1';
+function worstByWindow(all) {
+  const worst = [];
+  for (const item of all)
+    for (const [at, latency] of item.traced ?? []) {
+      const window = Math.floor(at / 500);
+      if (window < (traceSeconds * 1000) / 500) worst[window] = Math.max(worst[window] ?? 0, latency);
+    }
+  return worst;
+}
+
 function summary(all) {
   const api = all.flatMap((item) => item.api).sort((a, b) => a - b);
   const token = all.flatMap((item) => item.token).sort((a, b) => a - b);
@@ -255,9 +272,10 @@ function summary(all) {
 
 if (parts.includes('latency')) {
   for (const start of (process.env.BENCH_STARTS ?? 'together,spread').split(',')) {
-    const input = { mode: 'open', seconds, rate, start };
+    const input = { mode: 'open', seconds, rate, start, trace: tracing };
     const local = await localStages(runs);
-    const baseline = summary(await journeys({ ...input, runs: local.envs }));
+    const localResults = await journeys({ ...input, runs: local.envs });
+    const baseline = summary(localResults);
     await local.close();
     console.log(
       `latency, ${runs} runs × ${rate} calls/s starting ${start}: local stages ${baseline.calls} calls, p50 ${ms(baseline.p50)}, p99 ${ms(baseline.p99)}; ${baseline.tokens} token requests, p50 ${ms(baseline.tokenP50)}, p99 ${ms(baseline.tokenP99)} (not 200: ${JSON.stringify(baseline.statuses)})`,
@@ -279,6 +297,12 @@ if (parts.includes('latency')) {
         0,
       );
       const added = { p50: result.p50 - baseline.p50, p99: result.p99 - baseline.p99 };
+      if (tracing) {
+        const [localWorst, serviceWorst] = [worstByWindow(localResults), worstByWindow(results)];
+        console.log(
+          `slowest call per 500 ms from the start, local stages / service ${name}: ${serviceWorst.map((value, index) => `${index * 0.5}s ${localWorst[index] ?? '-'}/${value}`).join(', ')}`,
+        );
+      }
       console.log(
         `latency, ${runs} runs starting ${start}: service, ${name}: ${result.calls} calls, p50 ${ms(result.p50)} (${signed(added.p50)}), p99 ${ms(result.p99)} (${signed(added.p99)}); tokens p50 ${ms(result.tokenP50)} (${signed(result.tokenP50 - baseline.tokenP50)}), p99 ${ms(result.tokenP99)} (${signed(result.tokenP99 - baseline.tokenP99)}); exchanges lost ${lost}; judging a run p50 ${ms(quantile(judging, 0.5))}, max ${ms(judging.at(-1))}; statements per call ${(sent.statements / (result.calls + result.tokens)).toFixed(2)} (${sent.transactions} transactions) (not 200: ${JSON.stringify(result.statuses)}); load average ${load()}`,
       );

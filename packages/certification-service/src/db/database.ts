@@ -155,7 +155,9 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
     max: options.max ?? 10,
     connectionTimeoutMillis: 10_000,
   });
-  // Connections for statements that need not wait for the disk (see queryUnflushed).
+  // Connections for statements that need not wait for the disk (see queryUnflushed): the runs' grouped
+  // numbering and scenario writes, one statement in flight each, so that neither waits behind the
+  // records, token issues and reads of the main pool (nor those behind them).
   const unflushed = new pg.Pool({
     connectionString: url,
     max: 2,
