@@ -25,7 +25,8 @@ import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
 import { certificationPlan, startStage } from '@partner-lending/conformance';
-import { addPartner, loadSigningKey, openDatabase, startService } from '../dist/index.js';
+import pg from 'pg';
+import { addPartner, loadSigningKey, metricsRegistry, openDatabase, startService } from '../dist/index.js';
 import { postgresBin, startPostgres } from '../test/support/postgres.mjs';
 
 const runs = Number(process.env.BENCH_RUNS ?? 50);
@@ -252,6 +253,79 @@ function worstByWindow(all) {
   return worst;
 }
 
+/** The service's grouped statements so far, by batch: statements, items, seconds spent, seconds waited. */
+async function batches() {
+  const metrics = await metricsRegistry.getMetricsAsJSON();
+  const sums = {};
+  for (const [metric, field] of [
+    ['certification_db_batch_size', 'items'],
+    ['certification_db_batch_duration_seconds', 'seconds'],
+    ['certification_db_batch_wait_seconds', 'waited'],
+  ])
+    for (const value of metrics.find((item) => item.name === metric)?.values ?? []) {
+      const kind = value.metricName.slice(metric.length);
+      if (kind !== '_sum' && kind !== '_count') continue;
+      sums[value.labels.batch] ??= { statements: 0, items: 0, seconds: 0, waited: 0 };
+      const entry = sums[value.labels.batch];
+      if (kind === '_sum') entry[field] += value.value;
+      else if (field === 'items') entry.statements += value.value;
+    }
+  return sums;
+}
+
+/** What each batch did between two `batches()`: statements, items per statement, mean time and wait. */
+function batchLine(before, after) {
+  return Object.entries(after)
+    .map(([name, now]) => {
+      const was = before[name] ?? { statements: 0, items: 0, seconds: 0, waited: 0 };
+      const statements = now.statements - was.statements;
+      const items = now.items - was.items;
+      if (statements === 0) return undefined;
+      return `${name} ${statements} statements, ${(items / statements).toFixed(1)} items each, ${ms((1000 * (now.seconds - was.seconds)) / statements)} each, items waited ${ms((1000 * (now.waited - was.waited)) / Math.max(1, items))} on average`;
+    })
+    .filter(Boolean)
+    .join('; ');
+}
+
+/**
+ * With BENCH_TRACE=1 on PostgreSQL: what the service's connections are doing, sampled every 5 ms while
+ * the load runs (pg_stat_activity): how often each is running, idle, or waiting and for what (a row
+ * lock held by another statement, the disk, …). Stop it for the counts.
+ */
+function sampleActivity(url) {
+  const client = new pg.Client({ connectionString: url });
+  const counts = {};
+  let stopped = false;
+  const done = (async () => {
+    await client.connect();
+    while (!stopped) {
+      const rows = await client.query(
+        `SELECT state, wait_event_type, wait_event FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+      );
+      for (const row of rows.rows) {
+        const key =
+          row.state === 'active'
+            ? row.wait_event
+              ? `${row.wait_event_type}:${row.wait_event}`
+              : 'running'
+            : row.state;
+        counts[key] = (counts[key] ?? 0) + 1;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await client.end();
+  })();
+  return async () => {
+    stopped = true;
+    await done;
+    return Object.entries(counts)
+      .sort((a, b) => b[1] - a[1])
+      .map(([key, value]) => `${key} ${value}`)
+      .join(', ');
+  };
+}
+
 function summary(all) {
   const api = all.flatMap((item) => item.api).sort((a, b) => a - b);
   const token = all.flatMap((item) => item.token).sort((a, b) => a - b);
@@ -281,10 +355,14 @@ if (parts.includes('latency')) {
       `latency, ${runs} runs × ${rate} calls/s starting ${start}: local stages ${baseline.calls} calls, p50 ${ms(baseline.p50)}, p99 ${ms(baseline.p99)}; ${baseline.tokens} token requests, p50 ${ms(baseline.tokenP50)}, p99 ${ms(baseline.tokenP99)} (not 200: ${JSON.stringify(baseline.statuses)})`,
     );
     for (const [name, store] of stores) {
-      const service = await openService(await urlOf(store), runs);
+      const url = await urlOf(store);
+      const service = await openService(url, runs);
       const created = await service.create(runs);
       const before = { ...service.counts };
+      const batchesBefore = await batches();
+      const activity = tracing && url ? sampleActivity(url) : undefined;
       const results = await journeys({ ...input, runs: created });
+      const activitySeen = await activity?.();
       const sent = {
         statements: service.counts.statements - before.statements,
         transactions: service.counts.transactions - before.transactions,
@@ -298,6 +376,8 @@ if (parts.includes('latency')) {
       );
       const added = { p50: result.p50 - baseline.p50, p99: result.p99 - baseline.p99 };
       if (tracing) {
+        console.log(`grouped statements, ${name}: ${batchLine(batchesBefore, await batches())}`);
+        if (activitySeen) console.log(`connections sampled every 5 ms, ${name}: ${activitySeen}`);
         const [localWorst, serviceWorst] = [worstByWindow(localResults), worstByWindow(results)];
         console.log(
           `slowest call per 500 ms from the start, local stages / service ${name}: ${serviceWorst.map((value, index) => `${index * 0.5}s ${localWorst[index] ?? '-'}/${value}`).join(', ')}`,
