@@ -78,16 +78,16 @@ export function databaseLedger(
    * plays here, in memory, as on the local stage: `live` is the run's scenario state, and it is written
    * with the next exchange recorded (`dirty`), in the same statement, committed before that answer
    * leaves. A revoked token is written at once. Where instances share the database, the state is the
-   * database's, read and written under the run's row lock (`withScenarios`).
+   * database's, written only over the state it was played on (`withScenarios`).
    */
   const live = journal.exclusive ? playScenarios(run.enabled, run.grant, run.state) : undefined;
   let dirty = false;
   /** Tokens this instance revoked (playing in memory), by reference: a copy read before is corrected. */
   const revokedRefs = new Map<string, number>();
   /**
-   * A player on the latest scenario state this instance knows: read under the run's lock, or its own
-   * (`live`). Fired steps never un-fire, so what it says has fired has fired for every instance; what it
-   * says has not may have fired elsewhere since, and is checked under the lock.
+   * A player on the latest committed scenario state this instance knows: read or written by it, or its
+   * own (`live`). Fired steps never un-fire, so what it says has fired has fired for every instance; what
+   * it says has not may have fired elsewhere since, and is checked against the database.
    */
   let seen: ScenarioPlayer | undefined = live
     ? playScenarios(run.enabled, run.grant, live.state())
@@ -105,18 +105,19 @@ export function databaseLedger(
   /**
    * Whether a call of `method` might fire a step, as far as this instance knows: while the revocation or
    * the throttle has not fired (they count eligible calls), any call; after, only a POST while the outage
-   * has not fired. A call that cannot fire anything is decided on `seen`, with no lock and no statement:
+   * has not fired. A call that cannot fire anything is decided on `seen`, with no statement:
    * what the local stage does in memory.
    */
   const mayFire = (method: string) =>
     callSteps.some((name) => !firedIn(seen, name) && (name !== 'unavailable' || method === 'POST'));
   /**
    * Tokens this instance has seen, by value. A token changes once at most: the revocation revokes one,
-   * under the run's lock. Until this instance has seen the revocation fired, every call that could meet a
-   * revoked token takes the lock and reads its token afresh; once it has (and that transaction is
-   * committed), the cache starts over from what the database says, and those tokens (`fresh`) can be
-   * trusted with no lock, since nothing revokes a token any more. `generation` keeps out a lookup that
-   * began before.
+   * written with the state that says it fired. Until this instance has seen the revocation fired, every
+   * call that could meet a revoked token plays through `withScenarios`, which trusts a token only with a
+   * state that says no revocation fired (and writes nothing unless the row still holds that state), and
+   * reads it afresh otherwise; once it has seen it committed, the cache starts over from what the
+   * database says, and those tokens (`fresh`) can be trusted with no statement, since nothing revokes a
+   * token any more. `generation` keeps out a lookup that began before.
    */
   const tokens = new Map<string, IssuedToken>();
   let fresh = new WeakSet<IssuedToken>();
@@ -286,7 +287,7 @@ export function databaseLedger(
       return issued;
     },
     async tokenRequested(scopes, at, seq) {
-      // The narrowed grant plays once: after it fired, or when this request cannot fire it, no lock.
+      // The narrowed grant plays once: after it fired, or when this request cannot fire it, no statement.
       if (!run.enabled.has('narrowed-grant') || narrowedFired()) return undefined;
       if (!everyScope && scopes.every((scope) => run.grant.includes(scope))) return undefined;
       // Authorised for every scope: only a request beyond the narrowed grant's scopes is narrowed.
