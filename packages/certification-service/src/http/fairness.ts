@@ -21,7 +21,7 @@ export interface FairnessLimits {
 export const defaultFairnessLimits: FairnessLimits = {
   apiConcurrency: 8,
   apiRequestsPerSecond: 20,
-  createConcurrency: 4,
+  createConcurrency: 2,
   apiKeyCacheSeconds: 10,
 };
 
