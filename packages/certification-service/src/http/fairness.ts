@@ -8,7 +8,7 @@ export interface FairnessLimits {
   apiConcurrency: number;
   /** API requests per second one partner may make, sustained; bursts of twice as many pass. Default 20. */
   apiRequestsPerSecond: number;
-  /** Run creations and finishes (the costly calls: a key, a judgement) one partner may have in flight at once. Default 2. */
+  /** Run creations and finishes (the costly calls: a key, a judgement) one partner may have in flight at once. Default 4. */
   createConcurrency: number;
   /**
    * Seconds an instance remembers which partner an API key is (and that a key is no partner's), so that
@@ -21,7 +21,7 @@ export interface FairnessLimits {
 export const defaultFairnessLimits: FairnessLimits = {
   apiConcurrency: 8,
   apiRequestsPerSecond: 20,
-  createConcurrency: 2,
+  createConcurrency: 4,
   apiKeyCacheSeconds: 10,
 };
 
