@@ -7,7 +7,13 @@ import { migrate } from './db/migrations.js';
 import { recordDecision } from './decisions/decisions.js';
 import { StorageUnavailableError, unavailableRetrySeconds } from './errors.js';
 import { type Audit, mountApi } from './http/api.js';
-import { defaultFairnessLimits, type FairnessLimits, partnerLimiter } from './http/fairness.js';
+import {
+  apiGate,
+  defaultFairnessLimits,
+  type FairnessLimits,
+  partnerKeys,
+  partnerLimiter,
+} from './http/fairness.js';
 import { mountHealth } from './http/health.js';
 import { problem, unavailable } from './http/problem.js';
 import { hostileText } from './http/schemas.js';
@@ -46,7 +52,10 @@ export interface ServiceOptions {
   publicUrl?: string;
   /** Run limits (idle time, duration, exchanges, rate limits). Default `defaultRunLimits`. */
   limits?: Partial<RunLimits>;
-  /** Each partner's share of the API (requests in flight and per second, creations in flight). Default `defaultFairnessLimits`. */
+  /**
+   * Each partner's share of the API (requests in flight and per second, creations in flight) and how
+   * long an API key is remembered. Default `defaultFairnessLimits`.
+   */
   fairness?: Partial<FairnessLimits>;
   /**
    * Where runs are judged: `threads` (cores − 1, 1 to 4; 0 judges on the HTTP thread), `timeoutMs`
@@ -182,8 +191,14 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   });
   mountHealth(app, { db, signingKey: options.signingKey, log });
   app.use('/api/runs/*', purgedRunAnswers(db));
-  const limiter = partnerLimiter({ ...defaultFairnessLimits, ...options.fairness });
-  mountApi(app, { db, runs, publicUrl, audit, limiter, standing: production.standing });
+  const fairness = { ...defaultFairnessLimits, ...options.fairness };
+  const keys = partnerKeys(
+    async (keyHash) =>
+      (await db.query<{ id: string }>('SELECT id FROM partners WHERE api_key_hash = $1', [keyHash]))[0]?.id,
+    { ttlMs: fairness.apiKeyCacheSeconds * 1000 },
+  );
+  const gate = apiGate(keys, partnerLimiter(fairness));
+  mountApi(app, { db, runs, publicUrl, audit, keys, gate, standing: production.standing });
   production.mount(app);
   const signin = signinGuard(
     db,
@@ -236,7 +251,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     },
   });
   const handle = (req: IncomingMessage, res: ServerResponse) => {
-    const match = stagePath.exec((req.url ?? '/').split('?')[0]!);
+    const path = (req.url ?? '/').split('?')[0]!;
+    // A partner's request refused by its share is answered here, before any routing or body.
+    if (path.startsWith('/api/') && gate.screen(req, res, path)) return;
+    const match = stagePath.exec(path);
     if (match) {
       const query = (req.url ?? '').includes('?') ? (req.url ?? '').slice((req.url ?? '').indexOf('?')) : '';
       runs

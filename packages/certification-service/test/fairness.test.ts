@@ -66,6 +66,35 @@ describe('stage key pool', () => {
     expect(most).toBe(1);
     pool.close();
   });
+
+  it('generates a second key at once only while another partner waits, and partners take turns', async () => {
+    let inFlight = 0;
+    let most = 0;
+    let made = 0;
+    const pool = stageKeyPool({
+      size: 0,
+      generate: async () => {
+        inFlight += 1;
+        most = Math.max(most, inFlight);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        inFlight -= 1;
+        made += 1;
+        return { privateKeyPem: `key ${made}`, publicKeyPem: `pub ${made}` };
+      },
+    });
+    // B's burst alone: one lane.
+    const burst = Array.from({ length: 4 }, () => pool.take('B'));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(inFlight).toBe(1);
+    // A waits too: a second lane opens, and A is served within the next two keys, not after B's four.
+    const order: string[] = [];
+    for (const [index, taken] of burst.entries()) void taken.then(() => order.push(`B${index}`));
+    await pool.take('A').then(() => order.push('A'));
+    expect(order.indexOf('A')).toBeLessThanOrEqual(1);
+    await Promise.all(burst);
+    expect(most).toBe(2);
+    pool.close();
+  });
 });
 
 describe('a flood of creations by one partner', () => {

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { reportContentSecurityPolicy } from '@partner-lending/conformance';
 import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -7,18 +8,18 @@ import { latestDecisionOn, listDecisions } from '../decisions/decisions.js';
 import { jwksOf } from '../keys.js';
 import { iso, RunRefusal, type RunRow, type Runs } from '../runs/runs.js';
 import { hashSecret } from '../secrets.js';
-import type { PartnerLimiter } from './fairness.js';
+import { type ApiGate, type PartnerKeys, unknownKey } from './fairness.js';
 import { openApiDocument } from './openapi.js';
 import { problem } from './problem.js';
 import { finishSchema, issuesText, runRequestSchema } from './schemas.js';
 
-/** How long an instance remembers which partner an API key is (ms). */
-const keyCacheMs = 10_000;
-
 /** Largest JSON body the API reads. */
 export const maxApiBodyBytes = 16 * 1024;
 
-type Env = { Variables: { partnerId: string } };
+type Env = {
+  Bindings: { incoming: IncomingMessage; outgoing: ServerResponse };
+  Variables: { partnerId: string };
+};
 
 const challenge = { 'www-authenticate': 'Bearer realm="partner-certification"' };
 
@@ -30,7 +31,9 @@ export function mountApi(
     runs: Runs;
     publicUrl: string;
     audit: Audit;
-    limiter: PartnerLimiter;
+    /** Which partner a key is (remembered a few seconds) and the door that admits its requests. */
+    keys: PartnerKeys;
+    gate: ApiGate;
     /** The partner's production standing for GET /api/decisions (status, scopes, validUntil, expiring); null when never approved. */
     standing?: (partnerId: string) => Promise<unknown>;
   },
@@ -42,23 +45,16 @@ export function mountApi(
     c.json(await jwksOf(db), 200, { 'cache-control': 'public, max-age=300' }),
   );
 
-  // Known keys are remembered for a few seconds, so that a partner's flood costs no database read
-  // per request (a key replaced is refused at most `keyCacheMs` later).
-  const known = new Map<string, { id: string; until: number }>();
-  const partnerOf = async (keyHash: string): Promise<{ id: string } | undefined> => {
-    const cached = known.get(keyHash);
-    if (cached && cached.until > Date.now()) return cached;
-    const [partner] = await db.query<{ id: string }>('SELECT id FROM partners WHERE api_key_hash = $1', [
-      keyHash,
-    ]);
-    if (known.size >= 10_000) known.clear();
-    if (partner) known.set(keyHash, { id: partner.id, until: Date.now() + keyCacheMs });
-    else known.delete(keyHash);
-    return partner;
-  };
+  // The door (`apiGate`) answered the refusals it could before the routes; what reaches here is
+  // admitted, or has a key not remembered yet (looked up here, then screened the same way).
   app.use('/api/*', async (c, next) => {
-    const header = c.req.header('authorization') ?? '';
-    const match = /^bearer +(\S+)$/i.exec(header);
+    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+    const admitted = deps.gate.admittedAs(incoming);
+    if (admitted !== undefined) {
+      c.set('partnerId', admitted);
+      return next();
+    }
+    const match = deps.gate.bearer.exec(c.req.header('authorization') ?? '');
     if (!match)
       return problem(
         c,
@@ -68,27 +64,16 @@ export function mountApi(
         {},
         challenge,
       );
-    const partner = await partnerOf(hashSecret(match[1]!));
-    if (!partner)
-      return problem(
-        c,
-        401,
-        'Unknown API key',
-        'this API key is not one the vendor issued (or it was replaced)',
-        {},
-        {
-          'www-authenticate': 'Bearer realm="partner-certification", error="invalid_token"',
-        },
-      );
-    c.set('partnerId', partner.id);
-    // The partner's share, checked before any other work: a flood is refused at the cost of a lookup.
-    const admitted = deps.limiter.api(partner.id);
-    if ('refused' in admitted) return tooMany(c, admitted);
-    try {
-      await next();
-    } finally {
-      admitted.release();
-    }
+    const partnerId = await deps.keys.resolve(hashSecret(match[1]!));
+    const refusal =
+      partnerId === undefined
+        ? unknownKey()
+        : incoming && c.env.outgoing
+          ? deps.gate.admit(partnerId, incoming, c.env.outgoing, c.req.method, c.req.path)
+          : undefined;
+    if (partnerId !== undefined) c.set('partnerId', partnerId);
+    if (refusal) return problem(c, refusal.status, refusal.title, refusal.detail, {}, refusal.headers);
+    return next();
   });
   app.use(
     '/api/*',
@@ -117,16 +102,8 @@ export function mountApi(
     }
   };
 
+  // Creations and finishes are also limited by `createConcurrency`, at the door.
   app.post('/api/runs', async (c) => {
-    const admitted = deps.limiter.create(c.get('partnerId'));
-    if ('refused' in admitted) return tooMany(c, admitted);
-    try {
-      return await createRun(c);
-    } finally {
-      admitted.release();
-    }
-  });
-  const createRun = async (c: Context<Env>) => {
     const body = await jsonBody(c);
     if (body instanceof Response) return body;
     const parsed = runRequestSchema.safeParse(body);
@@ -154,7 +131,7 @@ export function mountApi(
         );
       throw error;
     }
-  };
+  });
 
   app.get('/api/runs', async (c) => {
     const rows = await db.query<RunRow>(
@@ -209,15 +186,6 @@ export function mountApi(
   });
 
   app.post('/api/runs/:id/finish', async (c) => {
-    const admitted = deps.limiter.create(c.get('partnerId'));
-    if ('refused' in admitted) return tooMany(c, admitted);
-    try {
-      return await finishRun(c);
-    } finally {
-      admitted.release();
-    }
-  });
-  const finishRun = async (c: Context<Env>) => {
     const run = await ownRun(c);
     if (run instanceof Response) return run;
     const body = await jsonBody(c);
@@ -238,7 +206,7 @@ export function mountApi(
     });
     if (!judged) return problem(c, 409, 'Run already ended', 'the run was finished or ended meanwhile');
     return c.json(await runView(db, (await runs.row(run.id))!), 200, { 'cache-control': 'no-store' });
-  };
+  });
 
   app.get('/api/runs/:id/report.html', async (c) => {
     const run = await judgedRun(c);
@@ -273,18 +241,6 @@ export function mountApi(
     });
   });
 }
-
-const tooMany = (c: Context, refusal: { refused: string; retryAfterSeconds: number }) =>
-  problem(
-    c,
-    429,
-    'Too many requests',
-    refusal.refused,
-    {},
-    {
-      'retry-after': String(refusal.retryAfterSeconds),
-    },
-  );
 
 /**
  * A run as the API shows it to its partner: its state, the partner and plan, what it covered, whether a

@@ -1,17 +1,28 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { notePartner } from '../observability/requests.js';
+import { hashSecret } from '../secrets.js';
+
 /** How much of the API one partner may take at once, so that no partner slows another. */
 export interface FairnessLimits {
   /** API requests one partner may have in flight at once (429 with Retry-After past it). Default 8. */
   apiConcurrency: number;
   /** API requests per second one partner may make, sustained; bursts of twice as many pass. Default 20. */
   apiRequestsPerSecond: number;
-  /** Run creations and finishes (the costly calls: a key, a judgement) one partner may have in flight at once. Default 2. */
+  /** Run creations and finishes (the costly calls: a key, a judgement) one partner may have in flight at once. Default 4. */
   createConcurrency: number;
+  /**
+   * Seconds an instance remembers which partner an API key is (and that a key is no partner's), so that
+   * a flood costs no database read per request: a key removed or replaced in the database is refused
+   * at most this long later. 0 reads the database on every request. Default 10.
+   */
+  apiKeyCacheSeconds: number;
 }
 
 export const defaultFairnessLimits: FairnessLimits = {
   apiConcurrency: 8,
   apiRequestsPerSecond: 20,
   createConcurrency: 4,
+  apiKeyCacheSeconds: 10,
 };
 
 /** Admitted: call `release` when the request is answered. Refused: why, and when to retry. */
@@ -22,7 +33,10 @@ export type Admission = { release(): void } | { refused: string; retryAfterSecon
  * bucket for the rate and counters for requests in flight. Per instance: behind a load balancer with N
  * instances a partner gets up to N times these.
  */
-export function partnerLimiter(limits: FairnessLimits, now: () => number = Date.now) {
+export function partnerLimiter(
+  limits: Omit<FairnessLimits, 'apiKeyCacheSeconds'>,
+  now: () => number = Date.now,
+) {
   const burst = limits.apiRequestsPerSecond * 2;
   const buckets = new Map<string, { tokens: number; at: number }>();
   const flying = new Map<string, number>();
@@ -89,3 +103,168 @@ export function partnerLimiter(limits: FairnessLimits, now: () => number = Date.
 }
 
 export type PartnerLimiter = ReturnType<typeof partnerLimiter>;
+
+/**
+ * Which partner an API key (its SHA-256) is, remembered `ttlMs`: known keys and unknown ones apart
+ * (at most `max` each, the oldest forgotten first), so that a flood of made-up keys cannot push the
+ * real ones out. One read at a time per key: a wave of requests with a key not remembered makes one
+ * read, not one each.
+ */
+export function partnerKeys(
+  lookup: (keyHash: string) => Promise<string | undefined>,
+  options: { ttlMs: number; max?: number; now?: () => number },
+) {
+  const { ttlMs, max = 10_000, now = Date.now } = options;
+  const known = new Map<string, { partnerId: string; until: number }>();
+  const unknown = new Map<string, number>();
+  const reading = new Map<string, Promise<string | undefined>>();
+  const remember = <V>(map: Map<string, V>, keyHash: string, value: V) => {
+    map.delete(keyHash);
+    if (map.size >= max) map.delete(map.keys().next().value!);
+    map.set(keyHash, value);
+  };
+  /** The partner (a string), no partner (null), or not remembered (undefined): no read. */
+  const cached = (keyHash: string): string | null | undefined => {
+    const at = now();
+    const hit = known.get(keyHash);
+    if (hit && hit.until > at) return hit.partnerId;
+    const miss = unknown.get(keyHash);
+    if (miss !== undefined && miss > at) return null;
+    return undefined;
+  };
+  return {
+    cached,
+    /** The partner of the key, read from the database when not remembered. */
+    resolve(keyHash: string): Promise<string | undefined> {
+      const hit = cached(keyHash);
+      if (hit !== undefined) return Promise.resolve(hit ?? undefined);
+      let pending = reading.get(keyHash);
+      if (!pending) {
+        pending = lookup(keyHash)
+          .then((partnerId) => {
+            if (ttlMs > 0) {
+              const until = now() + ttlMs;
+              if (partnerId === undefined) {
+                known.delete(keyHash);
+                remember(unknown, keyHash, until);
+              } else {
+                unknown.delete(keyHash);
+                remember(known, keyHash, { partnerId, until });
+              }
+            }
+            return partnerId;
+          })
+          .finally(() => reading.delete(keyHash));
+        reading.set(keyHash, pending);
+      }
+      return pending;
+    },
+  };
+}
+
+export type PartnerKeys = ReturnType<typeof partnerKeys>;
+
+const bearer = /^bearer +(\S+)$/i;
+/** The routes that cost a key or a judgement: limited by `createConcurrency` on top of the rest. */
+const costly = /^\/api\/runs(?:\/[^/]+\/finish)?$/;
+
+/** A refusal of the API, as the problem (RFC 9457) the answer carries. */
+export interface ApiRefusal {
+  status: 401 | 429;
+  title: string;
+  detail: string;
+  headers: Record<string, string>;
+}
+
+export const unknownKey = (): ApiRefusal => ({
+  status: 401,
+  title: 'Unknown API key',
+  detail: 'this API key is not one the vendor issued (or it was replaced)',
+  headers: { 'www-authenticate': 'Bearer realm="partner-certification", error="invalid_token"' },
+});
+
+const tooMany = (refusal: { refused: string; retryAfterSeconds: number }): ApiRefusal => ({
+  status: 429,
+  title: 'Too many requests',
+  detail: refusal.refused,
+  headers: { 'retry-after': String(refusal.retryAfterSeconds) },
+});
+
+/**
+ * The partner API's door, before any other work of a request (no body read, no routing, no database
+ * when the key is remembered): who the partner is, and whether its share lets the request in. A
+ * request it refuses is answered on the spot from the HTTP server's handler, so that a partner's flood
+ * of refused requests costs the thread that serves everyone as little as can be.
+ */
+export function apiGate(keys: PartnerKeys, limiter: PartnerLimiter) {
+  const admitted = new WeakMap<IncomingMessage, string>();
+
+  /** Admits a request of `partnerId` (its places freed when its answer is done), or says why not. */
+  const admit = (
+    partnerId: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: string,
+    path: string,
+  ): ApiRefusal | undefined => {
+    const api = limiter.api(partnerId);
+    if ('refused' in api) return tooMany(api);
+    const create = method === 'POST' && costly.test(path) ? limiter.create(partnerId) : undefined;
+    if (create && 'refused' in create) {
+      api.release();
+      return tooMany(create);
+    }
+    admitted.set(req, partnerId);
+    res.once('close', () => {
+      api.release();
+      create?.release();
+    });
+    return undefined;
+  };
+
+  return {
+    admit,
+    /** The partner a request was admitted as, by `screen` or `admit`. */
+    admittedAs: (req: IncomingMessage | undefined): string | undefined =>
+      req ? admitted.get(req) : undefined,
+    /**
+     * Screens a request of the API at once when its key is remembered: refused (answered here, true),
+     * or admitted (false: the routes serve it). Not remembered, or no key: false, and the routes look
+     * it up.
+     */
+    screen(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+      const match = bearer.exec(req.headers.authorization ?? '');
+      if (!match) return false;
+      const partnerId = keys.cached(hashSecret(match[1]!));
+      if (partnerId === undefined) return false;
+      const refusal = partnerId === null ? unknownKey() : admit(partnerId, req, res, req.method ?? '', path);
+      if (!refusal) return false;
+      if (partnerId !== null) notePartner(req, partnerId); // for the request's log line
+      answerRefusal(req, res, refusal);
+      return true;
+    },
+    bearer,
+  };
+}
+
+export type ApiGate = ReturnType<typeof apiGate>;
+
+/** Writes a refusal as the routes would (problem JSON, the service's security headers), unread body dropped. */
+function answerRefusal(req: IncomingMessage, res: ServerResponse, refusal: ApiRefusal): void {
+  const body = JSON.stringify({
+    type: 'about:blank',
+    title: refusal.title,
+    status: refusal.status,
+    detail: refusal.detail,
+  });
+  req.resume();
+  res.writeHead(refusal.status, {
+    'content-type': 'application/problem+json',
+    'cache-control': 'no-store',
+    ...refusal.headers,
+    'content-length': Buffer.byteLength(body),
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  });
+  res.end(body);
+}

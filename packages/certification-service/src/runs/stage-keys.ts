@@ -2,10 +2,13 @@ import { generateStageSigningKey, type StageSigningKey } from '@partner-lending/
 
 /**
  * Run stage keys (RSA-2048) prepared ahead, so that a run's creation takes one instead of generating
- * it: at most `size` wait ready, and at most one is generated at a time, so that key generation never
- * takes more than one thread of the pool every request shares (libuv's: file reads, DNS, WebCrypto) and
- * one partner's burst of creations cannot starve another's calls. A creation that finds none ready
- * waits for the next, in arrival order. The pool fills from the first `take` on.
+ * it: at most `size` wait ready, and one is generated at a time, so that key generation never takes
+ * more than one thread of the pool every request shares (libuv's: file reads, DNS, WebCrypto) and one
+ * partner's burst of creations cannot starve another's calls. A creation that finds none ready waits
+ * for the next, partners in turn. While creations of more than one partner wait, up to `lanes` keys
+ * are generated at once (one per partner waiting), so that a partner who keeps the pool empty (its
+ * creations refused only by its open-run cap) does not halve another's rate of keys. The pool fills
+ * from the first `take` on.
  */
 export interface StageKeyPool {
   /** A key for a creation of `partnerId`'s; partners waiting take turns (one partner's burst waits behind itself). */
@@ -16,9 +19,10 @@ export interface StageKeyPool {
 }
 
 export function stageKeyPool(
-  options: { size?: number; generate?: () => Promise<StageSigningKey> } = {},
+  options: { size?: number; lanes?: number; generate?: () => Promise<StageSigningKey> } = {},
 ): StageKeyPool {
   const size = options.size ?? 4;
+  const lanes = Math.max(1, options.lanes ?? 2);
   const generate = options.generate ?? generateStageSigningKey;
   const ready: StageSigningKey[] = [];
   type Waiter = { resolve: (key: StageSigningKey) => void; reject: (error: unknown) => void };
@@ -37,28 +41,31 @@ export function stageKeyPool(
     }
     return undefined;
   };
-  let generating = false;
+  let generating = 0;
   let closed = false;
 
   const fill = () => {
-    if (generating || closed || ready.length >= size + waitingCount) return;
-    generating = true;
+    // One lane, and one more per other partner waiting, up to `lanes`.
+    const allowed = Math.min(lanes, Math.max(1, queues.size));
+    if (generating >= allowed || closed || ready.length + generating >= size + waitingCount) return;
+    generating += 1;
     generate().then(
       (key) => {
-        generating = false;
+        generating -= 1;
         const next = nextWaiter();
         if (next) next.resolve(key);
         else ready.push(key);
         fill();
       },
       (error: unknown) => {
-        generating = false;
+        generating -= 1;
         const next = nextWaiter();
         next?.reject(error);
         if (!next) setTimeout(fill, 1000).unref();
         else fill();
       },
     );
+    fill();
   };
   // Filled from the first creation on, not at start: an instance that never creates a run (or a
   // restart under load) spends nothing on keys.

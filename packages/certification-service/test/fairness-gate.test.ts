@@ -1,0 +1,168 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { partnerKeys } from '../src/http/fairness.js';
+import { type Database, openDatabase, type Queryable } from '../src/index.js';
+import { type InProcessService, inProcessService } from './support/in-process.js';
+import { api } from './support/service.js';
+
+// The API's door: a partner's refused requests are answered before any body, route or database work
+// (the key remembered), a wave of requests with a new key reads it once, and a key removed from the
+// database stops working within `apiKeyCacheSeconds`.
+
+/** The database, with every statement it is sent written down in `statements`. */
+function counted(db: Database): { db: Database; statements: string[] } {
+  const statements: string[] = [];
+  const wrap = (inner: Queryable): Queryable => ({
+    query: (text, params) => {
+      statements.push(text);
+      return inner.query(text, params);
+    },
+  });
+  return {
+    statements,
+    db: {
+      kind: db.kind,
+      where: db.where,
+      ...wrap(db),
+      queryUnflushed: (text, params) => {
+        statements.push(text);
+        return db.queryUnflushed(text, params);
+      },
+      transaction: (work) => db.transaction((tx) => work(wrap(tx))),
+      close: () => db.close(),
+    },
+  };
+}
+
+describe('partner keys', () => {
+  it('reads a key once for a wave, remembers it for the TTL, and unknown keys apart', async () => {
+    let at = 0;
+    const reads: string[] = [];
+    const keys = partnerKeys(
+      async (keyHash) => {
+        reads.push(keyHash);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        return keyHash === 'good' ? 'ptn_1' : undefined;
+      },
+      { ttlMs: 1000, max: 2, now: () => at },
+    );
+    expect(keys.cached('good')).toBeUndefined();
+    const wave = await Promise.all(Array.from({ length: 100 }, () => keys.resolve('good')));
+    expect(new Set(wave)).toEqual(new Set(['ptn_1']));
+    expect(reads).toEqual(['good']);
+    expect(keys.cached('good')).toBe('ptn_1');
+    expect(await keys.resolve('bad')).toBeUndefined();
+    expect(keys.cached('bad')).toBeNull();
+    // Made-up keys fill their own map: the known key stays remembered.
+    for (const made of ['x1', 'x2', 'x3']) await keys.resolve(made);
+    expect(keys.cached('good')).toBe('ptn_1');
+    expect(keys.cached('x1')).toBeUndefined(); // the oldest unknown one was forgotten (max 2)
+    at = 999;
+    expect(keys.cached('good')).toBe('ptn_1');
+    at = 1000;
+    expect(keys.cached('good')).toBeUndefined();
+    expect(await keys.resolve('good')).toBe('ptn_1');
+    expect(reads.filter((read) => read === 'good')).toHaveLength(2);
+  });
+
+  it('with a TTL of 0 reads every time (the control)', async () => {
+    let count = 0;
+    const keys = partnerKeys(
+      async () => {
+        count += 1;
+        return 'ptn_1';
+      },
+      { ttlMs: 0 },
+    );
+    await keys.resolve('good');
+    await keys.resolve('good');
+    expect(count).toBe(2);
+    expect(keys.cached('good')).toBeUndefined();
+  });
+});
+
+describe('the door of the API', () => {
+  let svc: InProcessService;
+  let statements: string[];
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'pcs-gate-'));
+    const wrapped = counted(await openDatabase({ dataDir: join(dir, 'data') }));
+    statements = wrapped.statements;
+    svc = await inProcessService({
+      db: wrapped.db,
+      tokenDelayMs: 0,
+      apiDelayMs: 0,
+      sweepIntervalMs: 3_600_000,
+      // One request every 2 s, in bursts of 1: the second request at once is refused.
+      fairness: { apiRequestsPerSecond: 0.5, apiKeyCacheSeconds: 1 },
+    });
+  });
+  afterAll(async () => {
+    await svc?.close();
+    await svc?.db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses a flood of creations with no database statement, as the routes would answer', async () => {
+    const { url } = svc.service;
+    const b = await svc.partner('Partner B');
+    expect((await api(url, b.apiKey, 'GET', '/api/runs')).status).toBe(200);
+    const before = statements.length;
+    const flood = await Promise.all(
+      Array.from({ length: 50 }, () => api(url, b.apiKey, 'POST', '/api/runs', { scenarios: [] })),
+    );
+    expect(flood.map((answer) => answer.status)).toEqual(Array(50).fill(429));
+    expect(statements.slice(before)).toEqual([]);
+    const answer = flood[0]!;
+    expect(answer.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+    expect(answer.headers.get('content-type')).toBe('application/problem+json');
+    expect(answer.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(answer.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(answer.headers.get('x-request-id')).toBeTruthy();
+    expect(answer.json()).toMatchObject({ status: 429, title: 'Too many requests' });
+    expect(answer.json().detail).toMatch(/more than 0.5 requests per second/);
+    // The control: B is served again once its bucket refilled (the refusals were its share, not an
+    // API refusing everyone), and A, another partner, is served during B's flood.
+    const a = await svc.partner('Partner A');
+    expect((await api(url, a.apiKey, 'GET', '/api/runs')).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    expect((await api(url, b.apiKey, 'GET', '/api/runs')).status).toBe(200);
+  });
+
+  it('reads a new key once for a wave of its requests', async () => {
+    const { url } = svc.service;
+    const c = await svc.partner('Partner C');
+    const before = statements.length;
+    const wave = await Promise.all(Array.from({ length: 30 }, () => api(url, c.apiKey, 'GET', '/api/runs')));
+    expect(wave.filter((answer) => answer.status === 200)).toHaveLength(1);
+    expect(wave.filter((answer) => answer.status !== 200).map((answer) => answer.status)).toEqual(
+      Array(29).fill(429),
+    );
+    expect(statements.slice(before).filter((text) => text.includes('api_key_hash'))).toHaveLength(1);
+  });
+
+  it('refuses a key removed from the database within apiKeyCacheSeconds', async () => {
+    const { url } = svc.service;
+    const d = await svc.partner('Partner D');
+    expect((await api(url, d.apiKey, 'GET', '/api/runs')).status).toBe(200);
+    // The operator replaces the key in the database (as a rotation would).
+    await svc.db.query("UPDATE partners SET api_key_hash = 'replaced' WHERE id = $1", [d.partnerId]);
+    const removedAt = Date.now();
+    // Remembered: still known at once (429: its one request of the burst is spent; the cache is what
+    // is under test)...
+    const soon = await api(url, d.apiKey, 'GET', '/api/runs');
+    if (Date.now() - removedAt < 900) expect(soon.status).toBe(429);
+    // ...and refused once a second has passed, without a restart.
+    await new Promise((resolve) => setTimeout(resolve, 1100 - (Date.now() - removedAt)));
+    const late = await api(url, d.apiKey, 'GET', '/api/runs');
+    expect(late.status).toBe(401);
+    expect(late.json().title).toBe('Unknown API key');
+    // Unknown keys are remembered too, and answered 401 at the door with no statement.
+    const before = statements.length;
+    expect((await api(url, d.apiKey, 'POST', '/api/runs', { scenarios: [] })).status).toBe(401);
+    expect(statements.slice(before)).toEqual([]);
+  });
+});
