@@ -25,6 +25,7 @@ import { type OidcOptions, oidcSignIn } from './oidc/oidc.js';
 import type { DigestedPlan } from './plan/plan.js';
 import { type Production, type ProductionOptions, startProduction } from './register/production.js';
 import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
+import { replayJournal } from './runs/journal.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { secretsKeyFrom } from './secrets.js';
 import { mountUi } from './ui/routes.js';
@@ -64,6 +65,17 @@ export interface ServiceOptions {
    */
   judging?: Partial<JudgingOptions> & { filename?: string };
   /** Run stage keys (RSA-2048) generated ahead, one at a time. Default 2. */
+  /**
+   * Embedded store only: a call is answered once its exchange is written to the journal file beside the
+   * database (`DATA_DIR/journal`), which fills the database in the background and is replayed at start-up
+   * after a crash (default true). false: each call waits for its own statement.
+   */
+  journalFile?: boolean;
+  /**
+   * Connections the kernel holds until this instance accepts them (default 4096, capped by the system's
+   * net.core.somaxconn). Past it, new connections' SYNs are dropped and clients wait seconds to resend.
+   */
+  listenBacklog?: number;
   preparedStageKeys?: number;
   /** How many failed reviewer sign-ins, per client address and overall, before 429. Default `defaultSigninLimits`. */
   signinLimits?: Partial<SigninLimits>;
@@ -106,6 +118,9 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
+/** Connections waiting to be accepted, by default (see `listenBacklog`). */
+export const defaultListenBacklog = 4096;
+
 const stagePath = /^\/runs\/([A-Za-z0-9_-]{1,64})\/(auth|api)(\/.*)?$/s;
 
 /** Starts one instance of the certification service on an open database. */
@@ -119,6 +134,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       : (line: string) => process.stderr.write(`${line}\n`));
   const host = options.host ?? '127.0.0.1';
   await migrate(db);
+  // What a previous process answered and had not yet committed (killed), before anything is served.
+  if (db.journalDir !== undefined) await replayJournal(db, db.journalDir, log);
   await publishKey(db, options.signingKey);
   const server = createServer();
   server.requestTimeout = 60_000;
@@ -126,10 +143,16 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   server.keepAliveTimeout = 5_000;
   const port = await new Promise<number>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 8080, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as { port: number }).port);
-    });
+    // Connections waiting to be accepted: Node's default (511) overflows when many partners' programs
+    // open connections at once while this thread is busy, and the kernel then drops their SYNs, which
+    // clients resend 1, 3, 7 s later. The kernel caps it at net.core.somaxconn.
+    server.listen(
+      { port: options.port ?? 8080, host, backlog: options.listenBacklog ?? defaultListenBacklog },
+      () => {
+        server.off('error', reject);
+        resolve((server.address() as { port: number }).port);
+      },
+    );
   });
   const hostInUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   const url = `http://${hostInUrl}:${port}`;
@@ -142,6 +165,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     publicUrl,
     key: options.signingKey,
     ...(options.preparedStageKeys !== undefined && { preparedStageKeys: options.preparedStageKeys }),
+    ...(options.journalFile !== undefined && { journalFile: options.journalFile }),
     secretsKey,
     limits: { ...defaultRunLimits, ...options.limits },
     ...(options.plan && { plan: options.plan }),

@@ -17,6 +17,11 @@ export interface Database extends Queryable {
   readonly kind: 'embedded' | 'postgres';
   /** Where it is, with no password: the directory, or the URL's host, port and database. */
   readonly where: string;
+  /**
+   * The embedded store's journal of answered calls (a directory beside its database files), which one
+   * process writes and the next replays; none for PostgreSQL, which instances share.
+   */
+  readonly journalDir?: string;
   /** Runs `work` in one transaction (committed when it resolves, rolled back when it throws). */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /**
@@ -73,6 +78,7 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
   return {
     kind: 'embedded',
     where: dataDir,
+    journalDir: join(dataDir, 'journal'),
     query: run,
     queryUnflushed: run,
     transaction: (work) =>

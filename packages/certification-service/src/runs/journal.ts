@@ -1,5 +1,8 @@
+import { performance } from 'node:perf_hooks';
 import { batched } from '../db/batched.js';
-import type { Database } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
+import { StorageUnavailableError } from '../errors.js';
+import { openSpool, readSpool, type Spool, type SpoolEntry } from './spool.js';
 
 /**
  * The statements every call of every run makes, shared by the runs an instance serves: numbering the
@@ -46,6 +49,36 @@ export interface RunJournal {
   ): Promise<boolean>;
   /** The run's stage closed on this instance: its numbers are forgotten. */
   forget(runId: string): void;
+  /**
+   * With a journal file (`spoolDir`): the run's calls may be recorded until `expiresAt` (epoch ms), or
+   * until `settle`. (Without one, the statement itself checks that the run is open.)
+   */
+  track(runId: string, expiresAt: number): void;
+  /**
+   * The run is being judged: no later call of it is recorded, and every call answered before is in the
+   * database when this resolves.
+   */
+  settle(runId: string): Promise<void>;
+  /** Every call answered is in the database (the service is stopping); nothing more is recorded. */
+  close(): Promise<void>;
+}
+
+export interface JournalOptions {
+  /**
+   * The embedded store's journal file directory (see spool.ts): a call is answered once its exchange is
+   * written there, and the database is filled from it in the background. Only for a database one process
+   * owns; without it each call waits for its statement.
+   */
+  spoolDir?: string;
+  /** How long the first call written waits for others before they go to the database together (ms). */
+  drainMs?: number;
+  /** Items per statement filling the database from the journal file (each statement holds this thread). */
+  drainItems?: number;
+  /** Calls written and not yet in the database past which calls are refused 503 (the database is stuck). */
+  maxPending?: number;
+  /** How long written calls may wait for the database while requests keep the thread busy (ms). */
+  maxDeferMs?: number;
+  log?: (line: string) => void;
 }
 
 /** Items per statement, and bytes of exchanges per statement (an exchange is at most a few hundred KiB). */
@@ -57,8 +90,10 @@ const maxBytes = 4 * 1024 * 1024;
  */
 const dataError = (error: unknown) => /^2[23]/.test(String((error as { code?: unknown }).code ?? ''));
 
-export function runJournal(db: Database): RunJournal {
+export function runJournal(db: Database, options: JournalOptions = {}): RunJournal {
   const exclusive = db.kind === 'embedded';
+  const spooled =
+    options.spoolDir !== undefined && exclusive ? spooledRecords(db, options.spoolDir, options) : undefined;
   /** Where this instance numbers: the last number given, by run. */
   const numbered = new Map<string, number>();
   const shared = batched<string, number | undefined>(
@@ -86,52 +121,9 @@ export function runJournal(db: Database): RunJournal {
     { maxItems, alone: dataError, name: 'number' },
   );
 
-  const record = batched<
-    { runId: string; seq: number; exchange: string; scenarioState: string | undefined },
-    boolean
-  >(
+  const record = batched<StoreItem, boolean>(
     async (items) => {
-      const { counts, ranks } = rankByRun(items);
-      // The highest number of each run's items (the run's `seq` never falls behind what it recorded).
-      const highest = new Map<string, number>();
-      for (const item of items) highest.set(item.runId, Math.max(highest.get(item.runId) ?? 0, item.seq));
-      // The latest scenario state given for each run (states only move on: the last is the newest).
-      const states = new Map<string, string>();
-      for (const item of items)
-        if (item.scenarioState !== undefined) states.set(item.runId, item.scenarioState);
-      // One statement: lock the open runs (in id order), keep each run's exchanges up to its cap, count
-      // the rest as dropped. A run that is not open, or past its deadline (the service may have been
-      // down when it passed), records nothing, and is not in the answer.
-      const rows = await db.query<{ id: string }>(
-        `WITH open AS (
-             SELECT id, recorded, max_exchanges FROM runs WHERE id = ANY($1) AND status = 'open' AND expires_at > now()
-             ORDER BY id FOR UPDATE),
-           counted AS (
-             UPDATE runs r SET recorded = o.recorded + least(w.n, greatest(0, o.max_exchanges - o.recorded)),
-               dropped = r.dropped + w.n - least(w.n, greatest(0, o.max_exchanges - o.recorded)),
-               seq = greatest(r.seq, w.highest), last_activity_at = now(),
-               scenario_state = coalesce(w.state, r.scenario_state)
-             FROM open o JOIN unnest($1::text[], $2::int[], $7::int[], $8::jsonb[]) AS w(id, n, highest, state) ON w.id = o.id
-             WHERE r.id = o.id),
-           kept AS (
-             INSERT INTO exchanges (run_id, seq, exchange)
-             SELECT i.run_id, i.seq, i.exchange
-             FROM unnest($3::text[], $4::int[], $5::int[], $6::jsonb[]) AS i(run_id, seq, rank, exchange)
-             JOIN open o ON o.id = i.run_id
-             WHERE o.recorded + i.rank <= o.max_exchanges)
-         SELECT id FROM open`,
-        [
-          [...counts.keys()],
-          [...counts.values()],
-          items.map((item) => item.runId),
-          items.map((item) => item.seq),
-          ranks,
-          items.map((item) => item.exchange),
-          [...counts.keys()].map((id) => highest.get(id)!),
-          [...counts.keys()].map((id) => states.get(id) ?? null),
-        ],
-      );
-      const open = new Set(rows.map((row) => row.id));
+      const open = await storeExchanges(db, items, true);
       return items.map((item) => open.has(item.runId));
     },
     {
@@ -250,13 +242,271 @@ export function runJournal(db: Database): RunJournal {
       numbered.set(runId, seq);
       return seq;
     },
-    record: (runId, seq, exchange, scenarioState) => record({ runId, seq, exchange, scenarioState }),
+    record: (runId, seq, exchange, scenarioState) =>
+      spooled
+        ? spooled.record({ runId, seq, exchange, scenarioState })
+        : record({ runId, seq, exchange, scenarioState }),
     issue: (runId, sha256, token) => issue({ runId, sha256, token }),
     revoke: (runId, number, token) => revoke({ runId, number, token }),
     play: (runId, { before, after, revoked }) =>
       play({ runId, before, after, number: revoked?.number ?? null, token: revoked?.token ?? null }),
     forget: (runId) => numbered.delete(runId),
+    track: (runId, expiresAt) => spooled?.track(runId, expiresAt),
+    settle: async (runId) => spooled?.settle(runId),
+    close: async () => spooled?.close(),
   };
+}
+
+/**
+ * Recording through the journal file (see spool.ts), where one process owns the database: a call is
+ * written to the file (write(2), a few microseconds) and answered, and the calls written meanwhile go
+ * to the database together `drainMs` later, off every answer's path, in statements of `drainItems`
+ * with a turn of the event loop between them (an embedded database's statement holds this thread).
+ * Whether a run may still record is known here (`track`, `settle`) rather than read under its row's
+ * lock: this process is the only one that ends runs.
+ */
+function spooledRecords(db: Database, dir: string, options: JournalOptions) {
+  const drainMs = options.drainMs ?? 200;
+  const drainItems = options.drainItems ?? 16;
+  const maxPending = options.maxPending ?? 50_000;
+  const maxDeferMs = options.maxDeferMs ?? 10_000;
+  const busyThreshold = 0.7;
+  const log = options.log ?? (() => {});
+  const spool: Spool = openSpool(dir);
+  /** Runs that may record, until when (epoch ms). */
+  const open = new Map<string, number>();
+  /** Written to the file, not yet committed to the database, in the order written. */
+  let pending: StoreItem[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let draining: Promise<void> | undefined;
+  let failures = 0;
+  let closed = false;
+
+  /** The thread's use since the last look (0..1): a drain waits while requests keep it busy. */
+  let lastLook = performance.eventLoopUtilization();
+  let oldestPendingAt = 0;
+  const schedule = (delay = drainMs) => {
+    if (timer || draining || closed) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      const look = performance.eventLoopUtilization();
+      const busy = performance.eventLoopUtilization(look, lastLook).utilization;
+      lastLook = look;
+      // While requests keep this thread busy (a burst of calls), what is written waits in the file,
+      // up to `maxDeferMs` and half of `maxPending`: the drain runs when the burst has passed.
+      if (
+        busy > busyThreshold &&
+        Date.now() - oldestPendingAt < maxDeferMs &&
+        pending.length < maxPending / 2
+      ) {
+        schedule();
+        return;
+      }
+      void drain();
+    }, delay);
+  };
+
+  /** Commits everything written so far; on a failure, keeps it (file and memory) and tries again later. */
+  function drain(): Promise<void> {
+    if (draining) return draining;
+    if (pending.length === 0) return Promise.resolve();
+    const running = (async () => {
+      try {
+        while (pending.length > 0) {
+          // By run (in order within each), so that a statement touches few runs' rows.
+          const batch = pending.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+          pending = [];
+          const release = spool.rotate();
+          // After a failure, part of what goes again may be in already.
+          const check = failures > 0;
+          try {
+            for (let index = 0; index < batch.length; index += drainItems) {
+              await storeChunk(batch.slice(index, index + drainItems), check);
+              // Requests read while the statement held the thread are served before the next one.
+              if (index + drainItems < batch.length)
+                await new Promise<void>((resolve) => setImmediate(resolve));
+            }
+          } catch (error) {
+            // Nothing of the failed chunk's statement was kept; the chunks before it were, and go again:
+            // a run's numbers already recorded are skipped (see storeChunk).
+            pending = batch.concat(pending);
+            throw error;
+          }
+          release();
+          failures = 0;
+          if (pending.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+      } catch (error) {
+        failures += 1;
+        log(
+          `recording answered calls from the journal file failed (${failures} in a row), retrying: ${(error as Error).message}`,
+        );
+      }
+    })().finally(() => {
+      // (Asynchronous: `draining` is this drain until it has ended.)
+      draining = undefined;
+      if (pending.length > 0) schedule(Math.min(5000, drainMs * 2 ** Math.min(failures, 8)));
+    });
+    draining = running;
+    return running;
+  }
+
+  /**
+   * One statement of journal entries; entries already in the database (a statement that committed
+   * before a failure of the next) are left out, and a data error goes item by item.
+   */
+  async function storeChunk(items: StoreItem[], check: boolean): Promise<void> {
+    const fresh = check ? await notStored(db, items) : items;
+    if (fresh.length === 0) return;
+    try {
+      await storeExchanges(db, fresh, false);
+    } catch (error) {
+      if (fresh.length === 1 || !dataError(error)) {
+        if (fresh.length === 1 && dataError(error)) {
+          log(
+            `run ${fresh[0]!.runId}: call ${fresh[0]!.seq} cannot be stored and is left out: ${(error as Error).message}`,
+          );
+          return;
+        }
+        throw error;
+      }
+      for (const item of fresh) await storeChunk([item], true);
+    }
+  }
+
+  return {
+    record(item: StoreItem): Promise<boolean> {
+      const until = open.get(item.runId);
+      if (closed || until === undefined || Date.now() >= until) return Promise.resolve(false);
+      if (pending.length >= maxPending)
+        return Promise.reject(
+          new StorageUnavailableError(
+            db.where,
+            new Error(`${pending.length} answered calls wait for the database`),
+          ),
+        );
+      try {
+        spool.append([item]);
+      } catch (error) {
+        return Promise.reject(new StorageUnavailableError(db.where, error));
+      }
+      if (pending.length === 0 && !draining) oldestPendingAt = Date.now();
+      pending.push(item);
+      schedule();
+      return Promise.resolve(true);
+    },
+    track(runId: string, expiresAt: number) {
+      open.set(runId, expiresAt);
+    },
+    async settle(runId: string) {
+      open.delete(runId);
+      await flush();
+    },
+    async close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      await flush();
+      spool.close(pending.length === 0);
+    },
+  };
+
+  /** Every call written so far is committed (waits for a drain running, then drains the rest). */
+  async function flush(): Promise<void> {
+    for (let attempt = 0; pending.length > 0 || draining; attempt += 1) {
+      if (draining) await draining;
+      else await drain();
+      if (pending.length > 0 && attempt >= 3)
+        throw new StorageUnavailableError(db.where, new Error('answered calls could not be recorded'));
+    }
+  }
+}
+
+/** The items whose run and number are not in the database yet. */
+async function notStored(db: Queryable, items: readonly StoreItem[]): Promise<StoreItem[]> {
+  const rows = await db.query<{ run_id: string; seq: number }>(
+    `SELECT e.run_id, e.seq FROM exchanges e
+     JOIN unnest($1::text[], $2::int[]) AS i(run_id, seq) ON e.run_id = i.run_id AND e.seq = i.seq`,
+    [items.map((item) => item.runId), items.map((item) => item.seq)],
+  );
+  if (rows.length === 0) return [...items];
+  const stored = new Set(rows.map((row) => `${row.run_id}\t${row.seq}`));
+  return items.filter((item) => !stored.has(`${item.runId}\t${item.seq}`));
+}
+
+/**
+ * Fills the database from the journal files a previous process left (killed before it committed what
+ * it had answered): run before this process serves a call. Resolves with the calls recovered.
+ */
+export async function replayJournal(
+  db: Database,
+  dir: string,
+  log: (line: string) => void = () => {},
+): Promise<number> {
+  const { entries, remove } = readSpool(dir);
+  let recovered = 0;
+  for (let index = 0; index < entries.length; index += 64) {
+    const fresh = await notStored(db, entries.slice(index, index + 64));
+    if (fresh.length > 0) await storeExchanges(db, fresh, false);
+    recovered += fresh.length;
+  }
+  remove();
+  if (recovered > 0) log(`recovered ${recovered} answered call(s) from the journal file in ${dir}`);
+  return recovered;
+}
+
+type StoreItem = SpoolEntry;
+
+/**
+ * Records `items` in one statement and answers the ids of the runs that took them. `openOnly`: only
+ * runs open and in time (a call answered only once recorded); without it, every run's (calls already
+ * answered while their run was open, from the journal file).
+ */
+async function storeExchanges(
+  db: Queryable,
+  items: readonly StoreItem[],
+  openOnly: boolean,
+): Promise<Set<string>> {
+  const { counts, ranks } = rankByRun(items);
+  // The highest number of each run's items (the run's `seq` never falls behind what it recorded).
+  const highest = new Map<string, number>();
+  for (const item of items) highest.set(item.runId, Math.max(highest.get(item.runId) ?? 0, item.seq));
+  // The latest scenario state given for each run (states only move on: the last is the newest).
+  const states = new Map<string, string>();
+  for (const item of items) if (item.scenarioState !== undefined) states.set(item.runId, item.scenarioState);
+  // One statement: lock the runs (in id order), keep each run's exchanges up to its cap, count the
+  // rest as dropped. With `openOnly`, a run that is not open, or past its deadline (the service may
+  // have been down when it passed), records nothing, and is not in the answer.
+  const rows = await db.query<{ id: string }>(
+    `WITH open AS (
+           SELECT id, recorded, max_exchanges FROM runs WHERE id = ANY($1) ${openOnly ? "AND status = 'open' AND expires_at > now()" : ''}
+           ORDER BY id FOR UPDATE),
+         counted AS (
+           UPDATE runs r SET recorded = o.recorded + least(w.n, greatest(0, o.max_exchanges - o.recorded)),
+             dropped = r.dropped + w.n - least(w.n, greatest(0, o.max_exchanges - o.recorded)),
+             seq = greatest(r.seq, w.highest), last_activity_at = now(),
+             scenario_state = coalesce(w.state, r.scenario_state)
+           FROM open o JOIN unnest($1::text[], $2::int[], $7::int[], $8::jsonb[]) AS w(id, n, highest, state) ON w.id = o.id
+           WHERE r.id = o.id),
+         kept AS (
+           INSERT INTO exchanges (run_id, seq, exchange)
+           SELECT i.run_id, i.seq, i.exchange
+           FROM unnest($3::text[], $4::int[], $5::int[], $6::jsonb[]) AS i(run_id, seq, rank, exchange)
+           JOIN open o ON o.id = i.run_id
+           WHERE o.recorded + i.rank <= o.max_exchanges)
+       SELECT id FROM open`,
+    [
+      [...counts.keys()],
+      [...counts.values()],
+      items.map((item) => item.runId),
+      items.map((item) => item.seq),
+      ranks,
+      items.map((item) => item.exchange),
+      [...counts.keys()].map((id) => highest.get(id)!),
+      [...counts.keys()].map((id) => states.get(id) ?? null),
+    ],
+  );
+  return new Set(rows.map((row) => row.id));
 }
 
 /**

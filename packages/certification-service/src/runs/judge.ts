@@ -55,7 +55,24 @@ export async function judgeRun(
   );
   if (claimed.length === 0) return undefined;
   // From here no instance records for the run (the ledger records only while it is open): the
-  // session read below is every exchange that was answered.
+  // session read below is every exchange that was answered. Calls answered from the journal file
+  // (the embedded store) are committed first.
+  try {
+    await ctx.journal.settle(id);
+  } catch (error) {
+    await db.query(
+      "UPDATE runs SET status = 'open', closing_since = NULL, last_activity_at = now() WHERE id = $1 AND status = 'closing'",
+      [id],
+    );
+    await ctx.closeStage(id);
+    throw new JudgingUnavailableError(
+      `run ${id}: its calls could not be recorded: ${(error as Error).message}`,
+      5,
+      {
+        cause: error,
+      },
+    );
+  }
   await ctx.closeStage(id);
   const run = (await ctx.row(id))!;
   const contents = await ledgerContents(db, id);

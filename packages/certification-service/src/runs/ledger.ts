@@ -61,10 +61,13 @@ export function databaseLedger(
     seq: number;
     /** The run's scenario state as its row said when the stage opened. */
     state?: ScenarioState;
+    /** The run's deadline (epoch ms): no call is recorded past it. */
+    expiresAt?: number;
   },
   onUnavailable?: (error: StorageUnavailableError) => void,
 ): StageLedger {
   const { id } = run;
+  journal.track(id, run.expiresAt ?? Number.POSITIVE_INFINITY);
   /** The steps an API call can trigger that this run plays. */
   const callSteps = (['revocation', 'throttle', 'unavailable'] as const).filter((name) =>
     run.enabled.has(name),

@@ -34,7 +34,12 @@ export function createRuns(options: RunsOptions) {
   const held = new Map<string, string>();
   /** The partner of each run this instance holds a stage for. */
   const owners = new Map<string, string>();
-  const journal = runJournal(db);
+  // Where one process owns the database, a call is answered once written to the journal file, and the
+  // database is filled from it in the background (see spool.ts).
+  const journal = runJournal(db, {
+    ...(db.journalDir !== undefined && options.journalFile !== false && { spoolDir: db.journalDir }),
+    log: options.log,
+  });
   const stageKeys = stageKeyPool({ size: options.preparedStageKeys ?? 4 });
   const secretsKey = options.secretsKey ?? secretsKeyFrom(options.key.privateKey);
 
@@ -60,6 +65,7 @@ export function createRuns(options: RunsOptions) {
             grant: run.stage.grant,
             seq: run.seq,
             state: run.scenario_state,
+            expiresAt: new Date(run.expires_at).getTime(),
           },
           (error) => options.log(`run ${run.id}: ${error.message}`),
         ),
@@ -186,6 +192,7 @@ export function createRuns(options: RunsOptions) {
   async function close(): Promise<void> {
     stageKeys.close();
     await Promise.all([...stages.keys()].map(closeStage));
+    await journal.close();
   }
 
   return {

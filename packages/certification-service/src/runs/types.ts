@@ -125,6 +125,11 @@ export interface RunsOptions {
   /** Delays of the stage (ms); the CLI's defaults. */
   tokenDelayMs?: number;
   apiDelayMs?: number;
+  /**
+   * On the embedded store, answer a call once its exchange is written to the journal file and fill the
+   * database from it in the background (default true); false: each call waits for its statement.
+   */
+  journalFile?: boolean;
   log: (line: string, fields?: Record<string, unknown>) => void;
 }
 

@@ -1,0 +1,126 @@
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * The embedded store's journal of answered calls: an append-only file each exchange is written to
+ * (write(2), before its answer leaves) and from which the database is filled in the background, in
+ * segments that are deleted once what they hold is committed. Written by one process (the embedded
+ * database's directory is locked), read back at start-up by the next one: a process killed at any
+ * point loses nothing it answered. (The embedded database writes its own files the same way, with no
+ * fsync: both outlive the process, neither a power cut of the machine.)
+ *
+ * A line is `[runId, seq, scenarioState (its JSON as a string) | null]`, a tab, and the exchange's JSON: JSON text holds no raw
+ * tab or line break, so a line is read back by its first tab. A torn last line (the process killed in
+ * the middle of a write) was never answered, and is skipped.
+ */
+export interface SpoolEntry {
+  runId: string;
+  seq: number;
+  /** The exchange as stored (JSON text on one line). */
+  exchange: string;
+  /** The run's scenario state after this call (JSON), when it changed. */
+  scenarioState?: string | undefined;
+}
+
+export interface Spool {
+  /** Appends entries to the current segment; returns once the system has them. */
+  append(entries: readonly SpoolEntry[]): void;
+  /**
+   * Starts a new segment for what comes next; the function it returns deletes the segments before it
+   * (call it once everything they hold is committed).
+   */
+  rotate(): () => void;
+  /** Closes the current segment (deleted when `empty` says nothing is left to commit). */
+  close(empty: boolean): void;
+}
+
+const segmentPattern = /^exchanges-(\d{12})\.ndjson$/;
+const segmentName = (number: number) => `exchanges-${String(number).padStart(12, '0')}.ndjson`;
+
+/** The segments in `dir`, oldest first. */
+function segments(dir: string): { number: number; path: string }[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  return names
+    .map((name) => segmentPattern.exec(name))
+    .filter((match): match is RegExpExecArray => match !== null)
+    .map((match) => ({ number: Number(match[1]), path: join(dir, match[0]) }))
+    .sort((a, b) => a.number - b.number);
+}
+
+export const spoolLine = (entry: SpoolEntry): string =>
+  `${JSON.stringify([entry.runId, entry.seq, entry.scenarioState ?? null])}\t${entry.exchange}\n`;
+
+/** Reads one segment's text back; a line that does not parse (a torn last write) is skipped. */
+export function parseSpool(text: string): SpoolEntry[] {
+  const entries: SpoolEntry[] = [];
+  for (const line of text.split('\n')) {
+    const tab = line.indexOf('\t');
+    if (tab < 0) continue;
+    try {
+      const [runId, seq, scenarioState] = JSON.parse(line.slice(0, tab)) as [unknown, unknown, unknown];
+      const exchange = line.slice(tab + 1);
+      JSON.parse(exchange);
+      if (typeof runId !== 'string' || !Number.isInteger(seq)) continue;
+      entries.push({
+        runId,
+        seq: seq as number,
+        exchange,
+        ...(typeof scenarioState === 'string' && { scenarioState }),
+      });
+    } catch {
+      // A torn write: never answered.
+    }
+  }
+  return entries;
+}
+
+/** What earlier processes left in `dir`, oldest first, and a function deleting those segments. */
+export function readSpool(dir: string): { entries: SpoolEntry[]; remove: () => void } {
+  const found = segments(dir);
+  return {
+    entries: found.flatMap((segment) => parseSpool(readFileSync(segment.path, 'utf8'))),
+    remove: () => {
+      for (const segment of found) unlinkSync(segment.path);
+    },
+  };
+}
+
+/** Opens a new segment in `dir` (created, mode 0700), after any left there. */
+export function openSpool(dir: string): Spool {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  let number = (segments(dir).at(-1)?.number ?? 0) + 1;
+  const open = () => openSync(join(dir, segmentName(number)), 'a', 0o600);
+  let fd = open();
+  let closed = false;
+  return {
+    append(entries) {
+      if (closed) throw new Error('the journal file is closed');
+      let text = '';
+      for (const entry of entries) text += spoolLine(entry);
+      const bytes = Buffer.from(text, 'utf8');
+      for (let written = 0; written < bytes.length; )
+        written += writeSync(fd, bytes, written, bytes.length - written);
+    },
+    rotate() {
+      const before = number;
+      closeSync(fd);
+      number += 1;
+      fd = open();
+      return () => {
+        for (const segment of segments(dir)) if (segment.number <= before) unlinkSync(segment.path);
+      };
+    },
+    close(empty) {
+      if (closed) return;
+      closed = true;
+      closeSync(fd);
+      if (empty) for (const segment of segments(dir)) unlinkSync(segment.path);
+    },
+  };
+}

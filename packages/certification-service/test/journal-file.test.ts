@@ -1,0 +1,202 @@
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StorageUnavailableError } from '../src/errors.js';
+import type { Database } from '../src/index.js';
+import { replayJournal, runJournal } from '../src/runs/journal.js';
+import { parseSpool } from '../src/runs/spool.js';
+import { type InProcessService, inProcessService } from './support/in-process.js';
+import { api, type CreatedRun } from './support/service.js';
+
+// The embedded store's journal file: a call is answered once its exchange is written there, the
+// database is filled from it in the background, and what a killed process had not committed is
+// replayed by the next start. Each test has a journal of its own, in a directory of its own, on the
+// same embedded database (a run's rows are the service's).
+let svc: InProcessService;
+let apiKey: string;
+beforeAll(async () => {
+  svc = await inProcessService({ limits: { maxOpenRunsPerPartner: 50, maxRunsPerHour: 100 } });
+  ({ apiKey } = await svc.partner('Journal file'));
+}, 60_000);
+afterAll(async () => {
+  await svc?.close();
+});
+
+const exchange = (seq: number) => JSON.stringify({ seq, server: 'api', method: 'GET', status: 200 });
+const newRun = async () => {
+  const created = await api(svc.service.url, apiKey, 'POST', '/api/runs', {});
+  expect(created.status).toBe(201);
+  return (created.json() as CreatedRun).id;
+};
+const stored = async (db: Database, id: string) => {
+  const [run] = await db.query<{ recorded: number; seq: number }>(
+    'SELECT recorded, seq FROM runs WHERE id = $1',
+    [id],
+  );
+  const rows = await db.query<{ seq: number }>('SELECT seq FROM exchanges WHERE run_id = $1 ORDER BY seq', [
+    id,
+  ]);
+  return { recorded: run!.recorded, seq: run!.seq, seqs: rows.map((row) => row.seq) };
+};
+const spoolDir = () => mkdtempSync(join(tmpdir(), 'pcs-journal-'));
+const lines = (dir: string) =>
+  readdirSync(dir)
+    .sort()
+    .flatMap((name) => parseSpool(readFileSync(join(dir, name), 'utf8')));
+const hour = () => Date.now() + 3_600_000;
+
+describe('the journal file of the embedded store', () => {
+  it('answers a call once it is written to the file, before the database has it; a restart replays it once', async () => {
+    const id = await newRun();
+    const dir = spoolDir();
+    // A drain far away: as if the process were killed before it ran.
+    const journal = runJournal(svc.db, { spoolDir: dir, drainMs: 3_600_000 });
+    journal.track(id, hour());
+    const answered = await Promise.all([1, 2, 3, 4, 5].map((seq) => journal.record(id, seq, exchange(seq))));
+    expect(answered).toEqual([true, true, true, true, true]);
+    // Not in the database yet (so the answer did not wait for it), all in the file.
+    expect((await stored(svc.db, id)).seqs).toEqual([]);
+    expect(lines(dir).map((entry) => [entry.runId, entry.seq])).toEqual(
+      [1, 2, 3, 4, 5].map((seq) => [id, seq]),
+    );
+    // The next start replays it: every call, counted once, the run's number after the highest.
+    expect(await replayJournal(svc.db, dir)).toBe(5);
+    expect(await stored(svc.db, id)).toEqual({ recorded: 5, seq: 5, seqs: [1, 2, 3, 4, 5] });
+    expect(readdirSync(dir)).toEqual([]);
+    // Replaying what is already in (killed after a commit, before the file was deleted) adds nothing.
+    const again = spoolDir();
+    const second = runJournal(svc.db, { spoolDir: again, drainMs: 3_600_000 });
+    second.track(id, hour());
+    await second.record(id, 3, exchange(3));
+    await second.record(id, 6, exchange(6));
+    expect(await replayJournal(svc.db, again)).toBe(1);
+    expect(await stored(svc.db, id)).toEqual({ recorded: 6, seq: 6, seqs: [1, 2, 3, 4, 5, 6] });
+  });
+
+  it('skips a torn last line (a write cut by the kill: never answered) and keeps the rest', async () => {
+    const id = await newRun();
+    const dir = spoolDir();
+    const journal = runJournal(svc.db, { spoolDir: dir, drainMs: 3_600_000 });
+    journal.track(id, hour());
+    await journal.record(id, 1, exchange(1));
+    await journal.record(id, 2, exchange(2));
+    const [segment] = readdirSync(dir);
+    appendFileSync(join(dir, segment!), `${JSON.stringify([id, 3, null])}\t{"seq":3,"server":"a`);
+    expect(await replayJournal(svc.db, dir)).toBe(2);
+    expect((await stored(svc.db, id)).seqs).toEqual([1, 2]);
+  });
+
+  it('fills the database in the background, and deletes what it committed', async () => {
+    const id = await newRun();
+    const dir = spoolDir();
+    const journal = runJournal(svc.db, { spoolDir: dir, drainMs: 10 });
+    journal.track(id, hour());
+    for (let seq = 1; seq <= 40; seq += 1) expect(await journal.record(id, seq, exchange(seq))).toBe(true);
+    for (let wait = 0; wait < 100 && (await stored(svc.db, id)).recorded < 40; wait += 1)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await stored(svc.db, id)).seqs).toEqual(Array.from({ length: 40 }, (_, index) => index + 1));
+    await journal.close();
+    expect(lines(dir)).toEqual([]);
+  });
+
+  it('records nothing for a run it does not track, past its deadline, or once judging settles it; settling waits for every call answered', async () => {
+    const [id, late, untracked] = [await newRun(), await newRun(), await newRun()];
+    const dir = spoolDir();
+    const journal = runJournal(svc.db, { spoolDir: dir, drainMs: 3_600_000 });
+    journal.track(id, hour());
+    journal.track(late, Date.now() - 1);
+    expect(await journal.record(untracked, 1, exchange(1))).toBe(false);
+    expect(await journal.record(late, 1, exchange(1))).toBe(false);
+    expect(await journal.record(id, 1, exchange(1))).toBe(true);
+    expect(await journal.record(id, 2, exchange(2))).toBe(true);
+    expect((await stored(svc.db, id)).seqs).toEqual([]);
+    await journal.settle(id);
+    // Settled: every call answered is in, and a call after it is refused (never answered unrecorded).
+    expect((await stored(svc.db, id)).seqs).toEqual([1, 2]);
+    expect(await journal.record(id, 3, exchange(3))).toBe(false);
+    expect(lines(dir).map((entry) => entry.seq)).toEqual([]);
+    for (const other of [late, untracked]) expect((await stored(svc.db, other)).seqs).toEqual([]);
+    await journal.close();
+  });
+
+  it('refuses calls (503) rather than holding more than maxPending in memory when the database does not take them', async () => {
+    const id = await newRun();
+    const journal = runJournal(svc.db, { spoolDir: spoolDir(), drainMs: 3_600_000, maxPending: 3 });
+    journal.track(id, hour());
+    for (const seq of [1, 2, 3]) expect(await journal.record(id, seq, exchange(seq))).toBe(true);
+    await expect(journal.record(id, 4, exchange(4))).rejects.toBeInstanceOf(StorageUnavailableError);
+    await journal.close();
+    expect((await stored(svc.db, id)).seqs).toEqual([1, 2, 3]);
+  });
+
+  it('keeps what a failed statement carried (file and memory) and commits it once the database answers again, with nothing twice', async () => {
+    const id = await newRun();
+    let failing = 0;
+    const flaky: Database = {
+      ...svc.db,
+      query: (text, params) => {
+        if (failing > 0 && /INSERT INTO exchanges/.test(text)) {
+          failing -= 1;
+          return Promise.reject(Object.assign(new Error('connection lost'), { code: '08006' }));
+        }
+        return svc.db.query(text, params);
+      },
+    };
+    const logged: string[] = [];
+    const dir = spoolDir();
+    const journal = runJournal(flaky, {
+      spoolDir: dir,
+      drainMs: 5,
+      drainItems: 4,
+      log: (line) => logged.push(line),
+    });
+    journal.track(id, hour());
+    failing = 2;
+    for (let seq = 1; seq <= 10; seq += 1) expect(await journal.record(id, seq, exchange(seq))).toBe(true);
+    for (let wait = 0; wait < 200 && (await stored(svc.db, id)).recorded < 10; wait += 1)
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(failing).toBe(0);
+    expect(logged.some((line) => /failed \(1 in a row\), retrying/.test(line))).toBe(true);
+    expect(await stored(svc.db, id)).toEqual({
+      recorded: 10,
+      seq: 10,
+      seqs: Array.from({ length: 10 }, (_, index) => index + 1),
+    });
+    await journal.close();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+});
+
+describe('the service on the embedded store', () => {
+  it('judges a run on every call it answered, when the calls are still in the journal file at the finish', async () => {
+    const created = (
+      await api(svc.service.url, apiKey, 'POST', '/api/runs', { scenarios: [] })
+    ).json() as CreatedRun;
+    const token = await (
+      await fetch(created.tokenUrl, {
+        method: 'POST',
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: created.clientId,
+          client_secret: created.clientSecret,
+          scope: 'read:loans',
+        }),
+      })
+    ).json();
+    const statuses = await Promise.all(
+      Array.from({ length: 30 }, () =>
+        fetch(`${created.baseUrl}/v3/partner/${token.partnerId}/loans?limit=5`, {
+          headers: { authorization: `Bearer ${token.access_token}` },
+        }).then((response) => response.status),
+      ),
+    );
+    expect(statuses).toEqual(Array(30).fill(200));
+    // Finished at once: the last calls are in the file, not yet in the database (the drain waits 200 ms).
+    const finished = await api(svc.service.url, apiKey, 'POST', `/api/runs/${created.id}/finish`, {});
+    expect(finished.status).toBe(200);
+    const session = (await api(svc.service.url, apiKey, 'GET', `/api/runs/${created.id}/session`)).json();
+    // The token request and the 30 calls.
+    expect(session.exchanges).toHaveLength(31);
+  });
+});
