@@ -12,7 +12,8 @@
 //     instance on each store. Prints the latency the service adds (p50, p99), the exchanges lost
 //     (answered, missing from the session: must be 0) and the time to judge a run. Target: p99 added
 //     under 5 ms with the runs starting together.
-// BENCH_STORES=embedded measures PGlite only, BENCH_STORES=postgres PostgreSQL only (the local stages
+// BENCH_JOURNAL_FILE=0 turns the embedded store's journal file off, BENCH_LISTEN_BACKLOG sets the listen
+// backlog (to compare). BENCH_STORES=embedded measures PGlite only, BENCH_STORES=postgres PostgreSQL only (the local stages
 // are measured in the same run either way); BENCH_TRACE=1 prints the slowest call of each 500 ms of
 // the first BENCH_TRACE_SECONDS (5), local stages against the service; BENCH_STARTS=together|spread one start only; BENCH_PARTS=throughput|latency one part only. Each latency
 // line also says how many statements the service sent per call (round trips to the database). The
@@ -123,6 +124,10 @@ async function openService(databaseUrl, maxRuns) {
     limits: { maxOpenRunsPerPartner: maxRuns, maxRunsPerHour: 10_000 },
     // One partner makes every run here: its creations, finishes and reads are not the load measured.
     fairness: { apiConcurrency: 10_000, apiRequestsPerSecond: 100_000, createConcurrency: 10_000 },
+    // BENCH_JOURNAL_FILE=0: on the embedded store, each call waits for its statement (the journal file off).
+    ...(process.env.BENCH_JOURNAL_FILE === '0' && { journalFile: false }),
+    // BENCH_LISTEN_BACKLOG: the listen backlog (Node's default was 511 before it was the service's 4096).
+    ...(process.env.BENCH_LISTEN_BACKLOG && { listenBacklog: Number(process.env.BENCH_LISTEN_BACKLOG) }),
     log: () => {},
   });
   const { apiKey } = await addPartner(db, 'Bench');
