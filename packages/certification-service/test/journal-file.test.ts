@@ -87,6 +87,24 @@ describe('the journal file of the embedded store', () => {
     expect((await stored(svc.db, id)).seqs).toEqual([1, 2]);
   });
 
+  it('replays past an entry it cannot store (its run is not there): that one is left out and said, the others kept', async () => {
+    const id = await newRun();
+    const dir = spoolDir();
+    const journal = runJournal(svc.db, { spoolDir: dir, drainMs: 3_600_000 });
+    journal.track(id, hour());
+    journal.track('run_gone', hour());
+    await journal.record(id, 1, exchange(1));
+    await journal.record('run_gone', 1, exchange(1));
+    await journal.record(id, 2, exchange(2));
+    const logged: string[] = [];
+    expect(await replayJournal(svc.db, dir, (line) => logged.push(line))).toBe(2);
+    expect((await stored(svc.db, id)).seqs).toEqual([1, 2]);
+    expect(
+      logged.some((line) => line.startsWith('run run_gone: call 1 from the journal file cannot be stored')),
+    ).toBe(true);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
   it('fills the database in the background, and deletes what it committed', async () => {
     const id = await newRun();
     const dir = spoolDir();

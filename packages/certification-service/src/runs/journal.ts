@@ -445,10 +445,32 @@ export async function replayJournal(
 ): Promise<number> {
   const { entries, remove } = readSpool(dir);
   let recovered = 0;
+  const leftOut = (item: StoreItem, why: string) =>
+    log(`run ${item.runId}: call ${item.seq} from the journal file cannot be stored and is left out: ${why}`);
+  /** Stores `items`; counts what a run took, says what none did (its run is not in the database). */
+  const store = async (items: StoreItem[]) => {
+    const took = await storeExchanges(db, items, false);
+    for (const item of items)
+      if (took.has(item.runId)) recovered += 1;
+      else leftOut(item, 'its run is not in the database');
+  };
   for (let index = 0; index < entries.length; index += 64) {
     const fresh = await notStored(db, entries.slice(index, index + 64));
-    if (fresh.length > 0) await storeExchanges(db, fresh, false);
-    recovered += fresh.length;
+    if (fresh.length === 0) continue;
+    try {
+      await store(fresh);
+    } catch (error) {
+      if (!dataError(error)) throw error;
+      // One entry's data: each goes alone, and what cannot be stored is left out, said, rather than
+      // keeping the service from starting.
+      for (const item of fresh)
+        try {
+          await store([item]);
+        } catch (alone) {
+          if (!dataError(alone)) throw alone;
+          leftOut(item, (alone as Error).message);
+        }
+    }
   }
   remove();
   if (recovered > 0) log(`recovered ${recovered} answered call(s) from the journal file in ${dir}`);
