@@ -13,7 +13,7 @@
 //     (answered, missing from the session: must be 0) and the time to judge a run. Target: p99 added
 //     under 5 ms with the runs starting together.
 // BENCH_JOURNAL_FILE=0 turns the embedded store's journal file off, BENCH_LISTEN_BACKLOG sets the listen
-// backlog (to compare). BENCH_STORES=embedded measures PGlite only, BENCH_STORES=postgres PostgreSQL only (the local stages
+// backlog, BENCH_LISTEN_SOCKETS the sockets on the port (to compare). BENCH_STORES=embedded measures PGlite only, BENCH_STORES=postgres PostgreSQL only (the local stages
 // are measured in the same run either way); BENCH_TRACE=1 prints the slowest call of each 500 ms of
 // the first BENCH_TRACE_SECONDS (5), local stages against the service; BENCH_STARTS=together|spread one start only; BENCH_PARTS=throughput|latency one part only. Each latency
 // line also says how many statements the service sent per call (round trips to the database). The
@@ -128,6 +128,8 @@ async function openService(databaseUrl, maxRuns) {
     ...(process.env.BENCH_JOURNAL_FILE === '0' && { journalFile: false }),
     // BENCH_LISTEN_BACKLOG: the listen backlog (Node's default was 511 before it was the service's 4096).
     ...(process.env.BENCH_LISTEN_BACKLOG && { listenBacklog: Number(process.env.BENCH_LISTEN_BACKLOG) }),
+    // BENCH_LISTEN_SOCKETS: sockets listening on the port (the service's default 4 where SO_REUSEPORT is).
+    ...(process.env.BENCH_LISTEN_SOCKETS && { listenSockets: Number(process.env.BENCH_LISTEN_SOCKETS) }),
     log: () => {},
   });
   const { apiKey } = await addPartner(db, 'Bench');

@@ -15,6 +15,7 @@ import {
   partnerLimiter,
 } from './http/fairness.js';
 import { mountHealth } from './http/health.js';
+import { listenOn } from './http/listen.js';
 import { problem, unavailable } from './http/problem.js';
 import { hostileText } from './http/schemas.js';
 import { type JudgingOptions, JudgingUnavailableError, judgingPool } from './judging/pool.js';
@@ -76,6 +77,12 @@ export interface ServiceOptions {
    * net.core.somaxconn). Past it, new connections' SYNs are dropped and clients wait seconds to resend.
    */
   listenBacklog?: number;
+  /**
+   * Sockets listening on the port (default 4), where the runtime supports SO_REUSEPORT (Node ≥ 22.12 and
+   * 23.1, on Linux; elsewhere one): Node accepts one connection per socket per turn of its event loop,
+   * so under load a burst of new connections is taken that many times faster.
+   */
+  listenSockets?: number;
   preparedStageKeys?: number;
   /** How many failed reviewer sign-ins, per client address and overall, before 429. Default `defaultSigninLimits`. */
   signinLimits?: Partial<SigninLimits>;
@@ -112,6 +119,8 @@ export interface RunningService {
   readonly runs: Runs;
   readonly production: Production;
   readonly server: Server;
+  /** Sockets listening on the port (see `listenSockets`: 1 where the runtime has no SO_REUSEPORT). */
+  readonly listeningSockets: number;
   /** With `oidc`: reads the provider's discovery document (rejects, saying why, when it cannot). */
   readonly oidcReady?: () => Promise<void>;
   /** Stops taking requests, stops the sweeper, closes this instance's stages (the database stays open). */
@@ -120,6 +129,8 @@ export interface RunningService {
 
 /** Connections waiting to be accepted, by default (see `listenBacklog`). */
 export const defaultListenBacklog = 4096;
+/** Sockets listening on the service's port, by default (see `listenSockets`). */
+export const defaultListenSockets = 4;
 
 const stagePath = /^\/runs\/([A-Za-z0-9_-]{1,64})\/(auth|api)(\/.*)?$/s;
 
@@ -141,19 +152,17 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   server.requestTimeout = 60_000;
   server.headersTimeout = 20_000;
   server.keepAliveTimeout = 5_000;
-  const port = await new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    // Connections waiting to be accepted: Node's default (511) overflows when many partners' programs
-    // open connections at once while this thread is busy, and the kernel then drops their SYNs, which
-    // clients resend 1, 3, 7 s later. The kernel caps it at net.core.somaxconn.
-    server.listen(
-      { port: options.port ?? 8080, host, backlog: options.listenBacklog ?? defaultListenBacklog },
-      () => {
-        server.off('error', reject);
-        resolve((server.address() as { port: number }).port);
-      },
-    );
+  // Connections waiting to be accepted: Node's default (511) overflows when many partners' programs
+  // open connections at once while this thread is busy, and the kernel then drops their SYNs, which
+  // clients resend 1, 3, 7 s later. The kernel caps it at net.core.somaxconn. Several sockets on the
+  // port where the runtime allows it: see listenOn.
+  const listening = await listenOn(server, {
+    port: options.port ?? 8080,
+    host,
+    backlog: options.listenBacklog ?? defaultListenBacklog,
+    sockets: options.listenSockets ?? defaultListenSockets,
   });
+  const { port } = listening;
   const hostInUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   const url = `http://${hostInUrl}:${port}`;
   const publicUrl = (options.publicUrl ?? url).replace(/\/+$/, '');
@@ -327,10 +336,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     runs,
     production,
     server,
+    listeningSockets: listening.sockets,
     ...(oidc && { oidcReady: () => oidc.ready() }),
     close: () => {
       closing ??= (async () => {
         clearInterval(sweeper);
+        await listening.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();

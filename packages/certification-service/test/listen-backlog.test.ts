@@ -78,3 +78,47 @@ describe.skipIf(somaxconn < connections)('the listen backlog', () => {
     }
   }, 60_000);
 });
+
+// SO_REUSEPORT came with Node 22.12 and 23.1 (on Linux); without it the service listens on one socket.
+const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
+const reusePort =
+  process.platform === 'linux' &&
+  (major > 23 || (major === 23 && minor >= 1) || (major === 22 && minor >= 12));
+
+describe('the sockets on the port', () => {
+  it(`listens on ${reusePort ? 'four sockets (SO_REUSEPORT)' : 'one socket (no SO_REUSEPORT in this Node)'}, and every connection is served`, async () => {
+    const svc = await inProcessService();
+    try {
+      expect(svc.service.listeningSockets).toBe(reusePort ? 4 : 1);
+      // Connections the kernel spreads over the sockets: each one answered by the same HTTP server.
+      const { Agent, request } = await import('node:http');
+      const statuses = await Promise.all(
+        Array.from(
+          { length: 64 },
+          () =>
+            new Promise<number>((resolve, reject) => {
+              const agent = new Agent({ keepAlive: false });
+              request(`${svc.service.url}/healthz`, { agent }, (res) => {
+                res.resume();
+                res.on('end', () => resolve(res.statusCode ?? 0));
+              })
+                .on('error', reject)
+                .end();
+            }),
+        ),
+      );
+      expect(statuses).toEqual(Array(64).fill(200));
+    } finally {
+      await svc.close();
+    }
+  }, 60_000);
+
+  it('control: listenSockets 1 listens on one', async () => {
+    const svc = await inProcessService({ listenSockets: 1 });
+    try {
+      expect(svc.service.listeningSockets).toBe(1);
+    } finally {
+      await svc.close();
+    }
+  }, 60_000);
+});
