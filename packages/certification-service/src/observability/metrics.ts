@@ -66,7 +66,7 @@ export const dbBatchSize = new Histogram({
 
 export const dbBatchWait = new Histogram({
   name: 'certification_db_batch_wait_seconds',
-  help: "Time an item waited in a batch's queue before its statement was sent, by batch.",
+  help: "Time an item waited in a batch's queue before its statement was sent (from the embedded store's journal file: since it was written there), by batch.",
   labelNames: ['batch'] as const,
   buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
   registers: [registry],

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { batched } from '../db/batched.js';
 import type { Database, Queryable } from '../db/database.js';
 import { StorageUnavailableError } from '../errors.js';
+import { dbBatchDuration, dbBatchSize, dbBatchWait } from '../observability/metrics.js';
 import { openSpool, readSpool, type Spool, type SpoolEntry } from './spool.js';
 
 /**
@@ -358,9 +359,17 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
   async function storeChunk(items: StoreItem[], check: boolean): Promise<void> {
     const fresh = check ? await notStored(db, items) : items;
     if (fresh.length === 0) return;
+    // Observed as the grouped record statement is (batch "record"): the wait runs from the write to the file.
+    const sentAt = performance.now();
+    dbBatchSize.observe({ batch: 'record' }, fresh.length);
+    for (const item of fresh)
+      if (item.writtenAt !== undefined)
+        dbBatchWait.observe({ batch: 'record' }, (sentAt - item.writtenAt) / 1000);
     try {
       await storeExchanges(db, fresh, false);
+      dbBatchDuration.observe({ batch: 'record', outcome: 'ok' }, (performance.now() - sentAt) / 1000);
     } catch (error) {
+      dbBatchDuration.observe({ batch: 'record', outcome: 'error' }, (performance.now() - sentAt) / 1000);
       if (fresh.length === 1 || !dataError(error)) {
         if (fresh.length === 1 && dataError(error)) {
           log(
@@ -385,6 +394,7 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
             new Error(`${pending.length} answered calls wait for the database`),
           ),
         );
+      item.writtenAt = performance.now();
       try {
         spool.append([item]);
       } catch (error) {
@@ -477,7 +487,8 @@ export async function replayJournal(
   return recovered;
 }
 
-type StoreItem = SpoolEntry;
+/** A call to record; `writtenAt` (performance.now()) when it went to the journal file. */
+type StoreItem = SpoolEntry & { writtenAt?: number };
 
 /**
  * Records `items` in one statement and answers the ids of the runs that took them. `openOnly`: only
