@@ -1,8 +1,10 @@
 import { performance } from 'node:perf_hooks';
+import { type Context, context, type Link, SpanKind, trace } from '@opentelemetry/api';
 import { batched } from '../db/batched.js';
 import type { Database, Queryable } from '../db/database.js';
 import { StorageUnavailableError } from '../errors.js';
 import { dbBatchDuration, dbBatchSize, dbBatchWait } from '../observability/metrics.js';
+import { inSpan } from '../observability/tracing.js';
 import { openSpool, readSpool, type Spool, type SpoolEntry } from './spool.js';
 
 /**
@@ -365,8 +367,19 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
     for (const item of fresh)
       if (item.writtenAt !== undefined)
         dbBatchWait.observe({ batch: 'record' }, (sentAt - item.writtenAt) / 1000);
+    // And traced as it is: a child of its first call's span, linked to the others'.
+    const links: Link[] = [];
+    for (const item of fresh.slice(1, 32)) {
+      const span = item.context && trace.getSpan(item.context);
+      if (span) links.push({ context: span.spanContext() });
+    }
     try {
-      await storeExchanges(db, fresh, false);
+      await inSpan(
+        'db batch record',
+        { kind: SpanKind.CLIENT, attributes: { 'db.operation.batch.size': fresh.length }, links },
+        () => storeExchanges(db, fresh, false),
+        fresh[0]!.context ?? context.active(),
+      );
       dbBatchDuration.observe({ batch: 'record', outcome: 'ok' }, (performance.now() - sentAt) / 1000);
     } catch (error) {
       dbBatchDuration.observe({ batch: 'record', outcome: 'error' }, (performance.now() - sentAt) / 1000);
@@ -395,6 +408,7 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
           ),
         );
       item.writtenAt = performance.now();
+      item.context = context.active();
       try {
         spool.append([item]);
       } catch (error) {
@@ -487,8 +501,11 @@ export async function replayJournal(
   return recovered;
 }
 
-/** A call to record; `writtenAt` (performance.now()) when it went to the journal file. */
-type StoreItem = SpoolEntry & { writtenAt?: number };
+/**
+ * A call to record; `writtenAt` (performance.now()) when it went to the journal file, and the trace
+ * context it was written in.
+ */
+type StoreItem = SpoolEntry & { writtenAt?: number; context?: Context };
 
 /**
  * Records `items` in one statement and answers the ids of the runs that took them. `openOnly`: only
