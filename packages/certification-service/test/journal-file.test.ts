@@ -7,7 +7,7 @@ import type { Database } from '../src/index.js';
 import { replayJournal, runJournal } from '../src/runs/journal.js';
 import { parseSpool } from '../src/runs/spool.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
-import { api, type CreatedRun } from './support/service.js';
+import { api, type CreatedRun, runToken } from './support/service.js';
 
 // The embedded store's journal file: a call is answered once its exchange is written there, the
 // database is filled from it in the background, and what a killed process had not committed is
@@ -191,17 +191,7 @@ describe('the service on the embedded store', () => {
     const created = (
       await api(svc.service.url, apiKey, 'POST', '/api/runs', { scenarios: [] })
     ).json() as CreatedRun;
-    const token = await (
-      await fetch(created.tokenUrl, {
-        method: 'POST',
-        body: new URLSearchParams({
-          grant_type: 'client_credentials',
-          client_id: created.clientId,
-          client_secret: created.clientSecret,
-          scope: 'read:loans',
-        }),
-      })
-    ).json();
+    const token = await (await runToken(created, { scope: 'read:loans' })).json();
     const statuses = await Promise.all(
       Array.from({ length: 30 }, () =>
         fetch(`${created.baseUrl}/v3/partner/${token.partnerId}/loans?limit=5`, {
