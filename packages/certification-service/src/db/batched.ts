@@ -62,27 +62,12 @@ export function batched<I, O>(
 
   /** Runs a batch; settles every caller of it. */
   async function send(batch: Waiting[]): Promise<void> {
-    const sentAt = performance.now();
-    dbBatchSize.observe({ batch: name }, batch.length);
-    for (const waiting of batch) dbBatchWait.observe({ batch: name }, (sentAt - waiting.queuedAt) / 1000);
-    const links: Link[] = [];
-    for (const waiting of batch.slice(1, 32)) {
-      const span = trace.getSpan(waiting.context);
-      if (span) links.push({ context: span.spanContext() });
-    }
     try {
-      const results = await inSpan(
-        `db batch ${name}`,
-        { kind: SpanKind.CLIENT, attributes: { 'db.operation.batch.size': batch.length }, links },
-        () => run(batch.map((waiting) => waiting.item)),
-        batch[0]!.context,
-      );
-      dbBatchDuration.observe({ batch: name, outcome: 'ok' }, (performance.now() - sentAt) / 1000);
+      const results = await observedStatement(name, batch, () => run(batch.map((waiting) => waiting.item)));
       if (results.length !== batch.length)
         throw new Error(`a batch of ${batch.length} gave ${results.length} results`);
       for (const [index, waiting] of batch.entries()) waiting.resolve(results[index]!);
     } catch (error) {
-      dbBatchDuration.observe({ batch: name, outcome: 'error' }, (performance.now() - sentAt) / 1000);
       if (batch.length > 1 && alone(error)) for (const waiting of batch) await send([waiting]);
       else for (const waiting of batch) waiting.reject(error);
     }
@@ -109,4 +94,38 @@ export function batched<I, O>(
         setImmediate(() => void flush());
       }
     });
+}
+
+/**
+ * Runs one grouped statement carrying `items`, measured (`certification_db_batch_*` by `name`: size,
+ * each item's wait since `queuedAt`, duration by outcome) and traced (a span `db batch <name>`, a child
+ * of the first item's context, linked to the others').
+ */
+export async function observedStatement<T>(
+  name: string,
+  items: readonly { queuedAt?: number | undefined; context?: Context | undefined }[],
+  run: () => Promise<T>,
+): Promise<T> {
+  const sentAt = performance.now();
+  dbBatchSize.observe({ batch: name }, items.length);
+  for (const item of items)
+    if (item.queuedAt !== undefined) dbBatchWait.observe({ batch: name }, (sentAt - item.queuedAt) / 1000);
+  const links: Link[] = [];
+  for (const item of items.slice(1, 32)) {
+    const span = item.context && trace.getSpan(item.context);
+    if (span) links.push({ context: span.spanContext() });
+  }
+  try {
+    const result = await inSpan(
+      `db batch ${name}`,
+      { kind: SpanKind.CLIENT, attributes: { 'db.operation.batch.size': items.length }, links },
+      run,
+      items[0]?.context ?? context.active(),
+    );
+    dbBatchDuration.observe({ batch: name, outcome: 'ok' }, (performance.now() - sentAt) / 1000);
+    return result;
+  } catch (error) {
+    dbBatchDuration.observe({ batch: name, outcome: 'error' }, (performance.now() - sentAt) / 1000);
+    throw error;
+  }
 }

@@ -1,10 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import { type Context, context, type Link, SpanKind, trace } from '@opentelemetry/api';
-import { batched } from '../db/batched.js';
+import { type Context, context } from '@opentelemetry/api';
+import { batched, observedStatement } from '../db/batched.js';
 import type { Database, Queryable } from '../db/database.js';
 import { StorageUnavailableError } from '../errors.js';
-import { dbBatchDuration, dbBatchSize, dbBatchWait } from '../observability/metrics.js';
-import { inSpan } from '../observability/tracing.js';
 import { openSpool, readSpool, type Spool, type SpoolEntry } from './spool.js';
 
 /**
@@ -361,28 +359,14 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
   async function storeChunk(items: StoreItem[], check: boolean): Promise<void> {
     const fresh = check ? await notStored(db, items) : items;
     if (fresh.length === 0) return;
-    // Observed as the grouped record statement is (batch "record"): the wait runs from the write to the file.
-    const sentAt = performance.now();
-    dbBatchSize.observe({ batch: 'record' }, fresh.length);
-    for (const item of fresh)
-      if (item.writtenAt !== undefined)
-        dbBatchWait.observe({ batch: 'record' }, (sentAt - item.writtenAt) / 1000);
-    // And traced as it is: a child of its first call's span, linked to the others'.
-    const links: Link[] = [];
-    for (const item of fresh.slice(1, 32)) {
-      const span = item.context && trace.getSpan(item.context);
-      if (span) links.push({ context: span.spanContext() });
-    }
+    // Observed and traced as the grouped record statement is (batch "record"), the wait from the write.
     try {
-      await inSpan(
-        'db batch record',
-        { kind: SpanKind.CLIENT, attributes: { 'db.operation.batch.size': fresh.length }, links },
+      await observedStatement(
+        'record',
+        fresh.map((item) => ({ queuedAt: item.writtenAt, context: item.context })),
         () => storeExchanges(db, fresh, false),
-        fresh[0]!.context ?? context.active(),
       );
-      dbBatchDuration.observe({ batch: 'record', outcome: 'ok' }, (performance.now() - sentAt) / 1000);
     } catch (error) {
-      dbBatchDuration.observe({ batch: 'record', outcome: 'error' }, (performance.now() - sentAt) / 1000);
       if (fresh.length === 1 || !dataError(error)) {
         if (fresh.length === 1 && dataError(error)) {
           log(
