@@ -196,6 +196,60 @@ describe('webhooks on the embedded store', () => {
     }
   });
 
+  it('tries again at once a delivery whose claim a killed process left (the sole instance), and waits out the lease otherwise', async () => {
+    const { webhookId, secret } = await addWebhook(db, key, {
+      url: 'http://127.0.0.1:1/',
+      events: ['partner.revoked'],
+    });
+    const python = await startReceiver(secret);
+    try {
+      await db.query('UPDATE webhooks SET url = $2 WHERE id = $1', [webhookId, python.url]);
+      const event = await db.transaction((tx) =>
+        enqueueEvent(tx, { type: 'partner.revoked', data: { partnerId: 'ptn_k' } }),
+      );
+      // What a process SIGKILLed mid-attempt leaves: the claim (a lease, one attempt counted), no record.
+      await db.query(
+        `UPDATE webhook_deliveries SET lease_until = now() + interval '60 seconds', attempts = 1
+         WHERE event_id = $1 AND webhook_id = $2`,
+        [event, webhookId],
+      );
+      // The control: a dispatcher that may share the store leaves the lease alone.
+      const attemptsOf = async () =>
+        (
+          await db.query<{ status: string; attempts: number }>(
+            'SELECT status, attempts FROM webhook_deliveries WHERE event_id = $1 AND webhook_id = $2',
+            [event, webhookId],
+          )
+        )[0];
+      const shared = createDispatcher({ db, secretsKey: key, log: quiet, pollMs: 60_000 });
+      try {
+        await shared.tick();
+      } finally {
+        await shared.close();
+      }
+      expect(await attemptsOf()).toEqual({ status: 'pending', attempts: 1 });
+      const lines: string[] = [];
+      const sole = createDispatcher({
+        db,
+        secretsKey: key,
+        log: (line) => lines.push(line),
+        pollMs: 60_000,
+        soleInstance: true,
+      });
+      try {
+        await sole.tick();
+      } finally {
+        await sole.close();
+      }
+      // The attempt was made within that one tick (not by a later poll: the dispatcher is closed).
+      expect(await attemptsOf()).toEqual({ status: 'delivered', attempts: 2 });
+      await python.until(() => python.accepted().some((line) => line.id === event), 'the released delivery');
+      expect(lines.join('\n')).toMatch(/\d+ deliver(y|ies) claimed by a process that stopped/);
+    } finally {
+      python.stop();
+    }
+  });
+
   it('writes nothing when the transaction that announces the event rolls back, and an event under a dedupe key once', async () => {
     await addWebhook(db, key, { url: 'http://127.0.0.1:1/', events: ['approval.expiring'] });
     const before = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_events');

@@ -55,6 +55,7 @@ export function startProduction(deps: {
     db: deps.db,
     secretsKey: deps.secretsKey,
     log: deps.log,
+    soleInstance: deps.db.kind === 'embedded',
     ...(settings.webhookRetrySchedule && { schedule: settings.webhookRetrySchedule }),
     ...(settings.webhookLimits && { limits: settings.webhookLimits }),
     ...(settings.webhookPollMs !== undefined && { pollMs: settings.webhookPollMs }),

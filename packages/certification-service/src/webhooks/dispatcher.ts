@@ -30,6 +30,12 @@ export interface DispatcherOptions {
   pollMs?: number;
   /** How long a claimed delivery is kept from other instances while it is attempted (default 60 s). */
   leaseSeconds?: number;
+  /**
+   * This dispatcher is the store's only one (the embedded store belongs to one process): the leases a
+   * killed process left are released at the start, so its deliveries are tried again at once rather
+   * than after their lease (default false: on PostgreSQL another instance may hold them).
+   */
+  soleInstance?: boolean;
   log: (line: string) => void;
 }
 
@@ -155,8 +161,25 @@ export function createDispatcher(options: DispatcherOptions) {
       );
   };
 
+  // A process killed between a claim and its record left a lease nobody will release: with no other
+  // instance possible, the delivery's attempt is known to have ended with that process.
+  // (Done before the first claim; a failed release is tried again at the next tick.)
+  let leasesReleased = !options.soleInstance;
+  const releaseLeases = async () => {
+    const rows = await db.query<{ id: string }>(
+      `UPDATE webhook_deliveries SET lease_until = NULL
+       WHERE status = 'pending' AND lease_until IS NOT NULL RETURNING id`,
+    );
+    leasesReleased = true;
+    if (rows.length > 0)
+      log(
+        `webhooks: ${rows.length} deliver${rows.length === 1 ? 'y' : 'ies'} claimed by a process that stopped before recording the attempt: tried again now`,
+      );
+  };
+
   /** Claims and attempts what is due until nothing is; returns the number of attempts made. */
   const drain = async (): Promise<number> => {
+    if (!leasesReleased) await releaseLeases();
     let total = 0;
     for (let round = 0; round < 100; round += 1) {
       const claimed = await claim();
