@@ -45,6 +45,9 @@ serve
                      sets it), not the socket's; failed sign-ins are limited per address (default off)
   --retain-days N    purge the sessions, reports, attestations and exchanges of runs ended N days ago that
                      no decision rests on (their digests stay in the audit log) (default: keep everything)
+  --shutdown-delay S  on SIGTERM, keep accepting and serving S seconds while /readyz answers 503, so a load
+                     balancer takes the instance out of its pool before it stops listening; behind one, at
+                     least its health-check interval times its unhealthy threshold (0 to 300; default 0)
   --metrics-port N   serve GET /metrics (Prometheus text format) on this port (default: no metrics served)
   --metrics-host H   the interface of the metrics port (default 127.0.0.1)
   --log-format F     json: one JSON line per event on stdout; text: lines for a person on stderr
@@ -117,6 +120,7 @@ async function main(argv: string[]): Promise<void> {
         plan: { type: 'string' },
         'metrics-port': { type: 'string' },
         'retain-days': { type: 'string' },
+        'shutdown-delay': { type: 'string' },
         'metrics-host': { type: 'string' },
         'log-format': { type: 'string' },
         'oidc-issuer': { type: 'string' },
@@ -169,6 +173,7 @@ async function main(argv: string[]): Promise<void> {
       'metrics-port',
       'metrics-host',
       'retain-days',
+      'shutdown-delay',
       'log-format',
       'oidc-issuer',
       'oidc-client-id',
@@ -311,6 +316,7 @@ async function main(argv: string[]): Promise<void> {
     return delays.map(Number);
   }
   const retainDays = whole('retain-days', values['retain-days'], 1, 36_500);
+  const shutdownDelay = whole('shutdown-delay', values['shutdown-delay'], 0, 300);
   const metricsPort = whole('metrics-port', values['metrics-port'], 0, 65_535);
   if (values['metrics-host'] !== undefined && metricsPort === undefined)
     fail('--metrics-host needs --metrics-port N');
@@ -346,6 +352,7 @@ async function main(argv: string[]): Promise<void> {
     ...(publicUrl && { publicUrl }),
     ...(logger && { logger }),
     ...(retainDays !== undefined && { retainDays }),
+    ...(shutdownDelay !== undefined && { shutdownDelayMs: shutdownDelay * 1000 }),
     ...(oidc && { oidc }),
   }).catch(async (error: unknown) => {
     await db.close();

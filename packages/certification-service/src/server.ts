@@ -83,6 +83,14 @@ export interface ServiceOptions {
    * so under load a burst of new connections is taken that many times faster.
    */
   listenSockets?: number;
+  /**
+   * At `close()` (SIGTERM), how long this instance keeps accepting and serving while `/readyz` already
+   * answers 503 (`checks.accepting: "stopping"`), in ms, so that a load balancer checking it stops
+   * sending new connections before the listening socket closes (default 0). A connection still waiting
+   * to be accepted when the socket closes is reset by the kernel: behind a load balancer, set at least
+   * its health-check interval times its unhealthy threshold.
+   */
+  shutdownDelayMs?: number;
   preparedStageKeys?: number;
   /** How many failed reviewer sign-ins, per client address and overall, before 429. Default `defaultSigninLimits`. */
   signinLimits?: Partial<SigninLimits>;
@@ -127,6 +135,8 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
+/** At a stop, how long calls in flight may take to finish before their connections are closed. */
+const inFlightGraceMs = 10_000;
 /** Connections waiting to be accepted, by default (see `listenBacklog`). */
 export const defaultListenBacklog = 4096;
 /** Sockets listening on the service's port, by default (see `listenSockets`). */
@@ -222,7 +232,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     options: options.production ?? {},
     log,
   });
-  mountHealth(app, { db, signingKey: options.signingKey, log });
+  mountHealth(app, { db, signingKey: options.signingKey, log, stopping: () => stopping });
   app.use('/api/runs/*', purgedRunAnswers(db));
   const fairness = { ...defaultFairnessLimits, ...options.fairness };
   const keys = partnerKeys(
@@ -330,6 +340,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       ? undefined
       : retentionSweeper({ db, retainDays: options.retainDays, log });
   let closing: Promise<void> | undefined;
+  /** Set at close(): `/readyz` answers 503 from then on. */
+  let stopping = false;
   return {
     url,
     publicUrl,
@@ -340,13 +352,27 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     ...(oidc && { oidcReady: () => oidc.ready() }),
     close: () => {
       closing ??= (async () => {
+        stopping = true;
         clearInterval(sweeper);
-        await listening.close();
+        // Still serving, while /readyz says it stops, for the load balancer to take it out of its pool.
+        if (options.shutdownDelayMs)
+          await new Promise((resolve) => setTimeout(resolve, options.shutdownDelayMs));
+        // Stop accepting on every socket at once (the extra sockets' close resolves when the connections
+        // they accepted have ended), close idle connections, and let calls in flight finish: idle ones
+        // are closed as they finish, and whatever is still open after 10 s is cut.
+        const listenersClosed = listening.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
-          setTimeout(() => server.closeAllConnections(), 2000).unref();
+          const idle = setInterval(() => server.closeIdleConnections(), 100);
+          idle.unref();
+          server.once('close', () => clearInterval(idle));
+          setTimeout(() => {
+            clearInterval(idle);
+            server.closeAllConnections();
+          }, inFlightGraceMs).unref();
         });
+        await listenersClosed;
         await sweeping;
         await production.close();
         await stopRetention?.();

@@ -9,21 +9,30 @@ export interface Readiness {
   database: 'ok' | 'unreachable';
   migrations: 'ok' | 'behind' | 'unknown';
   signingKey: 'ok' | 'not published' | 'unknown';
+  /** `stopping` from the moment the instance was told to stop (SIGTERM), while it finishes what it serves. */
+  accepting: 'ok' | 'stopping';
 }
 
 /**
  * `/healthz`: the process is alive and answers (no database involved, so that an orchestrator does not
  * restart an instance for its database's outage). `/readyz`: the instance can serve — its database
  * answers, every migration this version knows is applied, its attestation key is loaded and published
- * — 200, or 503 with `Retry-After` and which check failed.
+ * — and is not stopping, 200; else 503 with `Retry-After` and which check failed. From a stop (SIGTERM)
+ * on, `/readyz` answers 503 while the instance still serves (see `shutdownDelayMs`), so that a load
+ * balancer takes it out of its pool first.
  */
 export function mountHealth(
   app: Hono,
-  deps: { db: Database; signingKey: SigningKey; log: (line: string) => void },
+  deps: { db: Database; signingKey: SigningKey; log: (line: string) => void; stopping: () => boolean },
 ) {
   app.get('/healthz', (c) => c.json({ status: 'ok' }, 200, { 'cache-control': 'no-store' }));
   app.get('/readyz', async (c) => {
-    const checks: Readiness = { database: 'ok', migrations: 'unknown', signingKey: 'unknown' };
+    const checks: Readiness = {
+      database: 'ok',
+      migrations: 'unknown',
+      signingKey: 'unknown',
+      accepting: deps.stopping() ? 'stopping' : 'ok',
+    };
     try {
       const applied = new Set(
         (await deps.db.query<{ id: number }>('SELECT id FROM schema_migrations')).map((row) =>
@@ -37,7 +46,11 @@ export function mountHealth(
       deps.log(`readiness: the database did not answer: ${(error as Error).message}`);
       checks.database = 'unreachable';
     }
-    const ready = checks.database === 'ok' && checks.migrations === 'ok' && checks.signingKey === 'ok';
+    const ready =
+      checks.database === 'ok' &&
+      checks.migrations === 'ok' &&
+      checks.signingKey === 'ok' &&
+      checks.accepting === 'ok';
     return c.json({ status: ready ? 'ready' : 'unavailable', checks }, ready ? 200 : 503, {
       'cache-control': 'no-store',
       ...(!ready && { 'retry-after': String(unavailableRetrySeconds) }),

@@ -348,6 +348,11 @@ export function openApiDocument(publicUrl: string) {
                 database: { enum: ['ok', 'unreachable'] },
                 migrations: { enum: ['ok', 'behind', 'unknown'] },
                 signingKey: { enum: ['ok', 'not published', 'unknown'] },
+                accepting: {
+                  enum: ['ok', 'stopping'],
+                  description:
+                    'stopping from the moment the instance was told to stop (SIGTERM), while it still serves for --shutdown-delay seconds',
+                },
               },
             },
           },
