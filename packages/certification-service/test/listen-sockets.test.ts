@@ -9,9 +9,9 @@ import { inProcessService } from './support/in-process.js';
 // libuv (since 1.45: Node 20 and later) accepts one connection per listening handle per turn of the
 // event loop. The service listens on several handles of its port (SO_REUSEPORT sockets where the
 // runtime has them, else several descriptors of one socket), so a burst of connections that waited
-// while its thread was busy is taken several per turn. These tests run on whatever `node` runs them:
-// CI runs them on Node 20 (descriptor copies) and on Node 24 (SO_REUSEPORT); the copies are also
-// tested directly on any runtime (`reusePort: false`).
+// while its thread was busy is taken several per turn. The service's tests take whichever path the
+// `node` running them has (CI's Node 20: descriptor copies; Node ≥ 22.12: SO_REUSEPORT); the copies
+// are also tested directly on any runtime (`reusePort: false`).
 
 const burst = 400;
 
