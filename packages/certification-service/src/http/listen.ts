@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 
 /** How long the helper process that copies the listening socket's descriptor may take, by default. */
@@ -22,8 +22,8 @@ export const defaultCopyTimeoutMs = 10_000;
  * served by the same HTTP server (`server.emit('connection')`, with the HTTP server's socket options),
  * so nothing else changes.
  *
- * `close()` stops accepting on every handle but `server`'s own (closed by `server.close()`), at once:
- * it does not wait for the connections, which belong to the HTTP server.
+ * `close()` stops accepting on every handle but `server`'s own (closed by `server.close()`), at once;
+ * the connections they accepted are counted as the HTTP server's, so `server.close()` waits for them.
  */
 export async function listenOn(
   server: Server,
@@ -45,6 +45,8 @@ export async function listenOn(
   sockets: number;
   /** How the extra handles were had: `reuseport`, `copies` (of one socket's descriptor), `none`. */
   mode: 'reuseport' | 'copies' | 'none';
+  /** Connections each extra handle (all but `server`'s own) has accepted so far. */
+  acceptedByExtras(): number[];
   close(): Promise<void>;
 }> {
   const { host, backlog } = options;
@@ -60,9 +62,11 @@ export async function listenOn(
         resolve();
       });
     });
+  holdEarlyRequests(server);
   await listen(server, options.port);
   const port = (server.address() as { port: number }).port;
   const extra: NetServer[] = [];
+  const accepted = new Map<NetServer, number>();
   // Connections accepted by an extra handle are the HTTP server's: same socket options (half-open
   // allowed, no Nagle delay...), as if it had accepted them itself.
   const extraServer = () => {
@@ -81,7 +85,27 @@ export async function listenOn(
       keepAliveInitialDelay: own.keepAliveInitialDelay ?? 0,
       ...(own.highWaterMark !== undefined && { highWaterMark: own.highWaterMark }),
     });
-    socket.on('connection', (connection) => server.emit('connection', connection));
+    socket.on('connection', (connection) => {
+      accepted.set(socket, (accepted.get(socket) ?? 0) + 1);
+      // The connection is the HTTP server's as if it had accepted it: counted in its connections, so
+      // that `server.close()` waits for it as for its own (a rolling shutdown drains every handle's
+      // calls), and no longer in this server's. (`_connections`, `_server`: net's own bookkeeping,
+      // which a closing socket updates; the same in Node 20, 22 and 24.)
+      const moved = socket as unknown as { _connections: number };
+      const to = server as unknown as { _connections: number };
+      const conn = connection as unknown as { _server: unknown; server: unknown };
+      if (
+        typeof moved._connections === 'number' &&
+        typeof to._connections === 'number' &&
+        conn._server === socket
+      ) {
+        moved._connections -= 1;
+        to._connections += 1;
+        conn._server = server;
+        conn.server = server;
+      }
+      server.emit('connection', connection);
+    });
     return socket;
   };
   let mode: 'reuseport' | 'copies' | 'none' = 'none';
@@ -145,11 +169,12 @@ export async function listenOn(
   return {
     port,
     sockets: 1 + extra.length,
+    acceptedByExtras: () => extra.map((socket) => accepted.get(socket) ?? 0),
     mode,
     close: async () => {
-      // net.Server#close closes the listening descriptor at once; its callback would wait for the
-      // connections it accepted, which the HTTP server closes.
-      for (const socket of extra.splice(0)) if (socket.listening) socket.close();
+      // net.Server#close closes the listening descriptor at once; the connections it accepted are the
+      // HTTP server's (see extraServer), which `server.close()` waits for.
+      for (const socket of extra) if (socket.listening) socket.close();
     },
   };
 }
@@ -243,4 +268,29 @@ function closeRawHandle(handle: object): void {
   } catch {
     // Already closed.
   }
+}
+
+/**
+ * Requests that arrive before `server` has a 'request' listener wait for the first one to be added,
+ * then go to it. The port is listening (and, with the descriptor copies, a helper process runs for a
+ * moment) before the caller has attached its handler; a connection taken in that window, which a
+ * load balancer that retries a refused port sends at once, would otherwise never be answered.
+ */
+function holdEarlyRequests(server: Server): void {
+  if (server.listenerCount('request') > 0) return;
+  const early: [IncomingMessage, ServerResponse][] = [];
+  const hold = (req: IncomingMessage, res: ServerResponse) => {
+    if (server.listenerCount('request') === 1) early.push([req, res]);
+  };
+  const onNewListener = (event: string | symbol) => {
+    if (event !== 'request') return;
+    server.off('newListener', onNewListener);
+    // Once the new listener is in place (it is added after this event).
+    queueMicrotask(() => {
+      server.off('request', hold);
+      for (const [req, res] of early.splice(0)) server.emit('request', req, res);
+    });
+  };
+  server.on('request', hold);
+  server.on('newListener', onNewListener);
 }
