@@ -13,9 +13,9 @@
 //     (answered, missing from the session: must be 0) and the time to judge a run. Target: p99 added
 //     under 5 ms with the runs starting together.
 // BENCH_JOURNAL_FILE=0 turns the embedded store's journal file off, BENCH_LISTEN_BACKLOG sets the listen
-// backlog, BENCH_LISTEN_SOCKETS the sockets on the port (to compare). BENCH_STORES=embedded measures PGlite only, BENCH_STORES=postgres PostgreSQL only (the local stages
+// backlog, BENCH_LISTEN_SOCKETS the handles listening on the port (to compare). BENCH_STORES=embedded measures PGlite only, BENCH_STORES=postgres PostgreSQL only (the local stages
 // are measured in the same run either way); BENCH_TRACE=1 prints the slowest call of each 500 ms of
-// the first BENCH_TRACE_SECONDS (5), local stages against the service; BENCH_STARTS=together|spread one start only; BENCH_PARTS=throughput|latency one part only. Each latency
+// the first BENCH_TRACE_SECONDS (5), local stages against the service, and the service's accept queue; BENCH_STARTS=together|spread one start only; BENCH_PARTS=throughput|latency one part only. Each latency
 // line also says how many statements the service sent per call (round trips to the database). The
 // journeys run in a process of their own (bench/load.mjs). PASS/FAIL lines compare with the targets.
 import { spawn } from 'node:child_process';
@@ -128,7 +128,7 @@ async function openService(databaseUrl, maxRuns) {
     ...(process.env.BENCH_JOURNAL_FILE === '0' && { journalFile: false }),
     // BENCH_LISTEN_BACKLOG: the listen backlog (Node's default was 511 before it was the service's 4096).
     ...(process.env.BENCH_LISTEN_BACKLOG && { listenBacklog: Number(process.env.BENCH_LISTEN_BACKLOG) }),
-    // BENCH_LISTEN_SOCKETS: sockets listening on the port (the service's default 4 where SO_REUSEPORT is).
+    // BENCH_LISTEN_SOCKETS: handles listening on the port (the service's default 4).
     ...(process.env.BENCH_LISTEN_SOCKETS && { listenSockets: Number(process.env.BENCH_LISTEN_SOCKETS) }),
     log: () => {},
   });
@@ -136,6 +136,44 @@ async function openService(databaseUrl, maxRuns) {
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
   return {
     counts,
+    /** Handles listening on the port (see `listenSockets`). */
+    sockets: running.listeningSockets,
+    port: Number(new URL(running.url).port),
+    /**
+     * With BENCH_TRACE=1: counts the connections the service accepts, turn by turn of its event loop
+     * (the connections given in one poll phase share the check phase's setImmediate), for `ms`.
+     */
+    acceptsByTurn(ms) {
+      const turns = []; // [time, accepted]
+      let current;
+      const onConnection = () => {
+        if (current === undefined) {
+          current = [performance.now(), 0];
+          turns.push(current);
+          setImmediate(() => {
+            current = undefined;
+          });
+        }
+        current[1] += 1;
+      };
+      running.server.prependListener('connection', onConnection);
+      const timer = setTimeout(() => running.server.off('connection', onConnection), ms);
+      return () => {
+        clearTimeout(timer);
+        running.server.off('connection', onConnection);
+        const counts = turns.map(([, count]) => count);
+        const gaps = turns.slice(1).map(([at], index) => at - turns[index][0]);
+        const busy = gaps.filter((gap) => gap < 1000).sort((a, b) => a - b);
+        return {
+          accepted: counts.reduce((sum, count) => sum + count, 0),
+          turns: turns.length,
+          maxPerTurn: Math.max(0, ...counts),
+          meanPerTurn: counts.length ? counts.reduce((sum, count) => sum + count, 0) / counts.length : 0,
+          gapP50: quantile(busy, 0.5) ?? 0,
+          gapMax: busy.at(-1) ?? 0,
+        };
+      };
+    },
     /** `count` certification runs, their stages open. */
     async create(count) {
       const created = [];
@@ -295,6 +333,52 @@ function batchLine(before, after) {
 }
 
 /**
+ * With BENCH_TRACE=1 (Linux): the service's accept queue, sampled every 5 ms by a process of its own
+ * (/proc/net/tcp: a listening socket's rx_queue is the connections the kernel completed and the
+ * service has not yet accepted), and the system's listen overflows and drops (SYNs lost, resent by
+ * clients 1, 3, 7 s later) over the measure. Stop it for: the queue's maximum, the connection·seconds
+ * spent in it (the total time connections waited to be accepted), and when it was last non-empty.
+ */
+function sampleAcceptQueue(port) {
+  const portHex = port.toString(16).toUpperCase().padStart(4, '0');
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const { readFileSync } = require('node:fs');
+       const netstat = () => { const lines = readFileSync('/proc/net/netstat', 'utf8').split('\\n').filter((l) => l.startsWith('TcpExt:'));
+         const [names, values] = lines.map((l) => l.split(' ')); const out = {};
+         for (const name of ['ListenOverflows', 'ListenDrops']) out[name] = Number(values[names.indexOf(name)]); return out; };
+       const before = netstat();
+       const t0 = performance.now();
+       let max = 0, area = 0, last = -1, previous = t0, samples = 0;
+       const sample = () => {
+         let queued = 0;
+         for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\\n')) {
+           const f = line.trim().split(/\\s+/);
+           if (f[3] === '0A' && f[1] && f[1].endsWith(':${portHex}')) queued += parseInt(f[4].split(':')[1], 16);
+         }
+         const now = performance.now();
+         area += queued * (now - previous) / 1000; previous = now; samples += 1;
+         if (queued > max) max = queued;
+         if (queued > 0) last = now - t0;
+       };
+       const timer = setInterval(sample, 5);
+       process.stdin.resume();
+       process.stdin.on('end', () => { clearInterval(timer); const after = netstat();
+         process.stdout.write(JSON.stringify({ max, connectionSeconds: area, lastQueuedMs: last, samples,
+           listenOverflows: after.ListenOverflows - before.ListenOverflows, listenDrops: after.ListenDrops - before.ListenDrops })); });`,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const output = text(child.stdout);
+  return async () => {
+    child.stdin.end();
+    return JSON.parse(await output);
+  };
+}
+
+/**
  * With BENCH_TRACE=1 on PostgreSQL: what the service's connections are doing, sampled every 5 ms while
  * the load runs (pg_stat_activity): how often each is running, idle, or waiting and for what (a row
  * lock held by another statement, the disk, …). Stop it for the counts.
@@ -368,8 +452,13 @@ if (parts.includes('latency')) {
       const before = { ...service.counts };
       const batchesBefore = await batches();
       const activity = tracing && url ? sampleActivity(url) : undefined;
+      const acceptQueue =
+        tracing && process.platform === 'linux' ? sampleAcceptQueue(service.port) : undefined;
+      const accepts = tracing ? service.acceptsByTurn(traceSeconds * 1000 + 1000) : undefined;
       const results = await journeys({ ...input, runs: created });
       const activitySeen = await activity?.();
+      const queueSeen = await acceptQueue?.();
+      const acceptsSeen = accepts?.();
       const sent = {
         statements: service.counts.statements - before.statements,
         transactions: service.counts.transactions - before.transactions,
@@ -385,13 +474,21 @@ if (parts.includes('latency')) {
       if (tracing) {
         console.log(`grouped statements, ${name}: ${batchLine(batchesBefore, await batches())}`);
         if (activitySeen) console.log(`connections sampled every 5 ms, ${name}: ${activitySeen}`);
+        if (acceptsSeen)
+          console.log(
+            `connections accepted by the service ${name} in the first ${traceSeconds + 1} s: ${acceptsSeen.accepted} in ${acceptsSeen.turns} turns of its event loop, at most ${acceptsSeen.maxPerTurn} a turn (${acceptsSeen.meanPerTurn.toFixed(2)} on average); between two turns that accepted: p50 ${ms(acceptsSeen.gapP50)}, max ${ms(acceptsSeen.gapMax)}`,
+          );
+        if (queueSeen)
+          console.log(
+            `accept queue of the service ${name} (${service.sockets} listening handles), sampled every 5 ms: at most ${queueSeen.max} connections waiting, ${queueSeen.connectionSeconds.toFixed(2)} connection·s waited in all, last waiting at ${(queueSeen.lastQueuedMs / 1000).toFixed(2)} s; the system's listen overflows ${queueSeen.listenOverflows}, drops ${queueSeen.listenDrops}`,
+          );
         const [localWorst, serviceWorst] = [worstByWindow(localResults), worstByWindow(results)];
         console.log(
           `slowest call per 500 ms from the start, local stages / service ${name}: ${serviceWorst.map((value, index) => `${index * 0.5}s ${localWorst[index] ?? '-'}/${value}`).join(', ')}`,
         );
       }
       console.log(
-        `latency, ${runs} runs starting ${start}: service, ${name}: ${result.calls} calls, p50 ${ms(result.p50)} (${signed(added.p50)}), p99 ${ms(result.p99)} (${signed(added.p99)}); tokens p50 ${ms(result.tokenP50)} (${signed(result.tokenP50 - baseline.tokenP50)}), p99 ${ms(result.tokenP99)} (${signed(result.tokenP99 - baseline.tokenP99)}); exchanges lost ${lost}; judging a run p50 ${ms(quantile(judging, 0.5))}, max ${ms(judging.at(-1))}; statements per call ${(sent.statements / (result.calls + result.tokens)).toFixed(2)} (${sent.transactions} transactions) (not 200: ${JSON.stringify(result.statuses)}); load average ${load()}`,
+        `latency, ${runs} runs starting ${start}: service, ${name} (${service.sockets} listening handles): ${result.calls} calls, p50 ${ms(result.p50)} (${signed(added.p50)}), p99 ${ms(result.p99)} (${signed(added.p99)}); tokens p50 ${ms(result.tokenP50)} (${signed(result.tokenP50 - baseline.tokenP50)}), p99 ${ms(result.tokenP99)} (${signed(result.tokenP99 - baseline.tokenP99)}); exchanges lost ${lost}; judging a run p50 ${ms(quantile(judging, 0.5))}, max ${ms(judging.at(-1))}; statements per call ${(sent.statements / (result.calls + result.tokens)).toFixed(2)} (${sent.transactions} transactions) (not 200: ${JSON.stringify(result.statuses)}); load average ${load()}`,
       );
       if (start === 'together')
         verdict(
