@@ -78,9 +78,11 @@ export interface ServiceOptions {
    */
   listenBacklog?: number;
   /**
-   * Sockets listening on the port (default 4), where the runtime supports SO_REUSEPORT (Node ≥ 22.12 and
-   * 23.1, on Linux; elsewhere one): Node accepts one connection per socket per turn of its event loop,
-   * so under load a burst of new connections is taken that many times faster.
+   * Handles listening on the port (default 4; 1 turns this off): Node accepts one connection per
+   * listening handle per turn of its event loop, so under load a burst of new connections is taken that
+   * many times faster. Sockets bound through SO_REUSEPORT where the runtime has it (Node ≥ 22.12 and
+   * 23.1, on Linux), else descriptors of the one socket (see `listenOn`); one, the reason logged, if
+   * neither can be had.
    */
   listenSockets?: number;
   /**
@@ -127,7 +129,7 @@ export interface RunningService {
   readonly runs: Runs;
   readonly production: Production;
   readonly server: Server;
-  /** Sockets listening on the port (see `listenSockets`: 1 where the runtime has no SO_REUSEPORT). */
+  /** Handles listening on the port (see `listenSockets`: 1 when neither way of having more worked). */
   readonly listeningSockets: number;
   /** With `oidc`: reads the provider's discovery document (rejects, saying why, when it cannot). */
   readonly oidcReady?: () => Promise<void>;
@@ -171,6 +173,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     host,
     backlog: options.listenBacklog ?? defaultListenBacklog,
     sockets: options.listenSockets ?? defaultListenSockets,
+    log,
   });
   const { port } = listening;
   const hostInUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
