@@ -1,6 +1,8 @@
+import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerLimiter } from '../src/http/fairness.js';
-import { stageKeyPool } from '../src/runs/stage-keys.js';
+import { keyThreads, stageKeyPool } from '../src/runs/stage-keys.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { api, type CreatedRun } from './support/service.js';
 
@@ -67,7 +69,7 @@ describe('stage key pool', () => {
     pool.close();
   });
 
-  it('generates a second key at once only while another partner waits, and partners take turns', async () => {
+  it('generates a second key at once only while another partner waits, and serves the partner whose last key is oldest', async () => {
     let inFlight = 0;
     let most = 0;
     let made = 0;
@@ -82,19 +84,69 @@ describe('stage key pool', () => {
         return { privateKeyPem: `key ${made}`, publicKeyPem: `pub ${made}` };
       },
     });
-    // B's burst alone: one lane.
+    // B's stream: a key taken, then a burst alone, on one lane.
+    await pool.take('B');
+    expect(made).toBe(1);
     const burst = Array.from({ length: 4 }, () => pool.take('B'));
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect(inFlight).toBe(1);
-    // A waits too: a second lane opens, and A is served within the next two keys, not after B's four.
+    // A waits too: a second lane opens, and A (no key yet, where B has one) takes the next key done,
+    // before B's burst, although B asked first (served in the order asked, B0 would be first).
     const order: string[] = [];
     for (const [index, taken] of burst.entries()) void taken.then(() => order.push(`B${index}`));
     await pool.take('A').then(() => order.push('A'));
-    expect(order.indexOf('A')).toBeLessThanOrEqual(1);
+    expect(order).toEqual(['A']);
     await Promise.all(burst);
     expect(most).toBe(2);
+    // Both waiting with a burst each, they take turns: B's last key is now newer than A's, so A first.
+    const both = [
+      ...Array.from({ length: 3 }, (_, index) => pool.take('B').then(() => `B${index}`)),
+      ...Array.from({ length: 3 }, (_, index) => pool.take('A').then(() => `A${index}`)),
+    ];
+    const turns: string[] = [];
+    for (const taken of both) void taken.then((name) => turns.push(name));
+    await Promise.all(both);
+    expect(turns.map((name) => name[0]).join('')).toBe('ABABAB');
     pool.close();
   });
+
+  it.runIf(process.platform === 'linux')(
+    'generates RS256 keys on a thread of its own at a lower OS priority, stopped when idle',
+    async () => {
+      const niceOfThreads = () =>
+        new Map(
+          readdirSync('/proc/self/task').map((tid) => [
+            tid,
+            Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]),
+          ]),
+        );
+      const started = async (niceIncrement: number) => {
+        const before = niceOfThreads();
+        const threads = keyThreads({ niceIncrement, idleMs: 100 });
+        const key = await threads.generate();
+        const added = [...niceOfThreads()].filter(([tid]) => !before.has(tid)).map(([, nice]) => nice);
+        return { threads, key, added };
+      };
+      const { threads, key, added } = await started(10);
+      expect(added).toContain(10);
+      expect(niceOfThreads().get(String(process.pid))).toBe(0); // the HTTP thread keeps its priority
+      const message = Buffer.from('a token');
+      const signature = sign('sha256', message, createPrivateKey(key.privateKeyPem));
+      expect(verify('sha256', message, createPublicKey(key.publicKeyPem), signature)).toBe(true);
+      expect(createPrivateKey(key.privateKeyPem).asymmetricKeyDetails?.modulusLength).toBe(2048);
+      expect(threads.threads()).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(threads.threads()).toBe(0);
+      threads.close();
+      // The control: at increment 0 the new thread runs at the process's own priority.
+      const control = await started(0);
+      expect(control.added).not.toContain(10);
+      expect(control.added.length).toBeGreaterThan(0);
+      control.threads.close();
+      await expect(control.threads.generate()).rejects.toThrow(/stopping/);
+    },
+    60_000,
+  );
 });
 
 describe('a flood of creations by one partner', () => {
