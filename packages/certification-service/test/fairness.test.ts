@@ -1,7 +1,11 @@
 import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerLimiter } from '../src/http/fairness.js';
+import { openDatabase } from '../src/index.js';
 import { keyThreads, stageKeyPool } from '../src/runs/stage-keys.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { api, type CreatedRun } from './support/service.js';
@@ -199,4 +203,53 @@ describe('a flood of creations by one partner', () => {
     );
     expect(Number(row!.count)).toBe(statuses.filter((status) => status === 201).length);
   });
+});
+
+describe('the embedded store between statements', () => {
+  it('lets the thread serve what arrived between two statements waiting in line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pcs-turns-'));
+    const heavy = 'SELECT count(*) AS n FROM generate_series(1, 200000)';
+    /** Three statements asked at once and a callback of the next turn of the event loop: in what order they end. */
+    const order = async (query: (text: string) => Promise<unknown>) => {
+      const ends: string[] = [];
+      const statements = [1, 2, 3].map((index) => query(heavy).then(() => ends.push(`statement ${index}`)));
+      setImmediate(() => ends.push('the next turn'));
+      await Promise.all(statements);
+      await new Promise((resolve) => setImmediate(resolve));
+      return ends;
+    };
+    try {
+      const db = await openDatabase({ dataDir: join(dir, 'data') });
+      try {
+        expect(await order((text) => db.query(text))).toEqual([
+          'statement 1',
+          'the next turn',
+          'statement 2',
+          'statement 3',
+        ]);
+        expect(await order((text) => db.transaction((tx) => tx.query(text)))).toEqual([
+          'statement 1',
+          'the next turn',
+          'statement 2',
+          'statement 3',
+        ]);
+      } finally {
+        await db.close();
+      }
+      // The control: PGlite alone runs the whole line before the thread takes anything else.
+      const bare = await PGlite.create();
+      try {
+        expect(await order((text) => bare.query(text))).toEqual([
+          'statement 1',
+          'statement 2',
+          'statement 3',
+          'the next turn',
+        ]);
+      } finally {
+        await bare.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
