@@ -61,14 +61,17 @@ describe('stage key pool', () => {
     });
     expect(made).toBe(0); // nothing before the first take
     const keys = await Promise.all(Array.from({ length: 6 }, () => pool.take()));
+    // One partner alone: key 2, done while only the partner that took key 1 waited, is kept ready for
+    // another partner; the rest in order.
     expect(keys.map((key) => key.privateKeyPem)).toEqual([
       'key 1',
-      'key 2',
       'key 3',
       'key 4',
       'key 5',
       'key 6',
+      'key 7',
     ]);
+    expect(pool.ready()).toBe(1);
     expect(most).toBe(1);
     pool.close();
   });
@@ -111,6 +114,45 @@ describe('stage key pool', () => {
     for (const taken of both) void taken.then((name) => turns.push(name));
     await Promise.all(both);
     expect(turns.map((name) => name[0]).join('')).toBe('ABABAB');
+    pool.close();
+  });
+
+  it('keeps the last key ready from the partner that took the latest one, for another partner', async () => {
+    let made = 0;
+    const pool = stageKeyPool({
+      size: 1,
+      lanes: 1,
+      generate: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        made += 1;
+        return { privateKeyPem: `key ${made}`, publicKeyPem: `pub ${made}` };
+      },
+    });
+    expect((await pool.take('B')).privateKeyPem).toBe('key 1');
+    // B's stream: its next creation waits, and the key done meanwhile is kept ready, not given to B.
+    const bNext = pool.take('B');
+    for (let waited = 0; pool.ready() === 0 && waited < 200; waited += 1)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(pool.ready()).toBe(1);
+    let bServed = false;
+    void bNext.then(() => {
+      bServed = true;
+    });
+    // A finds it at once, where B still waits; B is served by the next key done.
+    const a = await pool.take('A');
+    expect(a.privateKeyPem).toBe('key 2');
+    expect(bServed).toBe(false);
+    expect((await bNext).privateKeyPem).toBe('key 3');
+    // The control: a key ready beyond the last one is anyone's, B's included.
+    for (let waited = 0; pool.ready() < 1 && waited < 200; waited += 1)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(pool.ready()).toBe(1);
+    await expect(
+      Promise.race([
+        pool.take('A').then(() => 'A at once'),
+        new Promise((resolve) => setTimeout(resolve, 10, 'A waits')),
+      ]),
+    ).resolves.toBe('A at once');
     pool.close();
   });
 

@@ -7,8 +7,9 @@ import type { StageSigningKey } from '@partner-lending/conformance';
  * shares (libuv's: file reads, DNS, WebCrypto) but on key threads of their own at a lower OS priority
  * (see `keyThreads`), so that on a busy machine the HTTP thread is served before a key. A creation that
  * finds none ready waits for the next; among the partners waiting, the one whose last key is oldest is
- * served first (one that took none before all), so that one partner's stream of creations waits
- * behind itself and another's creation waits for the next key done, not behind that stream. While
+ * served first (one that took none before all), and the last key ready is kept from the partner that
+ * took the latest one, so that one partner's stream of creations waits behind itself and another
+ * partner's creation finds a key ready, or waits for the next one done. While
  * creations of more than one partner wait, up to `lanes` keys are generated at once. The pool fills
  * from the first `take` on.
  */
@@ -34,18 +35,30 @@ export function stageKeyPool(
   /** When each partner last took a key (a tick of this pool), for the partners that took one lately. */
   const lastTurn = new Map<string, number>();
   let tick = 0;
+  /** The partner that took the latest key. */
+  let latest: string | undefined;
+  /**
+   * Whether the last key ready is kept from `partnerId` for another partner: one that just took a key
+   * does not take the last one prepared (with `size` 0 nothing is kept).
+   */
+  const keptFrom = (partnerId: string | undefined) => size > 0 && partnerId === latest && ready.length <= 1;
   const turn = (partnerId: string) => {
+    latest = partnerId;
     // Forgotten partners (not waiting) are served first once more: at most one key's advantage.
     if (lastTurn.size >= 10_000) for (const id of lastTurn.keys()) if (!queues.has(id)) lastTurn.delete(id);
     lastTurn.delete(partnerId);
     lastTurn.set(partnerId, ++tick);
   };
   let waitingCount = 0;
-  /** The waiter of the partner whose last key is oldest (one that took none first; the first to ask among equals). */
-  const nextWaiter = (): Waiter | undefined => {
+  /**
+   * The waiter of the partner whose last key is oldest (one that took none first; the first to ask
+   * among equals), other than `except`.
+   */
+  const nextWaiter = (except?: string): Waiter | undefined => {
     let partner: string | undefined;
     let oldest = Number.POSITIVE_INFINITY;
     for (const id of queues.keys()) {
+      if (id === except) continue;
       const last = lastTurn.get(id) ?? -1;
       if (last < oldest) {
         oldest = last;
@@ -71,7 +84,9 @@ export function stageKeyPool(
     generate().then(
       (key) => {
         generating -= 1;
-        const next = nextWaiter();
+        // With none ready, the partner that took the latest key does not take this one: it is kept for
+        // the next partner, who then finds a key at once (the next one done goes to the first).
+        const next = size > 0 && ready.length === 0 ? nextWaiter(latest) : nextWaiter();
         if (next) next.resolve(key);
         else ready.push(key);
         fill();
@@ -90,7 +105,7 @@ export function stageKeyPool(
   // restart under load) spends nothing on keys.
   return {
     take(partnerId = '') {
-      const key = ready.shift();
+      const key = keptFrom(partnerId) ? undefined : ready.shift();
       let promise: Promise<StageSigningKey>;
       if (key) {
         turn(partnerId);
