@@ -150,7 +150,11 @@ describe('the door of the API', () => {
       Array.from({ length: 50 }, () => api(url, b.apiKey, 'POST', '/api/runs', { scenarios: [] })),
     );
     expect(flood.map((answer) => answer.status)).toEqual(Array(50).fill(429));
-    expect(statements.slice(before)).toEqual([]);
+    // No statement for the requests: at most the key read again behind, once (in use in the second
+    // half of apiKeyCacheSeconds).
+    const during = statements.slice(before);
+    expect(during.filter((text) => !text.includes('api_key_hash'))).toEqual([]);
+    expect(during.length).toBeLessThanOrEqual(1);
     const answer = flood[0]!;
     expect(answer.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
     expect(answer.headers.get('content-type')).toBe('application/problem+json');
@@ -198,7 +202,8 @@ describe('the door of the API', () => {
     // Unknown keys are remembered too, and answered 401 at the door with no statement.
     const before = statements.length;
     expect((await api(url, d.apiKey, 'POST', '/api/runs', { scenarios: [] })).status).toBe(401);
-    expect(statements.slice(before)).toEqual([]);
+    expect(statements.slice(before).filter((text) => !text.includes('api_key_hash'))).toEqual([]);
+    expect(statements.slice(before).length).toBeLessThanOrEqual(1);
   });
 });
 
@@ -240,6 +245,12 @@ describe('refusals held at the door', () => {
     const slow = answers.filter((answer) => answer.ms >= 1400);
     expect(slow).toHaveLength(10);
     expect(served.end).toBeLessThan(Math.min(...slow.map((answer) => answer.end)));
+    // A held refusal closes its connection (the client's next request is a new connection, accepted in
+    // turn); one answered at once keeps it.
+    expect(slow.map((answer) => answer.headers.get('connection'))).toEqual(Array(10).fill('close'));
+    expect(
+      answers.filter((answer) => answer.ms < 1400).map((answer) => answer.headers.get('connection')),
+    ).not.toContain('close');
     for (const answer of answers) {
       expect(answer.headers.get('content-type')).toBe('application/problem+json');
       expect(answer.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);

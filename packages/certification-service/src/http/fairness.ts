@@ -285,8 +285,9 @@ export function apiGate(keys: PartnerKeys, limiter: PartnerLimiter) {
 /**
  * The door's refusals, each held `holdMs` before it is sent (its body read and dropped at once), at
  * most `max` at a time (past it, answered at once), sent in the order refused, at most 64 in one turn
- * of the event loop. A client that closes its connection meanwhile is forgotten. `Retry-After` is
- * counted from the answer: the seconds left of the wait the refusal named, at least 1.
+ * of the event loop, with `Connection: close`. A client that closes its connection meanwhile is
+ * forgotten. `Retry-After` is counted from the answer: the seconds left of the wait the refusal named,
+ * at least 1.
  */
 export function refusalHold(options: { holdMs: number; max: number }, now: () => number = Date.now) {
   type Held = { req: IncomingMessage; res: ServerResponse; refusal: ApiRefusal; at: number };
@@ -304,7 +305,9 @@ export function refusalHold(options: { holdMs: number; max: number }, now: () =>
             ...refusal.headers,
             'retry-after': String(Math.max(1, Math.ceil(Number(retryAfter) - (now() - at) / 1000))),
           };
-    answerRefusal(req, res, { ...refusal, headers });
+    // Its connection is closed: a client over its share opens a new one to send again, accepted in
+    // turn with every other client's, so that a wave of its requests no longer lands all at once.
+    answerRefusal(req, res, { ...refusal, headers: { ...headers, connection: 'close' } });
   };
   const release = () => {
     timer = undefined;
