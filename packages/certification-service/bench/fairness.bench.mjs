@@ -4,7 +4,8 @@
 // times, so that a shared machine's load drifts over both alike. Prints A's p50/p99 in both, the ratio
 // flood/quiet, and PASS or FAIL against the target: p99 within BENCH_FAIR_TARGET (2) × of quiet.
 // BENCH_FAIR_ITERATIONS (40) creations by A per phase kind; BENCH_FLOOD (200); BENCH_FLOOD_CALLS (0) API
-// calls B makes at each accepted run before finishing it; BENCH_JUDGING_THREADS (the service's default;
+// calls B makes at each accepted run before finishing it; BENCH_FLOOD_MODE (waves; loop: each of B's
+// BENCH_FLOOD senders sends again as soon as answered); BENCH_JUDGING_THREADS (the service's default;
 // 0 judges on the HTTP thread); BENCH_STORES=embedded|postgres measures one store only.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -137,7 +138,7 @@ async function measure(name, databaseUrl) {
   line('quiet', quiet);
   line('flood', loud);
   console.log(
-    `${name}: B sent ${floods.waves} waves of ${process.env.BENCH_FLOOD ?? 200}: ${Object.entries(
+    `${name}: B sent ${process.env.BENCH_FLOOD_MODE === 'loop' ? `from ${process.env.BENCH_FLOOD ?? 200} senders in a loop` : `${floods.waves} waves of ${process.env.BENCH_FLOOD ?? 200}`}: ${Object.entries(
       floods.statuses,
     )
       .map(([status, count]) => `${count} × ${status}`)

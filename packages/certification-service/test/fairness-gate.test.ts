@@ -81,6 +81,40 @@ describe('partner keys', () => {
     expect(count).toBe(2);
     expect(keys.cached('good')).toBeUndefined();
   });
+
+  it('reads a key in use in the second half of its time again, so that it is never forgotten while used', async () => {
+    let at = 0;
+    let partner: string | undefined = 'ptn_1';
+    const reads: number[] = [];
+    const keys = partnerKeys(
+      async () => {
+        reads.push(at);
+        return partner;
+      },
+      { ttlMs: 1000, now: () => at },
+    );
+    await keys.resolve('good');
+    at = 400;
+    expect(keys.cached('good')).toBe('ptn_1'); // first half: no read
+    expect(reads).toEqual([0]);
+    at = 600;
+    expect(keys.cached('good')).toBe('ptn_1'); // second half: answered, and read again behind
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(reads).toEqual([0, 600]);
+    // The key removed: still remembered until 1600 (the read at 600), and the read behind it finds no
+    // partner, so the door refuses it from then on.
+    partner = undefined;
+    at = 1500;
+    expect(keys.cached('good')).toBe('ptn_1');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(reads).toEqual([0, 600, 1500]);
+    expect(keys.cached('good')).toBeNull();
+    // The control: a key not used in the second half of its time is forgotten when it ends.
+    const idle = partnerKeys(async () => 'ptn_2', { ttlMs: 1000, now: () => at });
+    await idle.resolve('other');
+    at += 1000;
+    expect(idle.cached('other')).toBeUndefined();
+  });
 });
 
 describe('the door of the API', () => {
@@ -96,8 +130,9 @@ describe('the door of the API', () => {
       tokenDelayMs: 0,
       apiDelayMs: 0,
       sweepIntervalMs: 3_600_000,
-      // One request every 2 s, in bursts of 1: the second request at once is refused.
-      fairness: { apiRequestsPerSecond: 0.5, apiKeyCacheSeconds: 1 },
+      // One request every 2 s, in bursts of 1: the second request at once is refused; refusals answered
+      // at once (the hold has a test of its own below), so that the times here are the cache's.
+      fairness: { apiRequestsPerSecond: 0.5, apiKeyCacheSeconds: 1, refusalHoldMs: 0 },
     });
   });
   afterAll(async () => {
@@ -115,7 +150,11 @@ describe('the door of the API', () => {
       Array.from({ length: 50 }, () => api(url, b.apiKey, 'POST', '/api/runs', { scenarios: [] })),
     );
     expect(flood.map((answer) => answer.status)).toEqual(Array(50).fill(429));
-    expect(statements.slice(before)).toEqual([]);
+    // No statement for the requests: at most the key read again behind, once (in use in the second
+    // half of apiKeyCacheSeconds).
+    const during = statements.slice(before);
+    expect(during.filter((text) => !text.includes('api_key_hash'))).toEqual([]);
+    expect(during.length).toBeLessThanOrEqual(1);
     const answer = flood[0]!;
     expect(answer.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
     expect(answer.headers.get('content-type')).toBe('application/problem+json');
@@ -163,6 +202,62 @@ describe('the door of the API', () => {
     // Unknown keys are remembered too, and answered 401 at the door with no statement.
     const before = statements.length;
     expect((await api(url, d.apiKey, 'POST', '/api/runs', { scenarios: [] })).status).toBe(401);
-    expect(statements.slice(before)).toEqual([]);
+    expect(statements.slice(before).filter((text) => !text.includes('api_key_hash'))).toEqual([]);
+    expect(statements.slice(before).length).toBeLessThanOrEqual(1);
   });
+});
+
+describe('refusals held at the door', () => {
+  let svc: InProcessService;
+  beforeAll(async () => {
+    svc = await inProcessService({
+      tokenDelayMs: 0,
+      apiDelayMs: 0,
+      sweepIntervalMs: 3_600_000,
+      // One request every 2 s, in bursts of 1; refusals held 1.5 s, 10 at most.
+      fairness: { apiRequestsPerSecond: 0.5, refusalHoldMs: 1500, maxHeldRefusals: 10 },
+    });
+  });
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it('holds a refusal before answering it, at most maxHeldRefusals at once, and harms no other partner', async () => {
+    const { url } = svc.service;
+    const b = await svc.partner('Partner B');
+    const a = await svc.partner('Partner A');
+    expect((await api(url, b.apiKey, 'GET', '/api/runs')).status).toBe(200); // B's key remembered, its burst spent
+    const started = performance.now();
+    const timed = async (key: string, method: string, path: string, body?: unknown) => {
+      const sent = performance.now();
+      const answer = await api(url, key, method, path, body);
+      return { ...answer, ms: performance.now() - sent, end: performance.now() - started };
+    };
+    const flood = Promise.all(Array.from({ length: 30 }, () => timed(b.apiKey, 'POST', '/api/runs', {})));
+    // A, another partner, is answered during B's held refusals, not after them.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const served = await timed(a.apiKey, 'GET', '/api/runs');
+    expect(served.status).toBe(200);
+    const answers = await flood;
+    expect(answers.map((answer) => answer.status)).toEqual(Array(30).fill(429));
+    // 10 held (answered no sooner than the hold), the 20 past the cap answered at once: the control
+    // that the wait is the hold's, not a slow service.
+    const slow = answers.filter((answer) => answer.ms >= 1400);
+    expect(slow).toHaveLength(10);
+    expect(served.end).toBeLessThan(Math.min(...slow.map((answer) => answer.end)));
+    // A held refusal closes its connection (the client's next request is a new connection, accepted in
+    // turn); one answered at once keeps it.
+    expect(slow.map((answer) => answer.headers.get('connection'))).toEqual(Array(10).fill('close'));
+    expect(
+      answers.filter((answer) => answer.ms < 1400).map((answer) => answer.headers.get('connection')),
+    ).not.toContain('close');
+    for (const answer of answers) {
+      expect(answer.headers.get('content-type')).toBe('application/problem+json');
+      expect(answer.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+    }
+    // Retry-After counts from the answer and is honest: B waits what a held answer says, and is served.
+    const held = slow[slow.length - 1]!;
+    await new Promise((resolve) => setTimeout(resolve, Number(held.headers.get('retry-after')) * 1000 + 100));
+    expect((await api(url, b.apiKey, 'GET', '/api/runs')).status).toBe(200);
+  }, 60_000);
 });

@@ -1,6 +1,12 @@
+import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerLimiter } from '../src/http/fairness.js';
-import { stageKeyPool } from '../src/runs/stage-keys.js';
+import { openDatabase } from '../src/index.js';
+import { keyThreads, stageKeyPool } from '../src/runs/stage-keys.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { api, type CreatedRun } from './support/service.js';
 
@@ -55,19 +61,22 @@ describe('stage key pool', () => {
     });
     expect(made).toBe(0); // nothing before the first take
     const keys = await Promise.all(Array.from({ length: 6 }, () => pool.take()));
+    // One partner alone: key 2, done while only the partner that took key 1 waited, is kept ready for
+    // another partner; the rest in order.
     expect(keys.map((key) => key.privateKeyPem)).toEqual([
       'key 1',
-      'key 2',
       'key 3',
       'key 4',
       'key 5',
       'key 6',
+      'key 7',
     ]);
+    expect(pool.ready()).toBe(1);
     expect(most).toBe(1);
     pool.close();
   });
 
-  it('generates a second key at once only while another partner waits, and partners take turns', async () => {
+  it('generates a second key at once only while another partner waits, and serves the partner whose last key is oldest', async () => {
     let inFlight = 0;
     let most = 0;
     let made = 0;
@@ -82,19 +91,108 @@ describe('stage key pool', () => {
         return { privateKeyPem: `key ${made}`, publicKeyPem: `pub ${made}` };
       },
     });
-    // B's burst alone: one lane.
+    // B's stream: a key taken, then a burst alone, on one lane.
+    await pool.take('B');
+    expect(made).toBe(1);
     const burst = Array.from({ length: 4 }, () => pool.take('B'));
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect(inFlight).toBe(1);
-    // A waits too: a second lane opens, and A is served within the next two keys, not after B's four.
+    // A waits too: a second lane opens, and A (no key yet, where B has one) takes the next key done,
+    // before B's burst, although B asked first (served in the order asked, B0 would be first).
     const order: string[] = [];
     for (const [index, taken] of burst.entries()) void taken.then(() => order.push(`B${index}`));
     await pool.take('A').then(() => order.push('A'));
-    expect(order.indexOf('A')).toBeLessThanOrEqual(1);
+    expect(order).toEqual(['A']);
     await Promise.all(burst);
     expect(most).toBe(2);
+    // Both waiting with a burst each, they take turns: B's last key is now newer than A's, so A first.
+    const both = [
+      ...Array.from({ length: 3 }, (_, index) => pool.take('B').then(() => `B${index}`)),
+      ...Array.from({ length: 3 }, (_, index) => pool.take('A').then(() => `A${index}`)),
+    ];
+    const turns: string[] = [];
+    for (const taken of both) void taken.then((name) => turns.push(name));
+    await Promise.all(both);
+    expect(turns.map((name) => name[0]).join('')).toBe('ABABAB');
     pool.close();
   });
+
+  it('keeps the last key ready from the partner that took the latest one, for another partner', async () => {
+    let made = 0;
+    const pool = stageKeyPool({
+      size: 1,
+      lanes: 1,
+      generate: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        made += 1;
+        return { privateKeyPem: `key ${made}`, publicKeyPem: `pub ${made}` };
+      },
+    });
+    expect((await pool.take('B')).privateKeyPem).toBe('key 1');
+    // B's stream: its next creation waits, and the key done meanwhile is kept ready, not given to B.
+    const bNext = pool.take('B');
+    for (let waited = 0; pool.ready() === 0 && waited < 200; waited += 1)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(pool.ready()).toBe(1);
+    let bServed = false;
+    void bNext.then(() => {
+      bServed = true;
+    });
+    // A finds it at once, where B still waits; B is served by the next key done.
+    const a = await pool.take('A');
+    expect(a.privateKeyPem).toBe('key 2');
+    expect(bServed).toBe(false);
+    expect((await bNext).privateKeyPem).toBe('key 3');
+    // The control: a key ready beyond the last one is anyone's, B's included.
+    for (let waited = 0; pool.ready() < 1 && waited < 200; waited += 1)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(pool.ready()).toBe(1);
+    await expect(
+      Promise.race([
+        pool.take('A').then(() => 'A at once'),
+        new Promise((resolve) => setTimeout(resolve, 10, 'A waits')),
+      ]),
+    ).resolves.toBe('A at once');
+    pool.close();
+  });
+
+  it.runIf(process.platform === 'linux')(
+    'generates RS256 keys on a thread of its own at a lower OS priority, stopped when idle',
+    async () => {
+      const niceOfThreads = () =>
+        new Map(
+          readdirSync('/proc/self/task').map((tid) => [
+            tid,
+            Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]),
+          ]),
+        );
+      const started = async (niceIncrement: number) => {
+        const before = niceOfThreads();
+        const threads = keyThreads({ niceIncrement, idleMs: 100 });
+        const key = await threads.generate();
+        const added = [...niceOfThreads()].filter(([tid]) => !before.has(tid)).map(([, nice]) => nice);
+        return { threads, key, added };
+      };
+      const { threads, key, added } = await started(10);
+      expect(added).toContain(10);
+      expect(niceOfThreads().get(String(process.pid))).toBe(0); // the HTTP thread keeps its priority
+      const message = Buffer.from('a token');
+      const signature = sign('sha256', message, createPrivateKey(key.privateKeyPem));
+      expect(verify('sha256', message, createPublicKey(key.publicKeyPem), signature)).toBe(true);
+      expect(createPrivateKey(key.privateKeyPem).asymmetricKeyDetails?.modulusLength).toBe(2048);
+      expect(threads.threads()).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(threads.threads()).toBe(0);
+      threads.close();
+      // The control: at increment 0 the new thread runs at the process's own priority.
+      const control = await started(0);
+      expect(control.added).not.toContain(10);
+      expect(control.added.length).toBeGreaterThan(0);
+      control.threads.close();
+      await expect(control.threads.generate()).rejects.toThrow(/stopping/);
+    },
+    60_000,
+  );
 });
 
 describe('a flood of creations by one partner', () => {
@@ -147,4 +245,53 @@ describe('a flood of creations by one partner', () => {
     );
     expect(Number(row!.count)).toBe(statuses.filter((status) => status === 201).length);
   });
+});
+
+describe('the embedded store between statements', () => {
+  it('lets the thread serve what arrived between two statements waiting in line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pcs-turns-'));
+    const heavy = 'SELECT count(*) AS n FROM generate_series(1, 200000)';
+    /** Three statements asked at once and a callback of the next turn of the event loop: in what order they end. */
+    const order = async (query: (text: string) => Promise<unknown>) => {
+      const ends: string[] = [];
+      const statements = [1, 2, 3].map((index) => query(heavy).then(() => ends.push(`statement ${index}`)));
+      setImmediate(() => ends.push('the next turn'));
+      await Promise.all(statements);
+      await new Promise((resolve) => setImmediate(resolve));
+      return ends;
+    };
+    try {
+      const db = await openDatabase({ dataDir: join(dir, 'data') });
+      try {
+        expect(await order((text) => db.query(text))).toEqual([
+          'statement 1',
+          'the next turn',
+          'statement 2',
+          'statement 3',
+        ]);
+        expect(await order((text) => db.transaction((tx) => tx.query(text)))).toEqual([
+          'statement 1',
+          'the next turn',
+          'statement 2',
+          'statement 3',
+        ]);
+      } finally {
+        await db.close();
+      }
+      // The control: PGlite alone runs the whole line before the thread takes anything else.
+      const bare = await PGlite.create();
+      try {
+        expect(await order((text) => bare.query(text))).toEqual([
+          'statement 1',
+          'statement 2',
+          'statement 3',
+          'the next turn',
+        ]);
+      } finally {
+        await bare.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

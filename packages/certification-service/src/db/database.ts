@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { ServiceError, StorageUnavailableError } from '../errors.js';
+import { statementTurns } from './turns.js';
 
 /** A row as the drivers give it. */
 // biome-ignore lint/suspicious/noExplicitAny: rows are typed by the caller of each query
@@ -73,8 +74,10 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
       `cannot open the embedded database in ${dataDir}: ${(error as Error).message}. Is it a directory this user can write, made by this service?`,
     );
   }
-  const run = async <T extends Row>(text: string, params?: readonly unknown[]) =>
-    (await db.query<T>(text, params ? [...params] : undefined)).rows;
+  // Statements in turns with the thread's other work (see statementTurns).
+  const turn = statementTurns();
+  const run = <T extends Row>(text: string, params?: readonly unknown[]) =>
+    turn(async () => (await db.query<T>(text, params ? [...params] : undefined)).rows);
   return {
     kind: 'embedded',
     where: dataDir,
@@ -82,11 +85,13 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
     query: run,
     queryUnflushed: run,
     transaction: (work) =>
-      db.transaction((tx) =>
-        work({
-          query: async (text, params) =>
-            (await tx.query(text, params ? [...params] : undefined)).rows as never,
-        }),
+      turn(() =>
+        db.transaction((tx) =>
+          work({
+            query: async (text, params) =>
+              (await tx.query(text, params ? [...params] : undefined)).rows as never,
+          }),
+        ),
       ),
     close: async () => {
       await db.close();

@@ -13,9 +13,19 @@ export interface FairnessLimits {
   /**
    * Seconds an instance remembers which partner an API key is (and that a key is no partner's), so that
    * a flood costs no database read per request: a key removed or replaced in the database is refused
-   * at most this long later. 0 reads the database on every request. Default 10.
+   * at most this long later. 0 reads the database on every request. Default 10. A key in use in the
+   * second half of that time is read again in the background, so that a flood never finds it forgotten.
    */
   apiKeyCacheSeconds: number;
+  /**
+   * Milliseconds the API's door holds a refusal (429, or 401 for a key remembered as no partner's)
+   * before sending it, so that a client that sends again as soon as it is refused sends at most one
+   * request per held place per this time: a closed loop of 200 requests makes 200 per second, not
+   * thousands. `Retry-After` counts from the answer. 0 answers at once. Default 1000.
+   */
+  refusalHoldMs: number;
+  /** Refusals held at once, over all partners; past it, refusals are answered at once. Default 1000. */
+  maxHeldRefusals: number;
 }
 
 export const defaultFairnessLimits: FairnessLimits = {
@@ -23,6 +33,8 @@ export const defaultFairnessLimits: FairnessLimits = {
   apiRequestsPerSecond: 20,
   createConcurrency: 4,
   apiKeyCacheSeconds: 10,
+  refusalHoldMs: 1000,
+  maxHeldRefusals: 1000,
 };
 
 /** Admitted: call `release` when the request is answered. Refused: why, and when to retry. */
@@ -34,7 +46,8 @@ export type Admission = { release(): void } | { refused: string; retryAfterSecon
  * instances a partner gets up to N times these.
  */
 export function partnerLimiter(
-  limits: Omit<FairnessLimits, 'apiKeyCacheSeconds'>,
+  limits: Pick<FairnessLimits, 'apiConcurrency' | 'apiRequestsPerSecond' | 'createConcurrency'> &
+    Partial<Pick<FairnessLimits, 'refusalHoldMs' | 'maxHeldRefusals'>>,
   now: () => number = Date.now,
 ) {
   const burst = limits.apiRequestsPerSecond * 2;
@@ -84,13 +97,18 @@ export function partnerLimiter(
   };
 
   return {
+    /** How the door holds its refusals (see `refusalHoldMs`). */
+    hold: {
+      holdMs: Math.max(0, limits.refusalHoldMs ?? 0),
+      max: Math.max(0, limits.maxHeldRefusals ?? defaultFairnessLimits.maxHeldRefusals),
+    },
     /** Any API request of the partner. */
     api(partnerId: string): Admission {
       forget();
       const wait = take(partnerId);
       if (wait > 0)
         return {
-          refused: `this partner sent more than ${limits.apiRequestsPerSecond} requests per second (bursts of ${burst}); retry in ${wait} s`,
+          refused: `this partner sent more than ${limits.apiRequestsPerSecond} requests per second (bursts of ${burst}): wait the seconds Retry-After gives before sending again`,
           retryAfterSeconds: wait,
         };
       return counted(flying, partnerId, limits.apiConcurrency, 'API requests');
@@ -123,14 +141,47 @@ export function partnerKeys(
     if (map.size >= max) map.delete(map.keys().next().value!);
     map.set(keyHash, value);
   };
+  /** Reads the key again in the background when it is in use in the second half of its time. */
+  const refreshAhead = (keyHash: string, until: number, at: number) => {
+    if (until - at < ttlMs / 2 && !reading.has(keyHash)) void read(keyHash).catch(() => undefined);
+  };
   /** The partner (a string), no partner (null), or not remembered (undefined): no read. */
   const cached = (keyHash: string): string | null | undefined => {
     const at = now();
     const hit = known.get(keyHash);
-    if (hit && hit.until > at) return hit.partnerId;
+    if (hit && hit.until > at) {
+      refreshAhead(keyHash, hit.until, at);
+      return hit.partnerId;
+    }
     const miss = unknown.get(keyHash);
-    if (miss !== undefined && miss > at) return null;
+    if (miss !== undefined && miss > at) {
+      refreshAhead(keyHash, miss, at);
+      return null;
+    }
     return undefined;
+  };
+  /** One read of the key at a time; what it finds is remembered `ttlMs` from its end. */
+  const read = (keyHash: string): Promise<string | undefined> => {
+    let pending = reading.get(keyHash);
+    if (!pending) {
+      pending = lookup(keyHash)
+        .then((partnerId) => {
+          if (ttlMs > 0) {
+            const until = now() + ttlMs;
+            if (partnerId === undefined) {
+              known.delete(keyHash);
+              remember(unknown, keyHash, until);
+            } else {
+              unknown.delete(keyHash);
+              remember(known, keyHash, { partnerId, until });
+            }
+          }
+          return partnerId;
+        })
+        .finally(() => reading.delete(keyHash));
+      reading.set(keyHash, pending);
+    }
+    return pending;
   };
   return {
     cached,
@@ -138,26 +189,7 @@ export function partnerKeys(
     resolve(keyHash: string): Promise<string | undefined> {
       const hit = cached(keyHash);
       if (hit !== undefined) return Promise.resolve(hit ?? undefined);
-      let pending = reading.get(keyHash);
-      if (!pending) {
-        pending = lookup(keyHash)
-          .then((partnerId) => {
-            if (ttlMs > 0) {
-              const until = now() + ttlMs;
-              if (partnerId === undefined) {
-                known.delete(keyHash);
-                remember(unknown, keyHash, until);
-              } else {
-                unknown.delete(keyHash);
-                remember(known, keyHash, { partnerId, until });
-              }
-            }
-            return partnerId;
-          })
-          .finally(() => reading.delete(keyHash));
-        reading.set(keyHash, pending);
-      }
-      return pending;
+      return read(keyHash);
     },
   };
 }
@@ -198,6 +230,7 @@ const tooMany = (refusal: { refused: string; retryAfterSeconds: number }): ApiRe
  */
 export function apiGate(keys: PartnerKeys, limiter: PartnerLimiter) {
   const admitted = new WeakMap<IncomingMessage, string>();
+  const held = refusalHold(limiter.hold);
 
   /** Admits a request of `partnerId` (its places freed when its answer is done), or says why not. */
   const admit = (
@@ -240,10 +273,73 @@ export function apiGate(keys: PartnerKeys, limiter: PartnerLimiter) {
       const refusal = partnerId === null ? unknownKey() : admit(partnerId, req, res, req.method ?? '', path);
       if (!refusal) return false;
       if (partnerId !== null) notePartner(req, partnerId); // for the request's log line
-      answerRefusal(req, res, refusal);
+      held.answer(req, res, refusal);
       return true;
     },
+    /** Refusals held now (see `refusalHoldMs`). */
+    held: () => held.size(),
     bearer,
+  };
+}
+
+/**
+ * The door's refusals, each held `holdMs` before it is sent (its body read and dropped at once), at
+ * most `max` at a time (past it, answered at once), sent in the order refused, at most 64 in one turn
+ * of the event loop, with `Connection: close`. A client that closes its connection meanwhile is
+ * forgotten. `Retry-After` is counted from the answer: the seconds left of the wait the refusal named,
+ * at least 1.
+ */
+export function refusalHold(options: { holdMs: number; max: number }, now: () => number = Date.now) {
+  type Held = { req: IncomingMessage; res: ServerResponse; refusal: ApiRefusal; at: number };
+  let queue: Held[] = [];
+  let head = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const size = () => queue.length - head;
+  const send = ({ req, res, refusal, at }: Held) => {
+    if (res.destroyed || res.writableEnded) return;
+    const retryAfter = refusal.headers['retry-after'];
+    const headers =
+      retryAfter === undefined
+        ? refusal.headers
+        : {
+            ...refusal.headers,
+            'retry-after': String(Math.max(1, Math.ceil(Number(retryAfter) - (now() - at) / 1000))),
+          };
+    // Its connection is closed: a client over its share opens a new one to send again, accepted in
+    // turn with every other client's, so that a wave of its requests no longer lands all at once.
+    answerRefusal(req, res, { ...refusal, headers: { ...headers, connection: 'close' } });
+  };
+  const release = () => {
+    timer = undefined;
+    const at = now();
+    for (let sent = 0; sent < 64 && size() > 0 && queue[head]!.at + options.holdMs <= at; sent += 1) {
+      const next = queue[head]!;
+      queue[head] = undefined as never;
+      head += 1;
+      send(next);
+    }
+    if (head > 1024 && head * 2 > queue.length) {
+      queue = queue.slice(head);
+      head = 0;
+    }
+    schedule();
+  };
+  const schedule = () => {
+    if (timer || size() === 0) return;
+    timer = setTimeout(release, Math.max(0, queue[head]!.at + options.holdMs - now()));
+    timer.unref();
+  };
+  return {
+    size,
+    answer(req: IncomingMessage, res: ServerResponse, refusal: ApiRefusal): void {
+      if (options.holdMs <= 0 || size() >= options.max) {
+        answerRefusal(req, res, refusal);
+        return;
+      }
+      req.resume(); // the body is dropped as it comes
+      queue.push({ req, res, refusal, at: now() });
+      schedule();
+    },
   };
 }
 

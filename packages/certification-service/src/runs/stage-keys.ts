@@ -1,17 +1,20 @@
-import { generateStageSigningKey, type StageSigningKey } from '@partner-lending/conformance';
+import { Worker } from 'node:worker_threads';
+import type { StageSigningKey } from '@partner-lending/conformance';
 
 /**
  * Run stage keys (RSA-2048) prepared ahead, so that a run's creation takes one instead of generating
- * it: at most `size` wait ready, and one is generated at a time, so that key generation never takes
- * more than one thread of the pool every request shares (libuv's: file reads, DNS, WebCrypto) and one
- * partner's burst of creations cannot starve another's calls. A creation that finds none ready waits
- * for the next, partners in turn. While creations of more than one partner wait, up to `lanes` keys
- * are generated at once (one per partner waiting), so that a partner who keeps the pool empty (its
- * creations refused only by its open-run cap) does not halve another's rate of keys. The pool fills
+ * it: at most `size` wait ready, one is generated at a time, and never on the thread pool every request
+ * shares (libuv's: file reads, DNS, WebCrypto) but on key threads of their own at a lower OS priority
+ * (see `keyThreads`), so that on a busy machine the HTTP thread is served before a key. A creation that
+ * finds none ready waits for the next; among the partners waiting, the one whose last key is oldest is
+ * served first (one that took none before all), and the last key ready is kept from the partner that
+ * took the latest one, so that one partner's stream of creations waits behind itself and another
+ * partner's creation finds a key ready, or waits for the next one done. While
+ * creations of more than one partner wait, up to `lanes` keys are generated at once. The pool fills
  * from the first `take` on.
  */
 export interface StageKeyPool {
-  /** A key for a creation of `partnerId`'s; partners waiting take turns (one partner's burst waits behind itself). */
+  /** A key for a creation of `partnerId`'s; the waiting partner whose last key is oldest is served first. */
   take(partnerId?: string): Promise<StageSigningKey>;
   /** Keys ready now (for tests and the bench). */
   ready(): number;
@@ -23,23 +26,52 @@ export function stageKeyPool(
 ): StageKeyPool {
   const size = options.size ?? 4;
   const lanes = Math.max(1, options.lanes ?? 2);
-  const generate = options.generate ?? generateStageSigningKey;
+  const threads = options.generate ? undefined : keyThreads();
+  const generate = options.generate ?? (() => threads!.generate());
   const ready: StageSigningKey[] = [];
   type Waiter = { resolve: (key: StageSigningKey) => void; reject: (error: unknown) => void };
-  /** Waiters by partner, in the order partners first asked; served round-robin. */
+  /** Waiters by partner, in the order partners first asked. */
   const queues = new Map<string, Waiter[]>();
+  /** When each partner last took a key (a tick of this pool), for the partners that took one lately. */
+  const lastTurn = new Map<string, number>();
+  let tick = 0;
+  /** The partner that took the latest key. */
+  let latest: string | undefined;
+  /**
+   * Whether the last key ready is kept from `partnerId` for another partner: one that just took a key
+   * does not take the last one prepared (with `size` 0 nothing is kept).
+   */
+  const keptFrom = (partnerId: string | undefined) => size > 0 && partnerId === latest && ready.length <= 1;
+  const turn = (partnerId: string) => {
+    latest = partnerId;
+    // Forgotten partners (not waiting) are served first once more: at most one key's advantage.
+    if (lastTurn.size >= 10_000) for (const id of lastTurn.keys()) if (!queues.has(id)) lastTurn.delete(id);
+    lastTurn.delete(partnerId);
+    lastTurn.set(partnerId, ++tick);
+  };
   let waitingCount = 0;
-  const nextWaiter = (): Waiter | undefined => {
-    for (const [partner, queue] of queues) {
-      const next = queue.shift();
-      queues.delete(partner);
-      if (queue.length > 0) queues.set(partner, queue); // to the back of the line
-      if (next) {
-        waitingCount -= 1;
-        return next;
+  /**
+   * The waiter of the partner whose last key is oldest (one that took none first; the first to ask
+   * among equals), other than `except`.
+   */
+  const nextWaiter = (except?: string): Waiter | undefined => {
+    let partner: string | undefined;
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const id of queues.keys()) {
+      if (id === except) continue;
+      const last = lastTurn.get(id) ?? -1;
+      if (last < oldest) {
+        oldest = last;
+        partner = id;
       }
     }
-    return undefined;
+    if (partner === undefined) return undefined;
+    const queue = queues.get(partner)!;
+    const next = queue.shift()!;
+    if (queue.length === 0) queues.delete(partner);
+    waitingCount -= 1;
+    turn(partner);
+    return next;
   };
   let generating = 0;
   let closed = false;
@@ -52,7 +84,9 @@ export function stageKeyPool(
     generate().then(
       (key) => {
         generating -= 1;
-        const next = nextWaiter();
+        // With none ready, the partner that took the latest key does not take this one: it is kept for
+        // the next partner, who then finds a key at once (the next one done goes to the first).
+        const next = size > 0 && ready.length === 0 ? nextWaiter(latest) : nextWaiter();
         if (next) next.resolve(key);
         else ready.push(key);
         fill();
@@ -71,23 +105,121 @@ export function stageKeyPool(
   // restart under load) spends nothing on keys.
   return {
     take(partnerId = '') {
-      const key = ready.shift();
-      const taken = key
-        ? Promise.resolve(key)
-        : new Promise<StageSigningKey>((resolve, reject) => {
-            const queue = queues.get(partnerId) ?? [];
-            queue.push({ resolve, reject });
-            queues.set(partnerId, queue);
-            waitingCount += 1;
-          });
+      const key = keptFrom(partnerId) ? undefined : ready.shift();
+      let promise: Promise<StageSigningKey>;
+      if (key) {
+        turn(partnerId);
+        promise = Promise.resolve(key);
+      } else
+        promise = new Promise<StageSigningKey>((resolve, reject) => {
+          const queue = queues.get(partnerId) ?? [];
+          queue.push({ resolve, reject });
+          queues.set(partnerId, queue);
+          waitingCount += 1;
+        });
       fill();
-      return taken;
+      return promise;
     },
     ready: () => ready.length,
     close() {
       closed = true;
-      for (let next = nextWaiter(); next; next = nextWaiter())
-        next.reject(new Error('the service is stopping'));
+      for (const queue of queues.values())
+        for (const waiter of queue) waiter.reject(new Error('the service is stopping'));
+      queues.clear();
+      waitingCount = 0;
+      threads?.close();
+    },
+  };
+}
+
+// A key thread: generates one RS256 key (RSA-2048, PKCS #8 and SPKI PEM, as the conformance suite's
+// generateStageSigningKey) per message, synchronously on itself, at a lower OS priority. On Linux
+// setpriority(2) of "this process" (0) sets the calling thread's priority only.
+const keyThreadSource = (nice: number) => `
+const { parentPort } = require('node:worker_threads');
+const { generateKeyPairSync } = require('node:crypto');
+try { require('node:os').setPriority(${nice}); } catch {}
+parentPort.on('message', () => {
+  try {
+    const pair = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    });
+    parentPort.postMessage({ privateKeyPem: pair.privateKey, publicKeyPem: pair.publicKey });
+  } catch (error) {
+    parentPort.postMessage({ error: String(error && error.message) });
+  }
+});
+`;
+
+/**
+ * Threads that generate RS256 stage keys, one key at a time each, at OS priority `niceIncrement` (10:
+ * on a busy machine the HTTP thread and the database come first; where the OS refuses, as it may
+ * elsewhere than Linux, at the process's own). A thread is started when a key is asked for and none
+ * is free, and stops after `idleMs` with nothing to do. Keeps no key once it has handed it over.
+ */
+export function keyThreads(options: { niceIncrement?: number; idleMs?: number } = {}) {
+  const nice = Math.trunc(options.niceIncrement ?? 10);
+  const idleMs = options.idleMs ?? 30_000;
+  const source = keyThreadSource(nice);
+  type Thread = { worker: Worker; idle?: NodeJS.Timeout };
+  const free: Thread[] = [];
+  const all = new Set<Thread>();
+  let closed = false;
+  const stop = (thread: Thread) => {
+    clearTimeout(thread.idle);
+    all.delete(thread);
+    const index = free.indexOf(thread);
+    if (index >= 0) free.splice(index, 1);
+    void thread.worker.terminate();
+  };
+  return {
+    /** Threads alive now (for tests). */
+    threads: () => all.size,
+    generate(): Promise<StageSigningKey> {
+      if (closed) return Promise.reject(new Error('the service is stopping'));
+      let thread = free.pop();
+      if (thread) clearTimeout(thread.idle);
+      else {
+        thread = { worker: new Worker(source, { eval: true }) };
+        thread.worker.unref();
+        all.add(thread);
+      }
+      const current = thread;
+      return new Promise<StageSigningKey>((resolve, reject) => {
+        const done = () => {
+          current.worker.off('message', onMessage);
+          current.worker.off('error', onError);
+          current.worker.off('exit', onExit);
+        };
+        const onMessage = (message: StageSigningKey & { error?: string }) => {
+          done();
+          if (closed) return stop(current);
+          free.push(current);
+          current.idle = setTimeout(() => stop(current), idleMs).unref();
+          if (message.error) reject(new Error(`a stage key could not be generated: ${message.error}`));
+          else resolve({ privateKeyPem: message.privateKeyPem, publicKeyPem: message.publicKeyPem });
+        };
+        const onError = (error: Error) => {
+          done();
+          stop(current);
+          reject(new Error(`the stage key thread failed: ${error.message}`));
+        };
+        const onExit = (code: number) => {
+          done();
+          stop(current);
+          reject(new Error(`the stage key thread stopped (exit code ${code}) before its key was ready`));
+        };
+        current.worker.on('message', onMessage);
+        current.worker.on('error', onError);
+        current.worker.on('exit', onExit);
+        current.worker.postMessage(0);
+      });
+    },
+    close() {
+      closed = true;
+      for (const thread of [...all]) stop(thread);
     },
   };
 }
