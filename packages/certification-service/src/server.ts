@@ -55,8 +55,10 @@ export interface ServiceOptions {
   /** Run limits (idle time, duration, exchanges, rate limits). Default `defaultRunLimits`. */
   limits?: Partial<RunLimits>;
   /**
-   * Each partner's share of the API (requests in flight and per second, creations in flight) and how
-   * long an API key is remembered. Default `defaultFairnessLimits`.
+   * Each partner's share of the API (requests in flight and per second, creations in flight), how long
+   * an API key is remembered, and how long a refusal at the door is held before its 429 (`refusalHoldMs`,
+   * at most `maxHeldRefusals` at once), so a client resending at once cannot flood. Default
+   * `defaultFairnessLimits`.
    */
   fairness?: Partial<FairnessLimits>;
   /**
