@@ -117,6 +117,13 @@ function refused(port: number): Promise<boolean | 'hung'> {
 const connectionsOf = (server: Server | NetServer) =>
   new Promise<number>((resolve) => server.getConnections((_error, count) => resolve(count ?? 0)));
 
+/** Until `server` holds a connection (at most 20 s). */
+async function untilConnected(server: Server | NetServer): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while ((await connectionsOf(server)) < 1 && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 20));
+}
+
 const closeServer = (server: Server) =>
   new Promise<void>((resolve) => {
     server.close(() => resolve());
@@ -267,9 +274,7 @@ describe('descriptor copies of one listening socket (the path where the runtime 
       (res) => res.text().then((body) => answered.push(body)),
       (error: Error) => answered.push(`failed: ${error.message}`),
     );
-    const deadline = Date.now() + 20_000;
-    while ((await connectionsOf(other)) < 1 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 20));
+    await untilConnected(other);
     other.close();
     let closedAfter = -1;
     await new Promise<void>((resolve) =>
@@ -296,9 +301,7 @@ describe('descriptor copies of one listening socket (the path where the runtime 
       const answer = fetch(`http://127.0.0.1:${listening.port}/`, {
         signal: AbortSignal.timeout(20_000),
       }).then((res) => res.text());
-      const deadline = Date.now() + 20_000;
-      while ((await connectionsOf(server)) < 1 && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 20));
+      await untilConnected(server);
       await new Promise((r) => setTimeout(r, 200));
       server.on('request', (_req, res) => res.end('late'));
       expect(await answer).toBe('late');
@@ -317,9 +320,7 @@ describe('descriptor copies of one listening socket (the path where the runtime 
         (res) => res.text(),
         (error: Error) => `failed: ${error.name}`,
       );
-      const deadline = Date.now() + 20_000;
-      while ((await connectionsOf(server)) < 1 && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 20));
+      await untilConnected(server);
       await new Promise((r) => setTimeout(r, 200));
       server.on('request', (_req, res) => res.end('late'));
       expect(await answer).toBe('failed: TimeoutError');
