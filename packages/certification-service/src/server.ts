@@ -237,6 +237,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     options: options.production ?? {},
     log,
   });
+  /** Set at close(): `/readyz` answers 503 from then on. */
+  let stopping = false;
   mountHealth(app, { db, signingKey: options.signingKey, log, stopping: () => stopping });
   app.use('/api/runs/*', purgedRunAnswers(db));
   const fairness = { ...defaultFairnessLimits, ...options.fairness };
@@ -345,8 +347,6 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       ? undefined
       : retentionSweeper({ db, retainDays: options.retainDays, log });
   let closing: Promise<void> | undefined;
-  /** Set at close(): `/readyz` answers 503 from then on. */
-  let stopping = false;
   return {
     url,
     publicUrl,
@@ -362,10 +362,9 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         // Still serving, while /readyz says it stops, for the load balancer to take it out of its pool.
         if (options.shutdownDelayMs)
           await new Promise((resolve) => setTimeout(resolve, options.shutdownDelayMs));
-        // Stop accepting on every socket at once (the extra sockets' close resolves when the connections
-        // they accepted have ended), close idle connections, and let calls in flight finish: idle ones
-        // are closed as they finish, and whatever is still open after 10 s is cut.
-        const listenersClosed = listening.close();
+        // Stop accepting on every socket at once, close idle connections, and let calls in flight
+        // finish: idle ones are closed as they finish, and whatever is still open after 10 s is cut.
+        await listening.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
@@ -377,7 +376,6 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
             server.closeAllConnections();
           }, inFlightGraceMs).unref();
         });
-        await listenersClosed;
         await sweeping;
         await production.close();
         await stopRetention?.();
