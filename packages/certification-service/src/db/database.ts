@@ -1,8 +1,8 @@
 import { once } from 'node:events';
-import { PGlite } from '@electric-sql/pglite';
+import { existsSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { ServiceError, StorageUnavailableError } from '../errors.js';
-import { statementTurns } from './turns.js';
 
 /** A row as the drivers give it. */
 // biome-ignore lint/suspicious/noExplicitAny: rows are typed by the caller of each query
@@ -37,9 +37,7 @@ export interface Database extends Queryable {
 
 /** Opens PGlite in `dataDir` (created when missing). The directory belongs to one process at a time. */
 export async function openEmbedded(dataDir: string): Promise<Database> {
-  const { existsSync, mkdirSync, openSync, closeSync, writeSync, readFileSync, rmSync } = await import(
-    'node:fs'
-  );
+  const { mkdirSync, openSync, closeSync, writeSync, readFileSync, rmSync } = await import('node:fs');
   const { join } = await import('node:path');
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   // PGlite does not lock its directory itself: two processes on one directory would corrupt it. A lock
@@ -59,14 +57,14 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
       rmSync(lock, { force: true });
     }
   }
-  let db: PGlite;
+  let db: EmbeddedThread;
   try {
     const pgdata = join(dataDir, 'pgdata');
     // A fresh directory is initialised by a second WebAssembly instance (initdb) that PGlite keeps as
     // long as the database is open (about 360 MiB of the process's memory): initialised by a process
     // that then ends, the service holds only the database's own.
     if (!existsSync(join(pgdata, 'PG_VERSION'))) await initialiseApart(pgdata);
-    db = await PGlite.create(pgdata);
+    db = await openEmbeddedThread(pgdata, dataDir);
   } catch (error) {
     rmSync(lock, { force: true });
     throw new ServiceError(
@@ -74,28 +72,141 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
       `cannot open the embedded database in ${dataDir}: ${(error as Error).message}. Is it a directory this user can write, made by this service?`,
     );
   }
-  // Statements in turns with the thread's other work (see statementTurns).
-  const turn = statementTurns();
-  const run = <T extends Row>(text: string, params?: readonly unknown[]) =>
-    turn(async () => (await db.query<T>(text, params ? [...params] : undefined)).rows);
   return {
     kind: 'embedded',
     where: dataDir,
     journalDir: join(dataDir, 'journal'),
-    query: run,
-    queryUnflushed: run,
-    transaction: (work) =>
-      turn(() =>
-        db.transaction((tx) =>
-          work({
-            query: async (text, params) =>
-              (await tx.query(text, params ? [...params] : undefined)).rows as never,
-          }),
-        ),
-      ),
+    query: (text, params) => db.send('query', { text, params: params ? [...params] : undefined }),
+    queryUnflushed: (text, params) => db.send('query', { text, params: params ? [...params] : undefined }),
+    async transaction(work) {
+      const id = await db.begin();
+      let result: Awaited<ReturnType<typeof work>>;
+      try {
+        result = await work({
+          query: (text, params) =>
+            db.send('query', { text, params: params ? [...params] : undefined, tx: id }),
+        });
+      } catch (error) {
+        await db.send('end', { tx: id, commit: false }).catch(() => {});
+        throw error;
+      }
+      await db.send('end', { tx: id, commit: true });
+      return result;
+    },
     close: async () => {
       await db.close();
       rmSync(lock, { force: true });
+    },
+  };
+}
+
+/** PGlite on its worker thread (embedded-thread.mjs): statements sent as messages, rows read back. */
+export interface EmbeddedThread {
+  send<T extends object = Row>(op: 'query' | 'end' | 'close', fields: object): Promise<T[]>;
+  /** Begins a transaction: its id, for its statements and its end. */
+  begin(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/**
+ * The worker thread's file: beside this module in the sources, `db/embedded-thread.js` beside the
+ * build's chunks.
+ */
+function embeddedThreadFile(): URL {
+  const candidates = [
+    new URL('./db/embedded-thread.js', import.meta.url),
+    new URL('./embedded-thread.mjs', import.meta.url),
+  ];
+  return candidates.find((candidate) => existsSync(candidate)) ?? candidates[1]!;
+}
+
+/**
+ * Opens PGlite on a worker thread, so that no statement holds the thread that serves HTTP. A thread
+ * that ends (WebAssembly out of memory, a crash) fails every statement waiting and every later one
+ * with StorageUnavailableError: answered 503, and /readyz says so, until the service is restarted.
+ * `file` is the thread's module (the tests give one that fails).
+ */
+export async function openEmbeddedThread(
+  pgdata: string,
+  dataDir: string,
+  file: URL = embeddedThreadFile(),
+): Promise<EmbeddedThread> {
+  const worker = new Worker(file, { workerData: { pgdata } });
+  const waiting = new Map<number, { resolve: (rows: Row[]) => void; reject: (error: Error) => void }>();
+  let next = 0;
+  let ended: Error | undefined;
+  let closing = false;
+  const end = (error: Error) => {
+    ended ??= error;
+    for (const { reject } of waiting.values()) reject(ended);
+    waiting.clear();
+  };
+  await new Promise<void>((resolve, reject) => {
+    const onMessage = (message: { ready?: true; failed?: string }) => {
+      worker.off('error', onError);
+      if (message.ready) resolve();
+      else reject(new Error(message.failed ?? 'the database thread did not start'));
+    };
+    const onError = (error: Error) => {
+      worker.off('message', onMessage);
+      reject(error);
+    };
+    worker.once('message', onMessage);
+    worker.once('error', onError);
+  }).catch(async (error: unknown) => {
+    await worker.terminate();
+    throw error;
+  });
+  worker.on('message', (message: { id: number; rows?: Row[]; error?: Record<string, unknown> }) => {
+    const entry = waiting.get(message.id);
+    if (!entry) return;
+    waiting.delete(message.id);
+    if (message.error) entry.reject(Object.assign(new Error(String(message.error.message)), message.error));
+    else entry.resolve(message.rows ?? []);
+  });
+  worker.on('error', (error) => end(new StorageUnavailableError(dataDir, error)));
+  worker.on('exit', (code) => {
+    if (!closing)
+      end(new StorageUnavailableError(dataDir, new Error(`the database thread exited with code ${code}`)));
+  });
+  // The thread keeps the process alive only while a statement waits for it (as a socket would), so
+  // that a program that is done exits without having to close the database first.
+  worker.unref();
+  const settle = () => {
+    if (waiting.size === 0) worker.unref();
+  };
+  const send = <T extends object = Row>(op: string, fields: object): Promise<T[]> => {
+    if (ended) return Promise.reject(ended);
+    next += 1;
+    const id = next;
+    if (waiting.size === 0) worker.ref();
+    return new Promise<T[]>((resolve, reject) => {
+      waiting.set(id, { resolve: resolve as (rows: Row[]) => void, reject });
+      worker.postMessage({ id, op, ...fields });
+    }).then(
+      (rows) => {
+        settle();
+        return rows;
+      },
+      (error: unknown) => {
+        settle();
+        throw error;
+      },
+    );
+  };
+  return {
+    send,
+    // The worker names a transaction by the id of the message that began it: the one `send` takes now.
+    begin: () => {
+      const id = next + 1;
+      return send('begin', {}).then(() => id);
+    },
+    async close() {
+      if (ended) return void (await worker.terminate());
+      closing = true;
+      await send('close', {});
+      end(new Error('the embedded database is closed'));
+      await worker.terminate();
     },
   };
 }
