@@ -15,9 +15,13 @@ const jwtPattern = /eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*){1,2}/g;
  */
 export class Redactor {
   readonly #secrets = new Map<string, string>();
+  /** `#secrets` longest first (equal lengths in registration order): sorted once after each registration. */
+  #ordered: Array<[string, string]> | undefined;
   readonly #tokens = new Set<string>();
+  /** The first 3 characters of every registered token: a text without any of them holds no token. */
+  readonly #tokenHeads = new Set<string>();
   /** Secrets matched character by character, each literal or percent-encoded. */
-  readonly #patterns: Array<[RegExp, string]> = [];
+  readonly #patterns: Array<{ pattern: RegExp; placeholder: string; value: string; space: boolean }> = [];
 
   /**
    * Registers a secret (client secret, client id) and the placeholder that replaces it, in every
@@ -26,6 +30,7 @@ export class Redactor {
    */
   addSecret(value: string, placeholder: string): void {
     if (value.length < 4) return;
+    this.#ordered = undefined;
     this.#secrets.set(value, placeholder);
     this.#secrets.set(encodeURIComponent(value), placeholder);
     this.#secrets.set(new URLSearchParams({ v: value }).toString().slice(2), placeholder);
@@ -38,7 +43,12 @@ export class Redactor {
         return `(?:${char.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}|${bytes.replace(/%([0-9a-f])([0-9a-f])/g, (_, a: string, b: string) => `%[${a}${a.toUpperCase()}][${b}${b.toUpperCase()}]`)}${char === ' ' ? '|\\+' : ''})`;
       })
       .join('');
-    this.#patterns.push([new RegExp(pattern, 'g'), placeholder]);
+    this.#patterns.push({
+      pattern: new RegExp(pattern, 'g'),
+      placeholder,
+      value,
+      space: value.includes(' '),
+    });
   }
 
   /**
@@ -51,6 +61,7 @@ export class Redactor {
       `${new URLSearchParams({ v: id }).toString().slice(2)}:${new URLSearchParams({ v: secret }).toString().slice(2)}`,
       `${encodeURIComponent(id)}:${encodeURIComponent(secret)}`,
     ]);
+    this.#ordered = undefined;
     for (const pair of encodings) {
       const base64 = Buffer.from(pair, 'utf8').toString('base64');
       for (const form of [base64, base64.replace(/=+$/, ''), Buffer.from(pair, 'utf8').toString('base64url')])
@@ -60,7 +71,9 @@ export class Redactor {
 
   /** Registers an access token that may not be JWT-shaped (an opaque token). */
   addToken(value: string): void {
-    if (value.length >= 8) this.#tokens.add(value);
+    if (value.length < 8) return;
+    this.#tokens.add(value);
+    this.#tokenHeads.add(value.slice(0, 3));
   }
 
   /** The placeholder of a registered secret, if it is one. */
@@ -68,14 +81,33 @@ export class Redactor {
     return this.#secrets.get(value);
   }
 
+  /**
+   * Every step runs on the text the step before left (a replacement may make or break a later match),
+   * in the same order as ever; a step is skipped only when the text cannot hold a match of it, which
+   * leaves the output unchanged (test/common/redact-equivalence.test.ts holds it to the earlier code).
+   */
   redact(text: string): string {
     let out = text;
     // Longest first, so that a secret containing another is replaced whole.
-    for (const [value, placeholder] of [...this.#secrets].sort((a, b) => b[0].length - a[0].length))
-      out = out.split(value).join(placeholder);
-    for (const [pattern, placeholder] of this.#patterns) out = out.replace(pattern, placeholder);
-    for (const token of this.#tokens) out = out.split(token).join(shorten(token));
-    return out.replace(jwtPattern, (match) => shorten(match));
+    this.#ordered ??= [...this.#secrets].sort((a, b) => b[0].length - a[0].length);
+    for (const [value, placeholder] of this.#ordered)
+      if (out.length >= value.length && out.includes(value)) out = out.split(value).join(placeholder);
+    for (const { pattern, placeholder, value, space } of this.#patterns) {
+      // A match is at least as long as the secret, and is either the secret itself or holds a %XX
+      // (or a '+' for a space): without one of those in the text, the pattern cannot match.
+      if (out.length < value.length) continue;
+      if (out.includes(value) || out.includes('%') || (space && out.includes('+')))
+        out = out.replace(pattern, placeholder);
+    }
+    if (this.#tokens.size > 0 && this.#holdsAHead(out))
+      for (const token of this.#tokens)
+        if (out.length >= token.length && out.includes(token)) out = out.split(token).join(shorten(token));
+    return out.includes('eyJ') ? out.replace(jwtPattern, (match) => shorten(match)) : out;
+  }
+
+  #holdsAHead(text: string): boolean {
+    for (const head of this.#tokenHeads) if (text.includes(head)) return true;
+    return false;
   }
 }
 
