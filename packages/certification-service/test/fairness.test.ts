@@ -248,7 +248,7 @@ describe('a flood of creations by one partner', () => {
 });
 
 describe('the embedded store between statements', () => {
-  it('lets the thread serve what arrived between two statements waiting in line', async () => {
+  it('serves the next turn of the event loop before any of a line of statements ends (they run on their own thread)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pcs-turns-'));
     const heavy = 'SELECT count(*) AS n FROM generate_series(1, 200000)';
     /** Three statements asked at once and a callback of the next turn of the event loop: in what order they end. */
@@ -264,21 +264,21 @@ describe('the embedded store between statements', () => {
       const db = await openDatabase({ dataDir: join(dir, 'data') });
       try {
         expect(await order((text) => db.query(text))).toEqual([
-          'statement 1',
           'the next turn',
+          'statement 1',
           'statement 2',
           'statement 3',
         ]);
         expect(await order((text) => db.transaction((tx) => tx.query(text)))).toEqual([
-          'statement 1',
           'the next turn',
+          'statement 1',
           'statement 2',
           'statement 3',
         ]);
       } finally {
         await db.close();
       }
-      // The control: PGlite alone runs the whole line before the thread takes anything else.
+      // The control: PGlite on this thread runs the whole line before the thread takes anything else.
       const bare = await PGlite.create();
       try {
         expect(await order((text) => bare.query(text))).toEqual([
