@@ -62,6 +62,17 @@ describe('the embedded store on a thread of its own', () => {
     expect(threaded.maxGapMs).toBeLessThan(threaded.tookMs / 2);
   });
 
+  it("holds 64 MB of shared buffers (WebAssembly memory that never shrinks), not PostgreSQL's 128 MB", async () => {
+    expect(await db.query('SHOW shared_buffers')).toEqual([{ shared_buffers: '64MB' }]);
+    // Control: PGlite at its defaults.
+    const bare = await PGlite.create();
+    try {
+      expect((await bare.query('SHOW shared_buffers')).rows).toEqual([{ shared_buffers: '128MB' }]);
+    } finally {
+      await bare.close();
+    }
+  });
+
   it('gives rows with their types, and a statement error with its SQLSTATE', async () => {
     const at = new Date('2026-11-26T10:00:00.123Z');
     await db.query('INSERT INTO items VALUES ($1, $2, $3)', [1, JSON.stringify({ a: [1, 'b'] }), at]);
