@@ -176,4 +176,7 @@ if (process.env.BENCH_STORES !== 'embedded' && postgresBin()) {
     await postgres.stop();
   }
 }
-console.log(`fairness: ${results.every(Boolean) ? 'PASS' : 'FAIL'} on ${results.length} store(s)`);
+const failed = results.filter((pass) => !pass).length;
+console.log(
+  `fairness: ${failed === 0 ? `PASS on ${results.length} store(s)` : `FAIL on ${failed} of ${results.length} store(s)`}`,
+);

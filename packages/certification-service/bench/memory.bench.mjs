@@ -136,4 +136,7 @@ if (process.env.BENCH_STORES !== 'embedded' && postgresBin()) {
     await postgres.stop();
   }
 }
-console.log(`memory: ${results.every(Boolean) ? 'PASS' : 'FAIL'} on ${results.length} store(s)`);
+const failed = results.filter((pass) => !pass).length;
+console.log(
+  `memory: ${failed === 0 ? `PASS on ${results.length} store(s)` : `FAIL on ${failed} of ${results.length} store(s)`}`,
+);
