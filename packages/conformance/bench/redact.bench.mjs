@@ -1,6 +1,6 @@
 // The cost of redacting what a stage records (run with `pnpm bench`; it prints figures and asserts only that
 // both implementations give the same text): ns per `redact` call for the fields of a recorded exchange,
-// the Redactor as it is against the implementation before it was made cheaper (frozen below), in the
+// the Redactor as it is against the implementation before it was made cheaper (frozen in test/common/redact-before.mjs), in the
 // same process, interleaved rounds, medians.
 //
 // The Redactor is internal (not exported by the package), so this bench compiles src/common/redact.ts with
@@ -17,58 +17,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'tsup';
 import { generateStageSigningKey, openHostedStage } from '../dist/index.js';
+// The implementation before (frozen): the reference the equivalence test holds `Redactor` to.
+import { RedactorBefore } from '../test/common/redact-before.mjs';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 7);
 const iterations = Number(process.env.BENCH_ITERATIONS ?? 2000);
 const tokenCounts = (process.env.BENCH_TOKENS ?? '0,1,10,100').split(',').map(Number);
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-
-// ---- The implementation before (frozen; the same code as the reference in test/common/redact-equivalence.test.ts).
-const shortenBefore = (token) => `…${token.slice(-6)}`;
-const jwtPatternBefore = /eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*){1,2}/g;
-class RedactorBefore {
-  #secrets = new Map();
-  #tokens = new Set();
-  #patterns = [];
-  addSecret(value, placeholder) {
-    if (value.length < 4) return;
-    this.#secrets.set(value, placeholder);
-    this.#secrets.set(encodeURIComponent(value), placeholder);
-    this.#secrets.set(new URLSearchParams({ v: value }).toString().slice(2), placeholder);
-    const pattern = [...value]
-      .map((char) => {
-        const bytes = [...new TextEncoder().encode(char)]
-          .map((byte) => `%${byte.toString(16).padStart(2, '0')}`)
-          .join('');
-        return `(?:${char.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}|${bytes.replace(/%([0-9a-f])([0-9a-f])/g, (_, a, b) => `%[${a}${a.toUpperCase()}][${b}${b.toUpperCase()}]`)}${char === ' ' ? '|\\+' : ''})`;
-      })
-      .join('');
-    this.#patterns.push([new RegExp(pattern, 'g'), placeholder]);
-  }
-  addBasicCredentials(id, secret, placeholder) {
-    const encodings = new Set([
-      `${id}:${secret}`,
-      `${new URLSearchParams({ v: id }).toString().slice(2)}:${new URLSearchParams({ v: secret }).toString().slice(2)}`,
-      `${encodeURIComponent(id)}:${encodeURIComponent(secret)}`,
-    ]);
-    for (const pair of encodings) {
-      const base64 = Buffer.from(pair, 'utf8').toString('base64');
-      for (const form of [base64, base64.replace(/=+$/, ''), Buffer.from(pair, 'utf8').toString('base64url')])
-        if (form.length >= 8) this.#secrets.set(form, placeholder);
-    }
-  }
-  addToken(value) {
-    if (value.length >= 8) this.#tokens.add(value);
-  }
-  redact(text) {
-    let out = text;
-    for (const [value, placeholder] of [...this.#secrets].sort((a, b) => b[0].length - a[0].length))
-      out = out.split(value).join(placeholder);
-    for (const [pattern, placeholder] of this.#patterns) out = out.replace(pattern, placeholder);
-    for (const token of this.#tokens) out = out.split(token).join(shortenBefore(token));
-    return out.replace(jwtPatternBefore, (match) => shortenBefore(match));
-  }
-}
 
 // ---- The implementation now, compiled as the package's build compiles it.
 const out = await mkdtemp(join(tmpdir(), 'redact-bench-'));

@@ -1,87 +1,13 @@
 // `Redactor.redact` was made cheaper (its steps skipped when the text cannot hold a match); its output
-// must not change. This holds it to the implementation before, frozen below, over generated sequences
+// must not change. This holds it to the implementation before, frozen in redact-before.mjs, over generated sequences
 // of registrations and texts that embed the registered secrets in every encoding a client may use.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Redactor, shorten } from '../../src/common/redact.js';
+import { type Mutation, RedactorBefore } from './redact-before.mjs';
 
-/**
- * Ways to break the reference on purpose: each negative control below shows the property catches it
- * (so the generators reach what the optimisation must keep).
- */
-interface Mutation {
-  /** Replace the secrets shortest first instead of longest first. */
-  shortestFirst?: boolean;
-  /** Sort the secrets on the first `redact` only (a cache never invalidated by a later registration). */
-  staleOrder?: boolean;
-  /** Replace the registered tokens newest first. */
-  tokensNewestFirst?: boolean;
-  /** Run a per-character pattern only when the text holds a '%'. */
-  patternsOnlyWithPercent?: boolean;
-}
-
-// The implementation before, frozen (the reference). Keep it as it is.
-const jwtPatternBefore = /eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*){1,2}/g;
-class RedactorBefore {
-  readonly #secrets = new Map<string, string>();
-  readonly #tokens = new Set<string>();
-  readonly #patterns: Array<[RegExp, string]> = [];
-  readonly #mutation: Mutation;
-  #sorted: Array<[string, string]> | undefined;
-
-  constructor(mutation: Mutation = {}) {
-    this.#mutation = mutation;
-  }
-
-  addSecret(value: string, placeholder: string): void {
-    if (value.length < 4) return;
-    this.#secrets.set(value, placeholder);
-    this.#secrets.set(encodeURIComponent(value), placeholder);
-    this.#secrets.set(new URLSearchParams({ v: value }).toString().slice(2), placeholder);
-    const pattern = [...value]
-      .map((char) => {
-        const bytes = [...new TextEncoder().encode(char)]
-          .map((byte) => `%${byte.toString(16).padStart(2, '0')}`)
-          .join('');
-        return `(?:${char.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}|${bytes.replace(/%([0-9a-f])([0-9a-f])/g, (_, a: string, b: string) => `%[${a}${a.toUpperCase()}][${b}${b.toUpperCase()}]`)}${char === ' ' ? '|\\+' : ''})`;
-      })
-      .join('');
-    this.#patterns.push([new RegExp(pattern, 'g'), placeholder]);
-  }
-
-  addBasicCredentials(id: string, secret: string, placeholder: string): void {
-    const encodings = new Set([
-      `${id}:${secret}`,
-      `${new URLSearchParams({ v: id }).toString().slice(2)}:${new URLSearchParams({ v: secret }).toString().slice(2)}`,
-      `${encodeURIComponent(id)}:${encodeURIComponent(secret)}`,
-    ]);
-    for (const pair of encodings) {
-      const base64 = Buffer.from(pair, 'utf8').toString('base64');
-      for (const form of [base64, base64.replace(/=+$/, ''), Buffer.from(pair, 'utf8').toString('base64url')])
-        if (form.length >= 8) this.#secrets.set(form, placeholder);
-    }
-  }
-
-  addToken(value: string): void {
-    if (value.length >= 8) this.#tokens.add(value);
-  }
-
-  redact(text: string): string {
-    const m = this.#mutation;
-    let out = text;
-    const sorted = [...this.#secrets].sort((a, b) =>
-      m.shortestFirst ? a[0].length - b[0].length : b[0].length - a[0].length,
-    );
-    if (m.staleOrder) this.#sorted ??= sorted;
-    for (const [value, placeholder] of m.staleOrder ? this.#sorted! : sorted)
-      out = out.split(value).join(placeholder);
-    for (const [pattern, placeholder] of this.#patterns)
-      if (!m.patternsOnlyWithPercent || out.includes('%')) out = out.replace(pattern, placeholder);
-    const tokens = m.tokensNewestFirst ? [...this.#tokens].reverse() : this.#tokens;
-    for (const token of tokens) out = out.split(token).join(shorten(token));
-    return out.replace(jwtPatternBefore, (match) => shorten(match));
-  }
-}
+// redact-before.mjs also breaks the reference on purpose (`Mutation`): each negative control below shows
+// the property catches it (so the generators reach what the optimisation must keep).
 
 // ---- Generators: a run's credentials and tokens, then registrations and texts built from them.
 const base64url = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
