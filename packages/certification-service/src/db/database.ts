@@ -72,25 +72,25 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
       `cannot open the embedded database in ${dataDir}: ${(error as Error).message}. Is it a directory this user can write, made by this service?`,
     );
   }
+  // The parameters are copied to the thread with the message (structured clone).
+  const run = <T extends object = Row>(text: string, params?: readonly unknown[]) =>
+    db.send<T>('query', { text, params });
   return {
     kind: 'embedded',
     where: dataDir,
     journalDir: join(dataDir, 'journal'),
-    query: (text, params) => db.send('query', { text, params: params ? [...params] : undefined }),
-    queryUnflushed: (text, params) => db.send('query', { text, params: params ? [...params] : undefined }),
+    query: run,
+    queryUnflushed: run,
     async transaction(work) {
-      const id = await db.begin();
+      const tx = await db.begin();
       let result: Awaited<ReturnType<typeof work>>;
       try {
-        result = await work({
-          query: (text, params) =>
-            db.send('query', { text, params: params ? [...params] : undefined, tx: id }),
-        });
+        result = await work({ query: (text, params) => db.send('query', { text, params, tx }) });
       } catch (error) {
-        await db.send('end', { tx: id, commit: false }).catch(() => {});
+        await db.send('end', { tx, commit: false }).catch(() => {});
         throw error;
       }
-      await db.send('end', { tx: id, commit: true });
+      await db.send('end', { tx, commit: true });
       return result;
     },
     close: async () => {
@@ -103,7 +103,7 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
 /** PGlite on its worker thread (embedded-thread.mjs): statements sent as messages, rows read back. */
 export interface EmbeddedThread {
   send<T extends object = Row>(op: 'query' | 'end' | 'close', fields: object): Promise<T[]>;
-  /** Begins a transaction: its id, for its statements and its end. */
+  /** Begins a transaction: its id, for its statements (`tx`) and its end. */
   begin(): Promise<number>;
   close(): Promise<void>;
 }
@@ -134,6 +134,7 @@ export async function openEmbeddedThread(
   const worker = new Worker(file, { workerData: { pgdata } });
   const waiting = new Map<number, { resolve: (rows: Row[]) => void; reject: (error: Error) => void }>();
   let next = 0;
+  let transactions = 0;
   let ended: Error | undefined;
   let closing = false;
   const end = (error: Error) => {
@@ -183,23 +184,14 @@ export async function openEmbeddedThread(
     return new Promise<T[]>((resolve, reject) => {
       waiting.set(id, { resolve: resolve as (rows: Row[]) => void, reject });
       worker.postMessage({ id, op, ...fields });
-    }).then(
-      (rows) => {
-        settle();
-        return rows;
-      },
-      (error: unknown) => {
-        settle();
-        throw error;
-      },
-    );
+    }).finally(settle);
   };
   return {
     send,
-    // The worker names a transaction by the id of the message that began it: the one `send` takes now.
     begin: () => {
-      const id = next + 1;
-      return send('begin', {}).then(() => id);
+      transactions += 1;
+      const tx = transactions;
+      return send('begin', { tx }).then(() => tx);
     },
     async close() {
       if (ended) return void (await worker.terminate());

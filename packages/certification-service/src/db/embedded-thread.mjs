@@ -5,8 +5,8 @@
 // the rows back (see `openEmbedded` in database.ts). Plain JavaScript so that the worker loads this
 // very file from the sources and from the build.
 //
-// Messages in: {id, op: 'query', text, params, tx?} (tx: a transaction's id, from its 'begin'),
-// {id, op: 'begin'}, {id, op: 'end', tx, commit}, {id, op: 'close'}.
+// Messages in: {id, op: 'query', text, params, tx?} (tx: the id a transaction's 'begin' gave it),
+// {id, op: 'begin', tx}, {id, op: 'end', tx, commit}, {id, op: 'close'}.
 // Messages out: {ready: true} once open, or {failed: message}; then {id, rows} / {id, error}.
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
@@ -65,7 +65,7 @@ parentPort.on('message', async (message) => {
       // A transaction that could not begin answers here; one that began answers at its end.
       entry.outcome.catch(() => {});
       await Promise.race([started, entry.outcome]);
-      transactions.set(id, entry);
+      transactions.set(message.tx, entry);
       parentPort.postMessage({ id, rows: [] });
     } else if (message.op === 'end') {
       const entry = transactions.get(message.tx);
