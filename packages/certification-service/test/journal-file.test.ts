@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StorageUnavailableError } from '../src/errors.js';
 import type { Database } from '../src/index.js';
 import { replayJournal, runJournal } from '../src/runs/journal.js';
+import { databaseLedger } from '../src/runs/ledger.js';
 import { parseSpool } from '../src/runs/spool.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { api, type CreatedRun, runToken } from './support/service.js';
@@ -57,7 +58,7 @@ describe('the journal file of the embedded store', () => {
     expect(answered).toEqual([true, true, true, true, true]);
     // Not in the database yet (so the answer did not wait for it), all in the file.
     expect((await stored(svc.db, id)).seqs).toEqual([]);
-    expect(lines(dir).map((entry) => [entry.runId, entry.seq])).toEqual(
+    expect(lines(dir).map((entry) => [entry.runId, entry.kind === undefined && entry.seq])).toEqual(
       [1, 2, 3, 4, 5].map((seq) => [id, seq]),
     );
     // The next start replays it: every call, counted once, the run's number after the highest.
@@ -133,7 +134,7 @@ describe('the journal file of the embedded store', () => {
     // Settled: every call answered is in, and a call after it is refused (never answered unrecorded).
     expect((await stored(svc.db, id)).seqs).toEqual([1, 2]);
     expect(await journal.record(id, 3, exchange(3))).toBe(false);
-    expect(lines(dir).map((entry) => entry.seq)).toEqual([]);
+    expect(lines(dir)).toEqual([]);
     for (const other of [late, untracked]) expect((await stored(svc.db, other)).seqs).toEqual([]);
     await journal.close();
   });
@@ -186,6 +187,146 @@ describe('the journal file of the embedded store', () => {
   });
 });
 
+describe('tokens through the journal file', () => {
+  const tokenJson = (n: number) => JSON.stringify({ issuedBy: n, scopes: ['read:loans'], expiresAt: 1 });
+  const tokensOf = async (id: string) => {
+    const [run] = await svc.db.query<{ token_count: number }>('SELECT token_count FROM runs WHERE id = $1', [
+      id,
+    ]);
+    const rows = await svc.db.query<{ number: number; listed: boolean; token: Record<string, unknown> }>(
+      'SELECT number, listed, token FROM run_tokens WHERE run_id = $1 ORDER BY number',
+      [id],
+    );
+    return { count: run!.token_count, tokens: rows };
+  };
+
+  it('numbers a token in memory and answers once it is in the file; a revocation follows it there; a restart stores both once', async () => {
+    const id = await newRun();
+    const dir = spoolDir();
+    const journal = runJournal(svc.db, { spoolDir: dir, drainMs: 3_600_000 });
+    journal.track(id, hour());
+    expect(await journal.issue(id, 'a'.repeat(64), tokenJson(1), 0)).toBe(1);
+    expect(await journal.issue(id, 'b'.repeat(64), tokenJson(2), 0)).toBe(2);
+    // Not in the database (the answer did not wait for it), in the file, and found by hash meanwhile.
+    expect(await tokensOf(id)).toEqual({ count: 0, tokens: [] });
+    expect(lines(dir).map((entry) => entry.kind)).toEqual(['issued', 'issued']);
+    expect(JSON.parse(journal.pendingToken(id, 'a'.repeat(64))!)).toEqual({
+      ...JSON.parse(tokenJson(1)),
+      ref: 'T1',
+    });
+    expect(journal.pendingToken(id, 'c'.repeat(64))).toBeUndefined();
+    expect(journal.pendingToken('run_other', 'a'.repeat(64))).toBeUndefined();
+    const revoked = JSON.stringify({ ...JSON.parse(tokenJson(1)), ref: 'T1', revokedAt: 5 });
+    await journal.revoke(id, 1, revoked);
+    expect(JSON.parse(journal.pendingToken(id, 'a'.repeat(64))!).revokedAt).toBe(5);
+    // Killed here: the next start stores both tokens, numbered, the revocation applied, the count on.
+    expect(await replayJournal(svc.db, dir)).toBe(0);
+    const after = await tokensOf(id);
+    expect(after.count).toBe(2);
+    expect(after.tokens.map((row) => [row.number, row.listed, row.token.ref, row.token.revokedAt])).toEqual([
+      [1, true, 'T1', 5],
+      [2, true, 'T2', undefined],
+    ]);
+    // Replayed again (killed after the commit, before the file was deleted): nothing twice, nothing undone.
+    const again = spoolDir();
+    const second = runJournal(svc.db, { spoolDir: again, drainMs: 3_600_000 });
+    second.track(id, hour());
+    // A stage opened on the run's row counts on from its token count.
+    expect(await second.issue(id, 'a'.repeat(64), tokenJson(1), after.count)).toBe(3);
+    expect(await replayJournal(svc.db, again)).toBe(0);
+    expect((await tokensOf(id)).tokens.map((row) => [row.number, row.token.revokedAt])).toEqual([
+      [1, 5],
+      [2, undefined],
+    ]);
+  });
+
+  it('refuses a token of a run it does not track or past its deadline, and settles tokens with the calls', async () => {
+    const [id, late] = [await newRun(), await newRun()];
+    const journal = runJournal(svc.db, { spoolDir: spoolDir(), drainMs: 3_600_000 });
+    journal.track(id, hour());
+    journal.track(late, Date.now() - 1);
+    expect(await journal.issue(late, 'a'.repeat(64), tokenJson(1), 0)).toBeUndefined();
+    expect(await journal.issue('run_untracked', 'a'.repeat(64), tokenJson(1), 0)).toBeUndefined();
+    expect(await journal.issue(id, 'a'.repeat(64), tokenJson(1), 0)).toBe(1);
+    await journal.settle(id);
+    expect((await tokensOf(id)).tokens.map((row) => row.number)).toEqual([1]);
+    // Committed: read from the database from now on, and a run settled takes no more.
+    expect(journal.pendingToken(id, 'a'.repeat(64))).toBeUndefined();
+    expect(await journal.issue(id, 'b'.repeat(64), tokenJson(2), 0)).toBeUndefined();
+    await journal.close();
+  });
+
+  it('lists a token in the session only if its run had room for calls when it was issued, whatever the statements', async () => {
+    for (const drainItems of [16, 1]) {
+      const id = await newRun();
+      await svc.db.query('UPDATE runs SET max_exchanges = 2 WHERE id = $1', [id]);
+      const journal = runJournal(svc.db, { spoolDir: spoolDir(), drainMs: 3_600_000, drainItems });
+      journal.track(id, hour());
+      await journal.record(id, 1, exchange(1));
+      await journal.issue(id, 'a'.repeat(64), tokenJson(1), 0);
+      await journal.record(id, 2, exchange(2));
+      // Issued once the run holds its 2 calls: not listed (its calls are not kept either).
+      await journal.issue(id, 'b'.repeat(64), tokenJson(2), 0);
+      await journal.record(id, 3, exchange(3));
+      await journal.close();
+      expect((await tokensOf(id)).tokens.map((row) => [row.number, row.listed])).toEqual([
+        [1, true],
+        [2, false],
+      ]);
+      expect((await stored(svc.db, id)).seqs).toEqual([1, 2]);
+    }
+  });
+
+  it('answers a token while the database does not answer (control: without the file it waits)', async () => {
+    const id = await newRun();
+    let stalled = true;
+    const waiting: (() => void)[] = [];
+    const stalling: Database = {
+      ...svc.db,
+      query: async (text, params) => {
+        if (stalled) await new Promise<void>((resolve) => waiting.push(resolve));
+        return svc.db.query(text, params);
+      },
+    };
+    const timeout = (ms: number) => new Promise((resolve) => setTimeout(() => resolve('timed out'), ms));
+    const spooled = runJournal(stalling, { spoolDir: spoolDir(), drainMs: 3_600_000 });
+    spooled.track(id, hour());
+    expect(await Promise.race([spooled.issue(id, 'a'.repeat(64), tokenJson(1), 0), timeout(1000)])).toBe(1);
+    const direct = runJournal(stalling);
+    const issued = direct.issue(id, 'b'.repeat(64), tokenJson(2), 0);
+    expect(await Promise.race([issued, timeout(300)])).toBe('timed out');
+    stalled = false;
+    for (const resume of waiting) resume();
+    // The database's own numbering counts what it holds (nothing yet: the file's token is not drained).
+    expect(await issued).toBe(1);
+    await spooled.close();
+  });
+
+  it("a run's stage finds a token still in the file, which the database does not hold yet (control: a journal without it)", async () => {
+    const id = await newRun();
+    const journal = runJournal(svc.db, { spoolDir: spoolDir(), drainMs: 3_600_000 });
+    const run = { id, enabled: new Set<never>(), grant: ['read:loans'], seq: 0, expiresAt: hour() };
+    const issuing = databaseLedger(svc.db, journal, run);
+    const issued = await issuing.issue({
+      value: 'token-value-1',
+      token: JSON.parse(tokenJson(1)),
+    } as Parameters<typeof issuing.issue>[0]);
+    expect(issued.ref).toBe('T1');
+    // Another ledger of the run (nothing cached): the database has no token, the file has it.
+    expect((await tokensOf(id)).tokens).toEqual([]);
+    const found = await databaseLedger(svc.db, journal, run).tokensByValue(['token-value-1']);
+    expect(found.get('token-value-1')?.ref).toBe('T1');
+    const elsewhere = runJournal(svc.db, { spoolDir: spoolDir(), drainMs: 3_600_000 });
+    const missing = await databaseLedger(svc.db, elsewhere, run).tokensByValue(['token-value-1']);
+    expect(missing.size).toBe(0);
+    await journal.close();
+    await elsewhere.close();
+    // Drained: the database has it now.
+    const drained = await databaseLedger(svc.db, runJournal(svc.db), run).tokensByValue(['token-value-1']);
+    expect(drained.get('token-value-1')?.ref).toBe('T1');
+  });
+});
+
 describe('the service on the embedded store', () => {
   it('judges a run on every call it answered, when the calls are still in the journal file at the finish', async () => {
     const created = (
@@ -204,7 +345,8 @@ describe('the service on the embedded store', () => {
     const finished = await api(svc.service.url, apiKey, 'POST', `/api/runs/${created.id}/finish`, {});
     expect(finished.status).toBe(200);
     const session = (await api(svc.service.url, apiKey, 'GET', `/api/runs/${created.id}/session`)).json();
-    // The token request and the 30 calls.
+    // The token request and the 30 calls, and the token, issued through the file too, listed.
     expect(session.exchanges).toHaveLength(31);
+    expect(session.tokens.map((item: { ref: string }) => item.ref)).toEqual(['T1']);
   });
 });

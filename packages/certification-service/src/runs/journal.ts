@@ -3,7 +3,15 @@ import { type Context, context } from '@opentelemetry/api';
 import { batched, observedStatement } from '../db/batched.js';
 import type { Database, Queryable } from '../db/database.js';
 import { StorageUnavailableError } from '../errors.js';
-import { openSpool, readSpool, type Spool, type SpoolEntry } from './spool.js';
+import {
+  type ExchangeEntry,
+  type IssuedEntry,
+  openSpool,
+  type RevokedEntry,
+  readSpool,
+  type Spool,
+  type SpoolEntry,
+} from './spool.js';
 
 /**
  * The statements every call of every run makes, shared by the runs an instance serves: numbering the
@@ -32,11 +40,21 @@ export interface RunJournal {
   record(runId: string, seq: number, exchange: string, scenarioState?: string): Promise<boolean>;
   /**
    * Stores a token the run's stage issued, by hash, and gives it the run's next token number; undefined
-   * once the run is not open. Grouped like `record`: the tokens of many runs in one statement.
+   * once the run is not open. Grouped like `record`: the tokens of many runs in one statement. With a
+   * journal file, numbered in memory (on from `recorded`, the run's token count when its stage opened)
+   * and written to the file like a call: the token's answer does not wait for the database.
    */
-  issue(runId: string, valueSha256: string, token: string): Promise<number | undefined>;
-  /** Writes a token the run's plan revoked (its JSON, by its number) while the run is open; grouped too. */
+  issue(runId: string, valueSha256: string, token: string, recorded: number): Promise<number | undefined>;
+  /**
+   * Writes a token the run's plan revoked (its JSON, by its number) while the run is open; grouped too,
+   * or written to the journal file.
+   */
   revoke(runId: string, number: number, token: string): Promise<void>;
+  /**
+   * A token of the run's written to the journal file and not yet in the database (its JSON as it is
+   * now, with its reference), by the SHA-256 of its value; undefined otherwise (read the database).
+   */
+  pendingToken(runId: string, valueSha256: string): string | undefined;
   /**
    * Where instances share the database: writes a run's scenario state `after` (JSON) if the run is open
    * and its row still holds `before` (compared as JSON values), with the token the call revoked, if
@@ -97,6 +115,8 @@ export function runJournal(db: Database, options: JournalOptions = {}): RunJourn
     options.spoolDir !== undefined && exclusive ? spooledRecords(db, options.spoolDir, options) : undefined;
   /** Where this instance numbers: the last number given, by run. */
   const numbered = new Map<string, number>();
+  /** With a journal file: the last token number given, by run. */
+  const tokenNumbers = new Map<string, number>();
   const shared = batched<string, number | undefined>(
     async (ids) => {
       const wanted = new Map<string, number>();
@@ -122,7 +142,7 @@ export function runJournal(db: Database, options: JournalOptions = {}): RunJourn
     { maxItems, alone: dataError, name: 'number' },
   );
 
-  const record = batched<StoreItem, boolean>(
+  const record = batched<ExchangeEntry, boolean>(
     async (items) => {
       const open = await storeExchanges(db, items, true);
       return items.map((item) => open.has(item.runId));
@@ -245,13 +265,27 @@ export function runJournal(db: Database, options: JournalOptions = {}): RunJourn
     },
     record: (runId, seq, exchange, scenarioState) =>
       spooled
-        ? spooled.record({ runId, seq, exchange, scenarioState })
+        ? spooled.write({ runId, seq, exchange, scenarioState })
         : record({ runId, seq, exchange, scenarioState }),
-    issue: (runId, sha256, token) => issue({ runId, sha256, token }),
-    revoke: (runId, number, token) => revoke({ runId, number, token }),
+    async issue(runId, sha256, token, recorded) {
+      if (!spooled) return issue({ runId, sha256, token });
+      const number = Math.max(tokenNumbers.get(runId) ?? 0, recorded) + 1;
+      if (!(await spooled.write({ kind: 'issued', runId, number, sha256, token }))) return undefined;
+      tokenNumbers.set(runId, number);
+      return number;
+    },
+    revoke: async (runId, number, token) => {
+      if (!spooled) return revoke({ runId, number, token });
+      // Not open any more: judging has what it needs (nothing is answered after).
+      await spooled.write({ kind: 'revoked', runId, number, token });
+    },
+    pendingToken: (runId, sha256) => spooled?.pendingToken(runId, sha256),
     play: (runId, { before, after, revoked }) =>
       play({ runId, before, after, number: revoked?.number ?? null, token: revoked?.token ?? null }),
-    forget: (runId) => numbered.delete(runId),
+    forget: (runId) => {
+      numbered.delete(runId);
+      tokenNumbers.delete(runId);
+    },
     track: (runId, expiresAt) => spooled?.track(runId, expiresAt),
     settle: async (runId) => spooled?.settle(runId),
     close: async () => spooled?.close(),
@@ -278,6 +312,11 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
   const open = new Map<string, number>();
   /** Written to the file, not yet committed to the database, in the order written. */
   let pending: StoreItem[] = [];
+  /**
+   * Tokens written to the file and not yet committed, by run and by the SHA-256 of their value: their
+   * JSON as it is now (with its reference), and their number.
+   */
+  const unsettledTokens = new Map<string, Map<string, { number: number; token: string }>>();
   let timer: NodeJS.Timeout | undefined;
   let draining: Promise<void> | undefined;
   let failures = 0;
@@ -364,24 +403,38 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
       await observedStatement(
         'record',
         fresh.map((item) => ({ queuedAt: item.writtenAt, context: item.context })),
-        () => storeExchanges(db, fresh, false),
+        () => storeEntries(db, fresh, false),
       );
     } catch (error) {
       if (fresh.length === 1 || !dataError(error)) {
         if (fresh.length === 1 && dataError(error)) {
           log(
-            `run ${fresh[0]!.runId}: call ${fresh[0]!.seq} cannot be stored and is left out: ${(error as Error).message}`,
+            `run ${fresh[0]!.runId}: ${described(fresh[0]!)} cannot be stored and is left out: ${(error as Error).message}`,
           );
+          settled(fresh);
           return;
         }
         throw error;
       }
       for (const item of fresh) await storeChunk([item], true);
+      return;
+    }
+    settled(fresh);
+  }
+
+  /** Tokens committed (or left out): read from the database from now on. */
+  function settled(items: readonly StoreItem[]): void {
+    for (const item of items) {
+      if (item.kind !== 'issued') continue;
+      const run = unsettledTokens.get(item.runId);
+      if (run?.get(item.sha256)?.number === item.number) run.delete(item.sha256);
+      if (run?.size === 0) unsettledTokens.delete(item.runId);
     }
   }
 
   return {
-    record(item: StoreItem): Promise<boolean> {
+    /** Writes a call, or a token issued or revoked, of a run that may record; false when it may not. */
+    write(item: StoreItem): Promise<boolean> {
       const until = open.get(item.runId);
       if (closed || until === undefined || Date.now() >= until) return Promise.resolve(false);
       if (pending.length >= maxPending)
@@ -400,8 +453,20 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
       }
       if (pending.length === 0 && !draining) oldestPendingAt = Date.now();
       pending.push(item);
+      if (item.kind === 'issued') {
+        const run = unsettledTokens.get(item.runId) ?? new Map<string, { number: number; token: string }>();
+        unsettledTokens.set(item.runId, run);
+        const token = JSON.stringify({ ...(JSON.parse(item.token) as object), ref: `T${item.number}` });
+        run.set(item.sha256, { number: item.number, token });
+      } else if (item.kind === 'revoked') {
+        for (const entry of unsettledTokens.get(item.runId)?.values() ?? [])
+          if (entry.number === item.number) entry.token = item.token;
+      }
       schedule();
       return Promise.resolve(true);
+    },
+    pendingToken(runId: string, sha256: string): string | undefined {
+      return unsettledTokens.get(runId)?.get(sha256)?.token;
     },
     track(runId: string, expiresAt: number) {
       open.set(runId, expiresAt);
@@ -430,17 +495,32 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
   }
 }
 
-/** The items whose run and number are not in the database yet. */
+/**
+ * The items not in the database yet: calls whose run and number are not there (a token issued is
+ * stored once whatever, and a revocation written again changes nothing).
+ */
 async function notStored(db: Queryable, items: readonly StoreItem[]): Promise<StoreItem[]> {
+  const calls = items.filter(isExchange);
+  if (calls.length === 0) return [...items];
   const rows = await db.query<{ run_id: string; seq: number }>(
     `SELECT e.run_id, e.seq FROM exchanges e
      JOIN unnest($1::text[], $2::int[]) AS i(run_id, seq) ON e.run_id = i.run_id AND e.seq = i.seq`,
-    [items.map((item) => item.runId), items.map((item) => item.seq)],
+    [calls.map((item) => item.runId), calls.map((item) => item.seq)],
   );
   if (rows.length === 0) return [...items];
   const stored = new Set(rows.map((row) => `${row.run_id}\t${row.seq}`));
-  return items.filter((item) => !stored.has(`${item.runId}\t${item.seq}`));
+  return items.filter((item) => !isExchange(item) || !stored.has(`${item.runId}\t${item.seq}`));
 }
+
+const isExchange = (item: SpoolEntry): item is ExchangeEntry => item.kind === undefined;
+
+/** What an entry is, for a log line: a call, a token issued or a revocation. */
+const described = (item: SpoolEntry) =>
+  item.kind === 'issued'
+    ? `token T${item.number}`
+    : item.kind === 'revoked'
+      ? `the revocation of token T${item.number}`
+      : `call ${item.seq}`;
 
 /**
  * Fills the database from the journal files a previous process left (killed before it committed what
@@ -454,13 +534,15 @@ export async function replayJournal(
   const { entries, remove } = readSpool(dir);
   let recovered = 0;
   const leftOut = (item: StoreItem, why: string) =>
-    log(`run ${item.runId}: call ${item.seq} from the journal file cannot be stored and is left out: ${why}`);
-  /** Stores `items`; counts what a run took, says what none did (its run is not in the database). */
+    log(
+      `run ${item.runId}: ${described(item)} from the journal file cannot be stored and is left out: ${why}`,
+    );
+  /** Stores `items`; counts the calls a run took, says what none did (its run is not in the database). */
   const store = async (items: StoreItem[]) => {
-    const took = await storeExchanges(db, items, false);
+    const took = await storeEntries(db, items, false);
     for (const item of items)
-      if (took.has(item.runId)) recovered += 1;
-      else leftOut(item, 'its run is not in the database');
+      if (!took.has(item.runId)) leftOut(item, 'its run is not in the database');
+      else if (isExchange(item)) recovered += 1;
   };
   for (let index = 0; index < entries.length; index += 64) {
     const fresh = await notStored(db, entries.slice(index, index + 64));
@@ -492,13 +574,80 @@ export async function replayJournal(
 type StoreItem = SpoolEntry & { writtenAt?: number; context?: Context };
 
 /**
+ * Stores journal entries: the calls in one statement (see `storeExchanges`), and with them, in one
+ * transaction, the tokens issued (before the calls, each listed in the session if its run had not
+ * reached its cap of calls when it was issued) and the revocations (after). Answers the ids of the runs
+ * in the database.
+ */
+async function storeEntries(
+  db: Database,
+  items: readonly StoreItem[],
+  openOnly: boolean,
+): Promise<Set<string>> {
+  const calls = items.filter(isExchange);
+  const issued: (IssuedEntry & { before: number })[] = [];
+  const revoked: RevokedEntry[] = [];
+  // The calls of each run written before each token (in this batch: the run's row counts the others).
+  const callsBefore = new Map<string, number>();
+  for (const item of items)
+    if (isExchange(item)) callsBefore.set(item.runId, (callsBefore.get(item.runId) ?? 0) + 1);
+    else if (item.kind === 'issued') issued.push({ ...item, before: callsBefore.get(item.runId) ?? 0 });
+    else revoked.push(item);
+  if (issued.length === 0 && revoked.length === 0) return storeExchanges(db, calls, openOnly);
+  return db.transaction(async (tx) => {
+    const runs = new Set<string>();
+    if (issued.length > 0) {
+      const rows = await tx.query<{ id: string }>(
+        `WITH w AS (
+             SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::jsonb[], $5::int[])
+               AS w(run_id, sha, number, token, before)),
+           kept AS (
+             INSERT INTO run_tokens (run_id, value_sha256, number, listed, token)
+             SELECT w.run_id, w.sha, w.number, r.recorded + w.before < r.max_exchanges,
+               w.token || jsonb_build_object('ref', 'T' || w.number)
+             FROM w JOIN runs r ON r.id = w.run_id
+             ON CONFLICT (run_id, value_sha256) DO NOTHING)
+         UPDATE runs r SET token_count = greatest(r.token_count, m.highest)
+         FROM (SELECT run_id, max(number) AS highest FROM w GROUP BY run_id) m
+         WHERE r.id = m.run_id
+         RETURNING r.id`,
+        [
+          issued.map((item) => item.runId),
+          issued.map((item) => item.sha256),
+          issued.map((item) => item.number),
+          issued.map((item) => item.token),
+          issued.map((item) => item.before),
+        ],
+      );
+      for (const row of rows) runs.add(row.id);
+    }
+    if (calls.length > 0) for (const id of await storeExchanges(tx, calls, openOnly)) runs.add(id);
+    if (revoked.length > 0) {
+      const rows = await tx.query<{ run_id: string }>(
+        `UPDATE run_tokens t SET token = w.token
+         FROM unnest($1::text[], $2::int[], $3::jsonb[]) AS w(run_id, number, token)
+         WHERE t.run_id = w.run_id AND t.number = w.number
+         RETURNING t.run_id`,
+        [
+          revoked.map((item) => item.runId),
+          revoked.map((item) => item.number),
+          revoked.map((item) => item.token),
+        ],
+      );
+      for (const row of rows) runs.add(row.run_id);
+    }
+    return runs;
+  });
+}
+
+/**
  * Records `items` in one statement and answers the ids of the runs that took them. `openOnly`: only
  * runs open and in time (a call answered only once recorded); without it, every run's (calls already
  * answered while their run was open, from the journal file).
  */
 async function storeExchanges(
   db: Queryable,
-  items: readonly StoreItem[],
+  items: readonly ExchangeEntry[],
   openOnly: boolean,
 ): Promise<Set<string>> {
   const { counts, ranks } = rankByRun(items);

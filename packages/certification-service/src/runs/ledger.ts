@@ -59,6 +59,8 @@ export function databaseLedger(
     enabled: ReadonlySet<ScenarioName>;
     grant: readonly string[];
     seq: number;
+    /** The run's count of tokens issued as its row said when the stage opened (default 0). */
+    tokenCount?: number;
     /** The run's scenario state as its row said when the stage opened. */
     state?: ScenarioState;
     /** The run's deadline (epoch ms): no call is recorded past it. */
@@ -263,8 +265,15 @@ export function databaseLedger(
       const hashes = new Map<string, string>();
       for (const value of values) {
         const token = tokens.get(value);
-        if (token) found.set(value, token);
-        else hashes.set(sha256(value), value);
+        if (token) {
+          found.set(value, token);
+          continue;
+        }
+        const hash = sha256(value);
+        // Issued here and still in the journal file (the database has it once the file is drained).
+        const pending = journal.pendingToken(id, hash);
+        if (pending !== undefined) found.set(value, JSON.parse(pending) as IssuedToken);
+        else hashes.set(hash, value);
       }
       if (hashes.size === 0) return found;
       const asked = generation;
@@ -283,7 +292,12 @@ export function databaseLedger(
       const asked = generation;
       // The token stored by hash with the run's next token number (an open run only), grouped with
       // other runs' tokens in one statement.
-      const number = await journal.issue(id, sha256(draft.value), JSON.stringify(draft.token));
+      const number = await journal.issue(
+        id,
+        sha256(draft.value),
+        JSON.stringify(draft.token),
+        run.tokenCount ?? 0,
+      );
       if (number === undefined) throw new RunClosedError();
       const issued: IssuedToken = { ref: `T${number}`, ...draft.token };
       if (asked === generation) remember(draft.value, issued);

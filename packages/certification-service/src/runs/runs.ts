@@ -64,6 +64,7 @@ export function createRuns(options: RunsOptions) {
             enabled: new Set(run.stage.enabled),
             grant: run.stage.grant,
             seq: run.seq,
+            tokenCount: run.token_count,
             state: run.scenario_state,
             expiresAt: new Date(run.expires_at).getTime(),
           },

@@ -4,22 +4,47 @@ import { join } from 'node:path';
 /**
  * The embedded store's journal of answered calls: an append-only file each exchange is written to
  * (write(2), before its answer leaves) and from which the database is filled in the background, in
- * segments that are deleted once what they hold is committed. Written by one process (the embedded
+ * segments that are deleted once what they hold is committed. The tokens a run's stage issues and
+ * revokes are written there too, before their answers leave. Written by one process (the embedded
  * database's directory is locked), read back at start-up by the next one: a process killed at any
  * point loses nothing it answered. (The embedded database writes its own files the same way, with no
  * fsync: both outlive the process, neither a power cut of the machine.)
  *
- * A line is `[runId, seq, scenarioState (its JSON as a string) | null]`, a tab, and the exchange's JSON: JSON text holds no raw
- * tab or line break, so a line is read back by its first tab. A torn last line (the process killed in
- * the middle of a write) was never answered, and is skipped.
+ * A line is a header, a tab, and a JSON text (JSON text holds no raw tab or line break, so a line is
+ * read back by its first tab):
+ * - an exchange: `[runId, seq, scenarioState (its JSON as a string) | null]`, then the exchange's JSON;
+ * - a token issued: `{"issued": runId, "number": n, "sha256": hex}`, then the token's JSON;
+ * - a token revoked: `{"revoked": runId, "number": n}`, then the token's JSON as it is now.
+ * A torn last line (the process killed in the middle of a write) was never answered, and is skipped.
  */
-export interface SpoolEntry {
+export type SpoolEntry = ExchangeEntry | IssuedEntry | RevokedEntry;
+
+export interface ExchangeEntry {
+  kind?: undefined;
   runId: string;
   seq: number;
   /** The exchange as stored (JSON text on one line). */
   exchange: string;
   /** The run's scenario state after this call (JSON), when it changed. */
   scenarioState?: string | undefined;
+}
+
+/** A token the run's stage issued: its number in the run (`T1`, `T2`, …) and its value's SHA-256. */
+export interface IssuedEntry {
+  kind: 'issued';
+  runId: string;
+  number: number;
+  sha256: string;
+  /** The token's record (JSON text on one line), without its reference. */
+  token: string;
+}
+
+/** A token the run's plan revoked: its number, and its record as it is now (JSON text on one line). */
+export interface RevokedEntry {
+  kind: 'revoked';
+  runId: string;
+  number: number;
+  token: string;
 }
 
 export interface Spool {
@@ -53,8 +78,39 @@ function segments(dir: string): { number: number; path: string }[] {
     .sort((a, b) => a.number - b.number);
 }
 
-export const spoolLine = (entry: SpoolEntry): string =>
-  `${JSON.stringify([entry.runId, entry.seq, entry.scenarioState ?? null])}\t${entry.exchange}\n`;
+export const spoolLine = (entry: SpoolEntry): string => {
+  switch (entry.kind) {
+    case 'issued':
+      return `${JSON.stringify({ issued: entry.runId, number: entry.number, sha256: entry.sha256 })}\t${entry.token}\n`;
+    case 'revoked':
+      return `${JSON.stringify({ revoked: entry.runId, number: entry.number })}\t${entry.token}\n`;
+    default:
+      return `${JSON.stringify([entry.runId, entry.seq, entry.scenarioState ?? null])}\t${entry.exchange}\n`;
+  }
+};
+
+const isNumber = (value: unknown): value is number => Number.isInteger(value) && (value as number) > 0;
+
+/** One line's entry; undefined for a line that is not one (a torn write). */
+function entryOf(header: unknown, body: string): SpoolEntry | undefined {
+  if (Array.isArray(header)) {
+    const [runId, seq, scenarioState] = header as unknown[];
+    if (typeof runId !== 'string' || !Number.isInteger(seq)) return undefined;
+    return {
+      runId,
+      seq: seq as number,
+      exchange: body,
+      ...(typeof scenarioState === 'string' && { scenarioState }),
+    };
+  }
+  if (typeof header !== 'object' || header === null) return undefined;
+  const { issued, revoked, number, sha256 } = header as Record<string, unknown>;
+  if (typeof issued === 'string' && isNumber(number) && typeof sha256 === 'string')
+    return { kind: 'issued', runId: issued, number, sha256, token: body };
+  if (typeof revoked === 'string' && isNumber(number))
+    return { kind: 'revoked', runId: revoked, number, token: body };
+  return undefined;
+}
 
 /** Reads one segment's text back; a line that does not parse (a torn last write) is skipped. */
 export function parseSpool(text: string): SpoolEntry[] {
@@ -63,16 +119,11 @@ export function parseSpool(text: string): SpoolEntry[] {
     const tab = line.indexOf('\t');
     if (tab < 0) continue;
     try {
-      const [runId, seq, scenarioState] = JSON.parse(line.slice(0, tab)) as [unknown, unknown, unknown];
-      const exchange = line.slice(tab + 1);
-      JSON.parse(exchange);
-      if (typeof runId !== 'string' || !Number.isInteger(seq)) continue;
-      entries.push({
-        runId,
-        seq: seq as number,
-        exchange,
-        ...(typeof scenarioState === 'string' && { scenarioState }),
-      });
+      const header = JSON.parse(line.slice(0, tab)) as unknown;
+      const body = line.slice(tab + 1);
+      JSON.parse(body);
+      const entry = entryOf(header, body);
+      if (entry) entries.push(entry);
     } catch {
       // A torn write: never answered.
     }

@@ -81,6 +81,8 @@ export interface RunRow {
   scenario_state: ScenarioState;
   /** The run's last number: the last given (shared numbering) or the highest recorded. */
   seq: number;
+  /** Tokens the run's stage issued (numbered `T1`, `T2`, …). */
+  token_count: number;
   idle_seconds: number;
   journey: JourneyRecord | null;
   report_json: string | null;
