@@ -9,9 +9,10 @@
 // (b) Latency: BENCH_RUNS (50) runs × 10 calls/s for BENCH_SECONDS (20), open loop (calls go out at
 //     fixed times whatever the answers; latency from the time a call was meant to be sent), the runs
 //     starting together and then spread over a token lifetime: as many local stages, then one service
-//     instance on each store. Prints the latency the service adds (p50, p99), the exchanges lost
-//     (answered, missing from the session: must be 0) and the time to judge a run. Target: p99 added
-//     under 5 ms with the runs starting together.
+//     instance on each store, BENCH_LATENCY_ROUNDS (3) rounds alternating them. Prints the latency the
+//     service adds (p50, p99) in each round, the exchanges lost (answered, missing from the session:
+//     must be 0) and the time to judge a run. Target: p99 added under 5 ms with the runs starting
+//     together, on the median of the rounds.
 // BENCH_JOURNAL_FILE=0 turns the embedded store's journal file off, BENCH_LISTEN_BACKLOG sets the listen
 // backlog, BENCH_LISTEN_SOCKETS the handles listening on the port (to compare). BENCH_STORES=embedded measures PGlite only, BENCH_STORES=postgres PostgreSQL only (the local stages
 // are measured in the same run either way); BENCH_TRACE=1 prints the slowest call of each 500 ms of
@@ -36,6 +37,12 @@ const rate = 10; // calls per second per run
 const inFlights = (process.env.BENCH_IN_FLIGHT ?? '64,128').split(',').map(Number);
 const throughputSeconds = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+/**
+ * Latency rounds, each local stages then the service on each store, alternated: a start's p99 swings
+ * by hundreds of ms from one measure to the next on a 2-core machine (the local stages' own included),
+ * so the verdict is on the median of the rounds' added p99, every round printed.
+ */
+const latencyRounds = Math.max(1, Number(process.env.BENCH_LATENCY_ROUNDS ?? 3));
 const parts = process.env.BENCH_PARTS ?? 'throughput,latency';
 const targets = { ratio: 0.5, addedP99Ms: 5 };
 
@@ -437,65 +444,80 @@ function summary(all) {
 
 if (parts.includes('latency')) {
   for (const start of (process.env.BENCH_STARTS ?? 'together,spread').split(',')) {
-    const input = { mode: 'open', seconds, rate, start, trace: tracing };
-    const local = await localStages(runs);
-    const localResults = await journeys({ ...input, runs: local.envs });
-    const baseline = summary(localResults);
-    await local.close();
-    console.log(
-      `latency, ${runs} runs × ${rate} calls/s starting ${start}: local stages ${baseline.calls} calls, p50 ${ms(baseline.p50)}, p99 ${ms(baseline.p99)}; ${baseline.tokens} token requests, p50 ${ms(baseline.tokenP50)}, p99 ${ms(baseline.tokenP99)} (not 200: ${JSON.stringify(baseline.statuses)})`,
-    );
-    for (const [name, store] of stores) {
-      const url = await urlOf(store);
-      const service = await openService(url, runs);
-      const created = await service.create(runs);
-      const before = { ...service.counts };
-      const batchesBefore = await batches();
-      const activity = tracing && url ? sampleActivity(url) : undefined;
-      const acceptQueue =
-        tracing && process.platform === 'linux' ? sampleAcceptQueue(service.port) : undefined;
-      const accepts = tracing ? service.acceptsByTurn(traceSeconds * 1000 + 1000) : undefined;
-      const results = await journeys({ ...input, runs: created });
-      const activitySeen = await activity?.();
-      const queueSeen = await acceptQueue?.();
-      const acceptsSeen = accepts?.();
-      const sent = {
-        statements: service.counts.statements - before.statements,
-        transactions: service.counts.transactions - before.transactions,
-      };
-      const { judging, exchanges } = await service.finish(created);
-      await service.close();
-      const result = summary(results);
-      const lost = results.reduce(
-        (sum, item, index) => sum + Math.max(0, item.answered - exchanges[index]),
-        0,
-      );
-      const added = { p50: result.p50 - baseline.p50, p99: result.p99 - baseline.p99 };
-      if (tracing) {
-        console.log(`grouped statements, ${name}: ${batchLine(batchesBefore, await batches())}`);
-        if (activitySeen) console.log(`connections sampled every 5 ms, ${name}: ${activitySeen}`);
-        if (acceptsSeen)
-          console.log(
-            `connections accepted by the service ${name} in the first ${traceSeconds + 1} s: ${acceptsSeen.accepted} in ${acceptsSeen.turns} turns of its event loop, at most ${acceptsSeen.maxPerTurn} a turn (${acceptsSeen.meanPerTurn.toFixed(2)} on average); between two turns that accepted: p50 ${ms(acceptsSeen.gapP50)}, max ${ms(acceptsSeen.gapMax)}`,
-          );
-        if (queueSeen)
-          console.log(
-            `accept queue of the service ${name} (${service.sockets} listening handles), sampled every 5 ms: at most ${queueSeen.max} connections waiting, ${queueSeen.connectionSeconds.toFixed(2)} connection·s waited in all, last waiting at ${(queueSeen.lastQueuedMs / 1000).toFixed(2)} s; the system's listen overflows ${queueSeen.listenOverflows}, drops ${queueSeen.listenDrops}`,
-          );
-        const [localWorst, serviceWorst] = [worstByWindow(localResults), worstByWindow(results)];
-        console.log(
-          `slowest call per 500 ms from the start, local stages / service ${name}: ${serviceWorst.map((value, index) => `${index * 0.5}s ${localWorst[index] ?? '-'}/${value}`).join(', ')}`,
-        );
-      }
+    /** Each store's added p99 and exchanges lost, round by round. */
+    const byStore = new Map(stores.map(([name]) => [name, { addedP99: [], lost: 0 }]));
+    for (let round = 1; round <= latencyRounds; round += 1) {
+      const of = latencyRounds > 1 ? ` (round ${round} of ${latencyRounds})` : '';
+      const input = { mode: 'open', seconds, rate, start, trace: tracing };
+      const local = await localStages(runs);
+      const localResults = await journeys({ ...input, runs: local.envs });
+      const baseline = summary(localResults);
+      await local.close();
       console.log(
-        `latency, ${runs} runs starting ${start}: service, ${name} (${service.sockets} listening handles): ${result.calls} calls, p50 ${ms(result.p50)} (${signed(added.p50)}), p99 ${ms(result.p99)} (${signed(added.p99)}); tokens p50 ${ms(result.tokenP50)} (${signed(result.tokenP50 - baseline.tokenP50)}), p99 ${ms(result.tokenP99)} (${signed(result.tokenP99 - baseline.tokenP99)}); exchanges lost ${lost}; judging a run p50 ${ms(quantile(judging, 0.5))}, max ${ms(judging.at(-1))}; statements per call ${(sent.statements / (result.calls + result.tokens)).toFixed(2)} (${sent.transactions} transactions) (not 200: ${JSON.stringify(result.statuses)}); load average ${load()}`,
+        `latency, ${runs} runs × ${rate} calls/s starting ${start}${of}: local stages ${baseline.calls} calls, p50 ${ms(baseline.p50)}, p99 ${ms(baseline.p99)}; ${baseline.tokens} token requests, p50 ${ms(baseline.tokenP50)}, p99 ${ms(baseline.tokenP99)} (not 200: ${JSON.stringify(baseline.statuses)})`,
       );
+      for (const [name, store] of stores) {
+        const url = await urlOf(store);
+        const service = await openService(url, runs);
+        const created = await service.create(runs);
+        const before = { ...service.counts };
+        const batchesBefore = await batches();
+        const activity = tracing && url ? sampleActivity(url) : undefined;
+        const acceptQueue =
+          tracing && process.platform === 'linux' ? sampleAcceptQueue(service.port) : undefined;
+        const accepts = tracing ? service.acceptsByTurn(traceSeconds * 1000 + 1000) : undefined;
+        const results = await journeys({ ...input, runs: created });
+        const activitySeen = await activity?.();
+        const queueSeen = await acceptQueue?.();
+        const acceptsSeen = accepts?.();
+        const sent = {
+          statements: service.counts.statements - before.statements,
+          transactions: service.counts.transactions - before.transactions,
+        };
+        const { judging, exchanges } = await service.finish(created);
+        await service.close();
+        const result = summary(results);
+        const lost = results.reduce(
+          (sum, item, index) => sum + Math.max(0, item.answered - exchanges[index]),
+          0,
+        );
+        const added = { p50: result.p50 - baseline.p50, p99: result.p99 - baseline.p99 };
+        if (tracing) {
+          console.log(`grouped statements, ${name}: ${batchLine(batchesBefore, await batches())}`);
+          if (activitySeen) console.log(`connections sampled every 5 ms, ${name}: ${activitySeen}`);
+          if (acceptsSeen)
+            console.log(
+              `connections accepted by the service ${name} in the first ${traceSeconds + 1} s: ${acceptsSeen.accepted} in ${acceptsSeen.turns} turns of its event loop, at most ${acceptsSeen.maxPerTurn} a turn (${acceptsSeen.meanPerTurn.toFixed(2)} on average); between two turns that accepted: p50 ${ms(acceptsSeen.gapP50)}, max ${ms(acceptsSeen.gapMax)}`,
+            );
+          if (queueSeen)
+            console.log(
+              `accept queue of the service ${name} (${service.sockets} listening handles), sampled every 5 ms: at most ${queueSeen.max} connections waiting, ${queueSeen.connectionSeconds.toFixed(2)} connection·s waited in all, last waiting at ${(queueSeen.lastQueuedMs / 1000).toFixed(2)} s; the system's listen overflows ${queueSeen.listenOverflows}, drops ${queueSeen.listenDrops}`,
+            );
+          const [localWorst, serviceWorst] = [worstByWindow(localResults), worstByWindow(results)];
+          console.log(
+            `slowest call per 500 ms from the start, local stages / service ${name}: ${serviceWorst.map((value, index) => `${index * 0.5}s ${localWorst[index] ?? '-'}/${value}`).join(', ')}`,
+          );
+        }
+        console.log(
+          `latency, ${runs} runs starting ${start}${of}: service, ${name} (${service.sockets} listening handles): ${result.calls} calls, p50 ${ms(result.p50)} (${signed(added.p50)}), p99 ${ms(result.p99)} (${signed(added.p99)}); tokens p50 ${ms(result.tokenP50)} (${signed(result.tokenP50 - baseline.tokenP50)}), p99 ${ms(result.tokenP99)} (${signed(result.tokenP99 - baseline.tokenP99)}); exchanges lost ${lost}; judging a run p50 ${ms(quantile(judging, 0.5))}, max ${ms(judging.at(-1))}; statements per call ${(sent.statements / (result.calls + result.tokens)).toFixed(2)} (${sent.transactions} transactions) (not 200: ${JSON.stringify(result.statuses)}); load average ${load()}`,
+        );
+        byStore.get(name).addedP99.push(added.p99);
+        byStore.get(name).lost += lost;
+      }
+    }
+    for (const [name, { addedP99, lost }] of byStore) {
+      const sorted = [...addedP99].sort((a, b) => a - b);
+      const rounds = `${addedP99.length} round(s): ${addedP99.map(signed).join(', ')}; ${addedP99.filter((value) => value < targets.addedP99Ms).length} under the target`;
       if (start === 'together')
         verdict(
-          added.p99 < targets.addedP99Ms,
-          `latency ${name}, ${runs} runs starting together: p99 added ${signed(added.p99)} (target < ${targets.addedP99Ms} ms)`,
+          median(sorted) < targets.addedP99Ms,
+          `latency ${name}, ${runs} runs starting together: p99 added ${signed(median(sorted))}, the median of ${rounds} (target < ${targets.addedP99Ms} ms)`,
         );
-      verdict(lost === 0, `exchanges lost ${name}, runs starting ${start}: ${lost} (target 0)`);
+      else console.log(`latency ${name}, ${runs} runs starting ${start}: p99 added, the median of ${rounds}`);
+      verdict(
+        lost === 0,
+        `exchanges lost ${name}, runs starting ${start}: ${lost} in ${addedP99.length} round(s) (target 0)`,
+      );
     }
   }
 }
