@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { text } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
+import { defaultListenSockets } from '../src/server.js';
 import { inProcessService } from './support/in-process.js';
 
 // Many partners' programs opening connections at once while the service's thread is busy: the kernel
@@ -90,10 +91,10 @@ const reusePort = (() => {
 })();
 
 describe('the sockets on the port', () => {
-  it(`listens on four ${reusePort ? 'sockets (SO_REUSEPORT)' : 'descriptors of one socket (no SO_REUSEPORT in this Node)'}, and every connection is served`, async () => {
+  it(`listens on the default ${defaultListenSockets} ${reusePort ? 'sockets (SO_REUSEPORT)' : 'descriptors of one socket (no SO_REUSEPORT in this Node)'}, and every connection is served`, async () => {
     const svc = await inProcessService();
     try {
-      expect(svc.service.listeningSockets).toBe(4);
+      expect(svc.service.listeningSockets).toBe(defaultListenSockets);
       // Connections the kernel spreads over the sockets: each one answered by the same HTTP server.
       const { Agent, request } = await import('node:http');
       const statuses = await Promise.all(
