@@ -314,7 +314,8 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
   let pending: StoreItem[] = [];
   /**
    * Tokens written to the file and not yet committed, by run and by the SHA-256 of their value: their
-   * JSON as it is now (with its reference), and their number.
+   * number and their JSON as it is now (its reference added when one is looked up, rarely: a stage
+   * remembers the tokens it issued).
    */
   const unsettledTokens = new Map<string, Map<string, { number: number; token: string }>>();
   let timer: NodeJS.Timeout | undefined;
@@ -456,8 +457,7 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
       if (item.kind === 'issued') {
         const run = unsettledTokens.get(item.runId) ?? new Map<string, { number: number; token: string }>();
         unsettledTokens.set(item.runId, run);
-        const token = JSON.stringify({ ...(JSON.parse(item.token) as object), ref: `T${item.number}` });
-        run.set(item.sha256, { number: item.number, token });
+        run.set(item.sha256, { number: item.number, token: item.token });
       } else if (item.kind === 'revoked') {
         for (const entry of unsettledTokens.get(item.runId)?.values() ?? [])
           if (entry.number === item.number) entry.token = item.token;
@@ -466,7 +466,8 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
       return Promise.resolve(true);
     },
     pendingToken(runId: string, sha256: string): string | undefined {
-      return unsettledTokens.get(runId)?.get(sha256)?.token;
+      const found = unsettledTokens.get(runId)?.get(sha256);
+      return found && JSON.stringify({ ...(JSON.parse(found.token) as object), ref: `T${found.number}` });
     },
     track(runId: string, expiresAt: number) {
       open.set(runId, expiresAt);
