@@ -27,6 +27,24 @@ describe('Redactor', () => {
     redactor.addToken('opaque-token-0123456789');
     expect(redactor.redact('token opaque-token-0123456789!')).toBe('token …456789!');
   });
+
+  it('finds a secret percent-encoded in any mix, hex in either case, a space as +', () => {
+    const redactor = new Redactor();
+    redactor.addSecret('pass wörd%ok', '[secret]');
+    // w, ö (two UTF-8 bytes) and the literal % encoded; the space as '+'; hex upper and lower.
+    expect(redactor.redact('a=pass+%77%C3%b6rd%25ok&b=pass%20w%c3%B6rd%ok')).toBe('a=[secret]&b=[secret]');
+    // One byte of ö missing: not the secret.
+    expect(redactor.redact('pass+w%C3rd%ok')).toBe('pass+w%C3rd%ok');
+  });
+
+  it('tries a literal % first and its encoding %25 next, as a regular expression of the two would', () => {
+    const redactor = new Redactor();
+    redactor.addSecret(`${'%'.repeat(40)}x`, '[secret]');
+    // The first 20 literal, the next 20 encoded: at each '%25' the literal '%' is tried, then undone.
+    expect(redactor.redact(`${'%'.repeat(20)}${'%25'.repeat(20)}x`)).toBe('[secret]');
+    const near = `${'%25'.repeat(40)}y`;
+    expect(redactor.redact(near)).toBe(near);
+  });
 });
 
 describe('Secret', () => {
