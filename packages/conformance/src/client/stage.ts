@@ -1,4 +1,4 @@
-import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { scopes as allScopes } from '@partner-lending/spec';
 import type { DigestedPlan } from '../common/certification-plan.js';
@@ -163,7 +163,6 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
     apiFront.close();
     throw error;
   }
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const tokenUrl = `${authUrl}/oauth/token`;
   const audience = mock.audience;
   const serve = createStageHandler({
@@ -171,7 +170,6 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
     redactor,
     ledger,
     mock,
-    agent,
     budget,
     since,
     ttlNow,
@@ -211,9 +209,7 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
     exchangeCount: () => ledger.count(),
     session: (journey) => sessionOf(journey, ledger.contents()),
     close: () => {
-      closing ??= Promise.all([closeFront(authFront), closeFront(apiFront), mock.close()]).then(() =>
-        agent.destroy(),
-      );
+      closing ??= Promise.all([closeFront(authFront), closeFront(apiFront), mock.close()]).then(() => {});
       return closing;
     },
   };

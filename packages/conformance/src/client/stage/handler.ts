@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RunningMock } from '@partner-lending/mock';
 import type { Redactor } from '../../common/redact.js';
 import type { IssuedToken, RecordedExchange } from '../session.js';
@@ -17,7 +17,7 @@ import {
 } from './request-reader.js';
 import { injectedAnswer, type StageAnswer } from './scenarios.js';
 import type { TokenDraft } from './tokens.js';
-import { dispatch, dispatchBuffered, forward, send } from './transport.js';
+import { dispatch, dispatchBuffered, send } from './transport.js';
 
 /** Which of the stage's two servers a request reached. */
 export type StageServer = 'auth' | 'api';
@@ -28,7 +28,6 @@ export interface StageHandlerContext {
   redactor: Redactor;
   ledger: StageLedger;
   mock: RunningMock;
-  agent: Agent;
   budget: ByteBudget;
   /** Ms since the stage started. */
   since: () => number;
@@ -76,7 +75,7 @@ const narrowedRefusal = (): StageAnswer => ({
  * 502 and recorded, never hidden.
  */
 export function createStageHandler(context: StageHandlerContext) {
-  const { client, redactor, ledger, mock, agent, budget, since } = context;
+  const { client, redactor, ledger, mock, budget, since } = context;
   const redactText = (text: string) => redactor.redact(text);
   // Values, headers and an empty body's leaks need no token lookup: one reader serves them all.
   const { keptValue, keptHeaders, leaksOf } = requestReader(client, redactor, { byValue: () => undefined });
@@ -195,7 +194,7 @@ export function createStageHandler(context: StageHandlerContext) {
         }
       }
       if (path === '/oauth/token') mock.setTokenTtl(context.ttlNow());
-      answer = refused ?? (await forward(req, target, mock.authUrl, forwarded, agent));
+      answer = refused ?? (await dispatchBuffered('auth', req, target, forwarded, mock));
       if (path === '/oauth/token' && answer.status === 200) {
         const draft = context.draftOf(answer.body, exchange.seq);
         if (draft) exchange.issued = (await ledger.issue(draft)).ref;
@@ -217,7 +216,7 @@ export function createStageHandler(context: StageHandlerContext) {
         answer = injectedAnswer(injected);
       } else {
         answer = context.recordBeforeAnswer
-          ? await dispatchBuffered(req, target, body, mock)
+          ? await dispatchBuffered('api', req, target, body, mock)
           : await dispatch(req, res, target, body, mock);
         if (!exchange.outside)
           await ledger.apiAnswered(answer.status, answer.headers['www-authenticate'], at, number);

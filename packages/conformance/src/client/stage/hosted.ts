@@ -1,4 +1,4 @@
-import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { exportPKCS8, exportSPKI, generateKeyPair, importPKCS8, importSPKI } from 'jose';
 import { Redactor } from '../../common/redact.js';
@@ -95,13 +95,11 @@ export async function openHostedStage(options: HostedStageOptions): Promise<Host
     signingKey,
     clock,
   });
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const handler = createStageHandler({
     client,
     redactor,
     ledger: options.ledger,
     mock,
-    agent,
     budget: new ByteBudget(options.maxHeldBytes ?? defaultMaxHeldBytes),
     since,
     ttlNow: () => (since() < shortPhaseMs ? ttlSeconds : longTtlSeconds),
@@ -128,7 +126,7 @@ export async function openHostedStage(options: HostedStageOptions): Promise<Host
     handle: handler,
     redact: (text) => redactor.redact(text),
     close: () => {
-      closing ??= mock.close().then(() => agent.destroy());
+      closing ??= mock.close();
       return closing;
     },
   };

@@ -1,18 +1,12 @@
 import { EventEmitter } from 'node:events';
-import {
-  type Agent,
-  request as httpRequest,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { RunningMock } from '@partner-lending/mock';
 import { usageError } from '../../errors.js';
 import { keptText } from './request-reader.js';
 import type { StageAnswer } from './scenarios.js';
 
-/** The stage's HTTP plumbing: listening, answering, forwarding to the mock's token endpoint, and handing API calls to the mock in process. */
+/** The stage's HTTP plumbing: listening, answering, and handing requests to the mock in process. */
 
 export function listenOn(server: Server, host: string, port: number, what: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -47,56 +41,19 @@ export function send(
   });
 }
 
-export function forward(
-  req: IncomingMessage,
-  target: string,
-  origin: string,
-  body: Buffer,
-  agent: Agent,
-): Promise<StageAnswer> {
-  const url = new URL(origin);
-  const headers: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(req.headers))
-    if (
-      value !== undefined &&
-      !['connection', 'keep-alive', 'transfer-encoding', 'host', 'content-length'].includes(name)
-    )
-      headers[name] = value;
-  headers['content-length'] = String(body.length);
-  return new Promise((resolve, reject) => {
-    const outgoing = httpRequest(
-      { host: url.hostname, port: url.port, path: target, method: req.method, headers, agent },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => {
-          const kept: Record<string, string> = {};
-          for (const [name, value] of Object.entries(response.headers))
-            if (
-              value !== undefined &&
-              !['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date'].includes(name)
-            )
-              kept[name] = Array.isArray(value) ? value.join(', ') : value;
-          resolve({
-            status: response.statusCode ?? 502,
-            headers: kept,
-            body: Buffer.concat(chunks).toString('utf8'),
-          });
-        });
-        response.on('error', reject);
-      },
-    );
-    outgoing.on('error', reject);
-    outgoing.end(body);
-  });
-}
-
-/** The request again, as the mock reads it: its method, headers and socket, `target`, and the body already read. */
+/**
+ * The request again, as the mock reads it: its method, headers and socket, `target`, and the body already
+ * read (its length in `content-length`: the stage may have rewritten it).
+ */
 function replayOf(req: IncomingMessage, target: string, body: Buffer): IncomingMessage {
+  const headers = { ...req.headers };
+  delete headers['transfer-encoding'];
+  if (body.length > 0 || headers['content-length'] !== undefined)
+    headers['content-length'] = String(body.length);
   return Object.assign(Readable.from(body.length > 0 ? [body] : []), {
     method: req.method,
     url: target,
-    headers: req.headers,
+    headers,
     rawHeaders: req.rawHeaders,
     httpVersion: req.httpVersion,
     socket: req.socket,
@@ -156,11 +113,12 @@ export function dispatch(
 }
 
 /**
- * Hands an API call to the mock in process and keeps the whole answer instead of sending it (a stage
- * that records each exchange before it answers): no second HTTP hop, and nothing reaches the client
- * until the stage sends it.
+ * Hands a request to the mock's auth server or API in process and keeps the whole answer instead of
+ * sending it (a token answer, or a stage that records each exchange before it answers): no second HTTP
+ * hop, and nothing reaches the client until the stage sends it.
  */
 export function dispatchBuffered(
+  server: 'auth' | 'api',
   req: IncomingMessage,
   target: string,
   body: Buffer,
@@ -212,12 +170,12 @@ export function dispatchBuffered(
         resolve({
           status: 502,
           headers: { 'content-type': 'application/json' },
-          body: '{"error":"stage_error","error_description":"the API dropped the call"}',
+          body: `{"error":"stage_error","error_description":"the ${server === 'api' ? 'API' : 'auth server'} dropped the call"}`,
         });
         answer.emit('close');
         return answer;
       },
     });
-    mock.handle('api', replay, answer as unknown as ServerResponse);
+    mock.handle(server, replay, answer as unknown as ServerResponse);
   });
 }
