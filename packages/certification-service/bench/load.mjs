@@ -12,8 +12,9 @@
 //   Output: per run {api: [ms], token: [ms], answered, statuses}; with `trace`, also `traced`: each
 //   call's [intended time in ms from the start, latency in ms, status].
 // Both modes take a token first, renew it a second before it expires (as a client library would) and
-// at once when a call is answered 401 (the plan's revocation); the calls meant to go out while a token
-// is being fetched wait for it, and that wait counts.
+// at once when a call is answered 401 (the plan's revocation) with the token still in use (a 401 for a
+// token already replaced renews nothing, as the SDK does); the calls meant to go out while a token is
+// being fetched wait for it, and that wait counts.
 import { Agent, request as httpRequest } from 'node:http';
 import { text } from 'node:stream/consumers';
 
@@ -84,9 +85,14 @@ function tokens(env, onToken) {
       if (performance.now() >= current.renewAt) void renew(intended).catch(() => {});
       return current;
     },
-    /** A call with `token` was refused 401: the next calls wait for a new one. */
+    /**
+     * A call with `token` was refused 401: the next calls wait for a new one. A call that went out with a
+     * token already replaced (refused after the new one came) renews nothing, as the SDK's
+     * `invalidate(token)` drops the cached token only if it is the one refused.
+     */
     refused(token, intended) {
       if (current === token) current = undefined;
+      if (current !== undefined) return Promise.resolve(current);
       return renew(intended);
     },
   };
