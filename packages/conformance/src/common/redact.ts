@@ -85,13 +85,17 @@ function substitution(placeholder: string, text: string, start: number, end: num
 }
 
 /**
- * `text` with every match of `chars` (see `matchEnd`), left to right and not overlapping, replaced by
+ * `text` with every match of `chars` (see `matchEnd`; `percent`: the secret holds a '%'), left to right and not overlapping, replaced by
  * `placeholder`: what `text.replace(pattern, placeholder)` gave with one regular expression per secret,
  * without compiling one (a new run's first texts paid milliseconds each for that).
  */
-function replaceEncoded(text: string, chars: readonly SecretChar[], placeholder: string): string {
+function replaceEncoded(
+  text: string,
+  chars: readonly SecretChar[],
+  percent: boolean,
+  placeholder: string,
+): string {
   const first = chars[0]!;
-  const percent = chars.some((char) => char.literal === '%');
   const firstUnit = first.literal.charCodeAt(0);
   let out = '';
   let kept = 0;
@@ -119,7 +123,13 @@ export class Redactor {
   /** The first 3 characters of every registered token: a text without any of them holds no token. */
   readonly #tokenHeads = new Set<string>();
   /** Secrets matched character by character, each literal or percent-encoded. */
-  readonly #patterns: Array<{ chars: SecretChar[]; placeholder: string; value: string; space: boolean }> = [];
+  readonly #patterns: Array<{
+    chars: SecretChar[];
+    placeholder: string;
+    value: string;
+    space: boolean;
+    percent: boolean;
+  }> = [];
 
   /**
    * Registers a secret (client secret, client id) and the placeholder that replaces it, in every
@@ -144,6 +154,7 @@ export class Redactor {
       placeholder,
       value,
       space: value.includes(' '),
+      percent: value.includes('%'),
     });
   }
 
@@ -188,12 +199,12 @@ export class Redactor {
     this.#ordered ??= [...this.#secrets].sort((a, b) => b[0].length - a[0].length);
     for (const [value, placeholder] of this.#ordered)
       if (out.length >= value.length && out.includes(value)) out = out.split(value).join(placeholder);
-    for (const { chars, placeholder, value, space } of this.#patterns) {
+    for (const { chars, placeholder, value, space, percent } of this.#patterns) {
       // A match is at least as long as the secret, and is either the secret itself or holds a %XX
       // (or a '+' for a space): without one of those in the text, it cannot match.
       if (out.length < value.length) continue;
       if (out.includes(value) || out.includes('%') || (space && out.includes('+')))
-        out = replaceEncoded(out, chars, placeholder);
+        out = replaceEncoded(out, chars, percent, placeholder);
     }
     if (this.#tokens.size > 0 && this.#holdsAHead(out))
       for (const token of this.#tokens)
