@@ -125,12 +125,16 @@ async function call(method, path, scope, body) {
   let attempts = 0;
   for (;;) {
     attempts += 1;
-    if (bug !== 'ignore-retry-after' && bug !== 'retry-other-op')
-      await sleep(Math.max(0, notBefore - Date.now()));
-    const { token, partnerId } = await tokenFor(scope);
-    // A 429 may have come while it waited for its token: look again before calling.
-    if (bug !== 'ignore-retry-after' && bug !== 'retry-other-op')
-      await sleep(Math.max(0, notBefore - Date.now()));
+    const honoursRetryAfter = bug !== 'ignore-retry-after' && bug !== 'retry-other-op';
+    let held;
+    for (;;) {
+      if (honoursRetryAfter) await sleep(Math.max(0, notBefore - Date.now()));
+      held = await tokenFor(scope);
+      // A 429 may have come while it waited for its token: wait again, then take the token afresh (the
+      // one in hand may expire during the wait; a short token lives less than a Retry-After).
+      if (!honoursRetryAfter || Date.now() >= notBefore) break;
+    }
+    const { token, partnerId } = held;
     const partner = bug === 'other-partner' ? 'partner-someone-else' : partnerId;
     let url = `${baseUrl}/v3/partner/${partner}/${path}`;
     if (bug === 'token-in-query') url += `${url.includes('?') ? '&' : '?'}access_token=${token}`;
