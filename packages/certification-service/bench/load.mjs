@@ -5,6 +5,8 @@
 // Input: {mode, runs: [{tokenUrl, baseUrl, clientId, clientSecret}], seconds, ...}
 // - mode "throughput": the first run only, `inFlight` calls always in flight (a new one as each is
 //   answered) for `seconds`: calls answered per second. Output {calls, seconds, perSecond, statuses}.
+// - mode "sequence": the first run only, `count` requests one at a time, token requests (`what`
+//   "token") or API calls (`what` "call"). Output {statuses}.
 // - mode "open": every run, `rate` calls per second each, at fixed times whatever the answers (an
 //   open loop: a slow answer does not delay the next call, so queueing is measured, not hidden);
 //   latency is counted from the time the call was meant to be sent. `start` "together" starts every
@@ -35,22 +37,23 @@ function request(url, { method = 'GET', headers = {}, body } = {}) {
 }
 
 /** A run's tokens: fetched once at a time, renewed a second before expiry or once refused. */
-function tokens(env, onToken) {
-  const form = new URLSearchParams({
+/** A run's token request body (client credentials in the form, `read:loans`). */
+const tokenForm = (env) =>
+  new URLSearchParams({
     grant_type: 'client_credentials',
     client_id: env.clientId,
     client_secret: env.clientSecret,
     scope: 'read:loans',
   }).toString();
+const formHeaders = { 'content-type': 'application/x-www-form-urlencoded' };
+
+function tokens(env, onToken) {
+  const form = tokenForm(env);
   let current; // {value, partnerId, renewAt}
   let pending;
   async function fetchToken(intended) {
     for (let attempt = 0; attempt < 20; attempt += 1) {
-      const answer = await request(env.tokenUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: form,
-      });
+      const answer = await request(env.tokenUrl, { method: 'POST', headers: formHeaders, body: form });
       onToken(performance.now() - intended, answer.status);
       if (answer.status === 200) {
         const token = JSON.parse(answer.body);
@@ -127,6 +130,34 @@ async function throughput(env, { seconds, inFlight }) {
   return { calls, seconds: elapsed, perSecond: calls / elapsed, statuses };
 }
 
+/**
+ * The first run, `count` requests one at a time: token requests (`what` "token"), or API calls with a
+ * token renewed when due or refused (`what` "call"). What the server spends on one request shows
+ * without any queueing.
+ */
+async function sequence(env, { what, count: total }) {
+  const statuses = {};
+  if (what === 'token') {
+    const form = tokenForm(env);
+    for (let index = 0; index < total; index += 1)
+      count(
+        statuses,
+        (await request(env.tokenUrl, { method: 'POST', headers: formHeaders, body: form })).status,
+      );
+    return { statuses };
+  }
+  const run = tokens(env, (_, status) => count(statuses, `token ${status}`));
+  for (let index = 0; index < total; index += 1) {
+    const token = await run.get(performance.now());
+    const answer = await request(`${env.baseUrl}/v3/partner/${token.partnerId}/loans?limit=5`, {
+      headers: { authorization: `Bearer ${token.value}` },
+    });
+    count(statuses, answer.status);
+    if (answer.status === 401) await run.refused(token, performance.now());
+  }
+  return { statuses };
+}
+
 /** Every run at `rate` calls per second, open loop, from `startAt` (+ its offset when spread). */
 function openLoop(env, { seconds, rate, startAt, t0, trace }) {
   const api = [];
@@ -175,6 +206,7 @@ function openLoop(env, { seconds, rate, startAt, t0, trace }) {
 const input = JSON.parse(await text(process.stdin));
 let output;
 if (input.mode === 'throughput') output = await throughput(input.runs[0], input);
+else if (input.mode === 'sequence') output = await sequence(input.runs[0], input);
 else {
   // Everything is scheduled from one instant a little ahead, so that setting up does not skew the starts.
   const t0 = performance.now() + 200;

@@ -6,7 +6,11 @@
 //     (5): a local stage of `partner-conformance client`, then one service instance on each store (a new
 //     run each time), BENCH_ROUNDS (3) rounds alternating them. Prints calls/s and the ratio of the
 //     medians service/local. Target (issue): ≥ 0.5.
-// (b) Latency: BENCH_RUNS (50) runs × 10 calls/s for BENCH_SECONDS (20), open loop (calls go out at
+// (b) Cost: what one request costs the server, requests sent one at a time by the
+//     load process (BENCH_COST_REQUESTS (1500) token requests, then as many API calls), BENCH_COST_ROUNDS
+//     (4) rounds alternating a local stage and a run of the service on each store, the first a warm-up:
+//     this process's HTTP-thread active time and CPU per request, and the medians service/local.
+// (c) Latency: BENCH_RUNS (50) runs × 10 calls/s for BENCH_SECONDS (20), open loop (calls go out at
 //     fixed times whatever the answers; latency from the time a call was meant to be sent), the runs
 //     starting together and then spread over a token lifetime: as many local stages, then one service
 //     instance on each store, BENCH_LATENCY_ROUNDS (3) rounds alternating them. Prints the latency the
@@ -16,7 +20,7 @@
 // BENCH_JOURNAL_FILE=0 turns the embedded store's journal file off, BENCH_LISTEN_BACKLOG sets the listen
 // backlog, BENCH_LISTEN_SOCKETS the handles listening on the port (to compare). BENCH_STORES=embedded measures PGlite only, BENCH_STORES=postgres PostgreSQL only (the local stages
 // are measured in the same run either way); BENCH_TRACE=1 prints the slowest call of each 500 ms of
-// the first BENCH_TRACE_SECONDS (5), local stages against the service, and the service's accept queue; BENCH_STARTS=together|spread one start only; BENCH_PARTS=throughput|latency one part only. Each latency
+// the first BENCH_TRACE_SECONDS (5), local stages against the service, and the service's accept queue; BENCH_STARTS=together|spread one start only; BENCH_PARTS=throughput|cost|latency one part only (or a list). Each latency
 // line also says how many statements the service sent per call (round trips to the database). The
 // journeys run in a process of their own (bench/load.mjs). PASS/FAIL lines compare with the targets.
 import { spawn } from 'node:child_process';
@@ -43,7 +47,7 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
  * so the verdict is on the median of the rounds' added p99, every round printed.
  */
 const latencyRounds = Math.max(1, Number(process.env.BENCH_LATENCY_ROUNDS ?? 3));
-const parts = process.env.BENCH_PARTS ?? 'throughput,latency';
+const parts = process.env.BENCH_PARTS ?? 'throughput,cost,latency';
 const targets = { ratio: 0.5, addedP99Ms: 5 };
 
 const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -440,6 +444,67 @@ function summary(all) {
     tokenP99: quantile(token, 0.99),
     statuses,
   };
+}
+
+if (parts.includes('cost')) {
+  // What one request costs the server, beyond the load: requests sent one at a time by the load process,
+  // this process's HTTP-thread active time (event-loop utilisation) and CPU (every thread: the embedded
+  // database's and libuv's pool included) over them, a local stage against a run of the service.
+  // Rounds alternate them; the first round is a warm-up and is printed, not counted.
+  const count = Number(process.env.BENCH_COST_REQUESTS ?? 1500);
+  const costRounds = Math.max(2, Number(process.env.BENCH_COST_ROUNDS ?? 4));
+  const services = [];
+  for (const [name, store] of stores) services.push([name, await openService(await urlOf(store), 100)]);
+  const measure = async (runs, what) => {
+    const elu = performance.eventLoopUtilization();
+    const cpu = process.cpuUsage();
+    const { statuses } = await journeys({ mode: 'sequence', what, count, runs });
+    const used = process.cpuUsage(cpu);
+    return {
+      active: (performance.eventLoopUtilization(elu).active * 1000) / count,
+      cpu: (used.user + used.system) / count,
+      statuses,
+    };
+  };
+  const names = ['local stage', ...services.map(([name]) => name)];
+  /** By what ("token", "call") and by side: the per-request costs of the counted rounds. */
+  const costs = Object.fromEntries(
+    ['token', 'call'].map((what) => [what, Object.fromEntries(names.map((name) => [name, []]))]),
+  );
+  const us = (value) => `${value.toFixed(0)} µs`;
+  for (let round = 1; round <= costRounds; round += 1) {
+    const sides = [];
+    const local = await localStages(1);
+    sides.push(['local stage', local.envs, () => local.close()]);
+    for (const [name, service] of services) {
+      const created = await service.create(1);
+      sides.push([name, created, () => service.finish(created)]);
+    }
+    for (const [name, runs, done] of sides) {
+      for (const what of ['token', 'call']) {
+        const cost = await measure(runs, what);
+        if (round > 1) costs[what][name].push(cost);
+        console.log(
+          `cost, round ${round} of ${costRounds}${round === 1 ? ' (warm-up, not counted)' : ''}, ${what === 'token' ? 'token request' : 'API call'}, ${name}: HTTP thread ${us(cost.active)}, CPU ${us(cost.cpu)} (${JSON.stringify(cost.statuses)})`,
+        );
+      }
+      await done();
+    }
+  }
+  for (const what of ['token', 'call']) {
+    const local = {
+      active: median(costs[what]['local stage'].map((cost) => cost.active)),
+      cpu: median(costs[what]['local stage'].map((cost) => cost.cpu)),
+    };
+    for (const [name] of services) {
+      const active = median(costs[what][name].map((cost) => cost.active));
+      const cpu = median(costs[what][name].map((cost) => cost.cpu));
+      console.log(
+        `cost of ${what === 'token' ? 'a token request' : 'an API call'}, medians of ${costRounds - 1} rounds: service, ${name}: HTTP thread ${us(active)} against ${us(local.active)} on the local stage (+${us(active - local.active)}, ×${(active / local.active).toFixed(2)}); CPU ${us(cpu)} against ${us(local.cpu)} (×${(cpu / local.cpu).toFixed(2)})`,
+      );
+    }
+  }
+  for (const [, service] of services) await service.close();
 }
 
 if (parts.includes('latency')) {
