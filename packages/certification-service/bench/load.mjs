@@ -36,7 +36,6 @@ function request(url, { method = 'GET', headers = {}, body } = {}) {
   });
 }
 
-/** A run's tokens: fetched once at a time, renewed a second before expiry or once refused. */
 /** A run's token request body (client credentials in the form, `read:loans`). */
 const tokenForm = (env) =>
   new URLSearchParams({
@@ -47,6 +46,7 @@ const tokenForm = (env) =>
   }).toString();
 const formHeaders = { 'content-type': 'application/x-www-form-urlencoded' };
 
+/** A run's tokens: fetched once at a time, renewed a second before expiry or once refused. */
 function tokens(env, onToken) {
   const form = tokenForm(env);
   let current; // {value, partnerId, renewAt}

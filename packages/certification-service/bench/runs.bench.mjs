@@ -472,6 +472,12 @@ if (parts.includes('cost')) {
     ['token', 'call'].map((what) => [what, Object.fromEntries(names.map((name) => [name, []]))]),
   );
   const us = (value) => `${value.toFixed(0)} µs`;
+  const labels = { token: ['token request', 'a token request'], call: ['API call', 'an API call'] };
+  /** The medians of a side's counted rounds. */
+  const medians = (measured) => ({
+    active: median(measured.map((cost) => cost.active)),
+    cpu: median(measured.map((cost) => cost.cpu)),
+  });
   for (let round = 1; round <= costRounds; round += 1) {
     const sides = [];
     const local = await localStages(1);
@@ -485,22 +491,18 @@ if (parts.includes('cost')) {
         const cost = await measure(runs, what);
         if (round > 1) costs[what][name].push(cost);
         console.log(
-          `cost, round ${round} of ${costRounds}${round === 1 ? ' (warm-up, not counted)' : ''}, ${what === 'token' ? 'token request' : 'API call'}, ${name}: HTTP thread ${us(cost.active)}, CPU ${us(cost.cpu)} (${JSON.stringify(cost.statuses)})`,
+          `cost, round ${round} of ${costRounds}${round === 1 ? ' (warm-up, not counted)' : ''}, ${labels[what][0]}, ${name}: HTTP thread ${us(cost.active)}, CPU ${us(cost.cpu)} (${JSON.stringify(cost.statuses)})`,
         );
       }
       await done();
     }
   }
   for (const what of ['token', 'call']) {
-    const local = {
-      active: median(costs[what]['local stage'].map((cost) => cost.active)),
-      cpu: median(costs[what]['local stage'].map((cost) => cost.cpu)),
-    };
+    const local = medians(costs[what]['local stage']);
     for (const [name] of services) {
-      const active = median(costs[what][name].map((cost) => cost.active));
-      const cpu = median(costs[what][name].map((cost) => cost.cpu));
+      const { active, cpu } = medians(costs[what][name]);
       console.log(
-        `cost of ${what === 'token' ? 'a token request' : 'an API call'}, medians of ${costRounds - 1} rounds: service, ${name}: HTTP thread ${us(active)} against ${us(local.active)} on the local stage (+${us(active - local.active)}, ×${(active / local.active).toFixed(2)}); CPU ${us(cpu)} against ${us(local.cpu)} (×${(cpu / local.cpu).toFixed(2)})`,
+        `cost of ${labels[what][1]}, medians of ${costRounds - 1} rounds: service, ${name}: HTTP thread ${us(active)} against ${us(local.active)} on the local stage (+${us(active - local.active)}, ×${(active / local.active).toFixed(2)}); CPU ${us(cpu)} against ${us(local.cpu)} (×${(cpu / local.cpu).toFixed(2)})`,
       );
     }
   }

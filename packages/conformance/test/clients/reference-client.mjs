@@ -120,12 +120,14 @@ async function tokenFor(scope) {
   return got;
 }
 
+// Every client but these two waits out a Retry-After before its next call.
+const honoursRetryAfter = bug !== 'ignore-retry-after' && bug !== 'retry-other-op';
+
 async function call(method, path, scope, body) {
   let retriedAuth = false;
   let attempts = 0;
   for (;;) {
     attempts += 1;
-    const honoursRetryAfter = bug !== 'ignore-retry-after' && bug !== 'retry-other-op';
     let held;
     for (;;) {
       if (honoursRetryAfter) await sleep(Math.max(0, notBefore - Date.now()));
