@@ -575,10 +575,11 @@ export async function replayJournal(
 type StoreItem = SpoolEntry & { writtenAt?: number; context?: Context };
 
 /**
- * Stores journal entries: the calls in one statement (see `storeExchanges`), and with them, in one
- * transaction, the tokens issued (before the calls, each listed in the session if its run had not
- * reached its cap of calls when it was issued) and the revocations (after). Answers the ids of the runs
- * in the database.
+ * Stores journal entries: the calls and the tokens issued in one statement (see `storeExchanges`), each
+ * token listed in the session if its run had not reached its cap of calls when it was issued; the
+ * revocations, when there are any, after it in the same transaction (a revocation may be of a token
+ * the statement stores, which a later part of the same statement could not see). Answers the ids of
+ * the runs in the database.
  */
 async function storeEntries(
   db: Database,
@@ -586,7 +587,7 @@ async function storeEntries(
   openOnly: boolean,
 ): Promise<Set<string>> {
   const calls = items.filter(isExchange);
-  const issued: (IssuedEntry & { before: number })[] = [];
+  const issued: IssuedBefore[] = [];
   const revoked: RevokedEntry[] = [];
   // The calls of each run written before each token (in this batch: the run's row counts the others).
   const callsBefore = new Map<string, number>();
@@ -594,62 +595,38 @@ async function storeEntries(
     if (isExchange(item)) callsBefore.set(item.runId, (callsBefore.get(item.runId) ?? 0) + 1);
     else if (item.kind === 'issued') issued.push({ ...item, before: callsBefore.get(item.runId) ?? 0 });
     else revoked.push(item);
-  if (issued.length === 0 && revoked.length === 0) return storeExchanges(db, calls, openOnly);
+  if (revoked.length === 0) return storeExchanges(db, calls, openOnly, issued);
   return db.transaction(async (tx) => {
-    const runs = new Set<string>();
-    if (issued.length > 0) {
-      const rows = await tx.query<{ id: string }>(
-        `WITH w AS (
-             SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::jsonb[], $5::int[])
-               AS w(run_id, sha, number, token, before)),
-           kept AS (
-             INSERT INTO run_tokens (run_id, value_sha256, number, listed, token)
-             SELECT w.run_id, w.sha, w.number, r.recorded + w.before < r.max_exchanges,
-               w.token || jsonb_build_object('ref', 'T' || w.number)
-             FROM w JOIN runs r ON r.id = w.run_id
-             ON CONFLICT (run_id, value_sha256) DO NOTHING)
-         UPDATE runs r SET token_count = greatest(r.token_count, m.highest)
-         FROM (SELECT run_id, max(number) AS highest FROM w GROUP BY run_id) m
-         WHERE r.id = m.run_id
-         RETURNING r.id`,
-        [
-          issued.map((item) => item.runId),
-          issued.map((item) => item.sha256),
-          issued.map((item) => item.number),
-          issued.map((item) => item.token),
-          issued.map((item) => item.before),
-        ],
-      );
-      for (const row of rows) runs.add(row.id);
-    }
-    if (calls.length > 0) for (const id of await storeExchanges(tx, calls, openOnly)) runs.add(id);
-    if (revoked.length > 0) {
-      const rows = await tx.query<{ run_id: string }>(
-        `UPDATE run_tokens t SET token = w.token
-         FROM unnest($1::text[], $2::int[], $3::jsonb[]) AS w(run_id, number, token)
-         WHERE t.run_id = w.run_id AND t.number = w.number
-         RETURNING t.run_id`,
-        [
-          revoked.map((item) => item.runId),
-          revoked.map((item) => item.number),
-          revoked.map((item) => item.token),
-        ],
-      );
-      for (const row of rows) runs.add(row.run_id);
-    }
+    const runs = await storeExchanges(tx, calls, openOnly, issued);
+    const rows = await tx.query<{ run_id: string }>(
+      `UPDATE run_tokens t SET token = w.token
+       FROM unnest($1::text[], $2::int[], $3::jsonb[]) AS w(run_id, number, token)
+       WHERE t.run_id = w.run_id AND t.number = w.number
+       RETURNING t.run_id`,
+      [
+        revoked.map((item) => item.runId),
+        revoked.map((item) => item.number),
+        revoked.map((item) => item.token),
+      ],
+    );
+    for (const row of rows) runs.add(row.run_id);
     return runs;
   });
 }
 
+/** A token issued, with the calls of its run written before it in the same batch. */
+type IssuedBefore = IssuedEntry & { before: number };
+
 /**
- * Records `items` in one statement and answers the ids of the runs that took them. `openOnly`: only
- * runs open and in time (a call answered only once recorded); without it, every run's (calls already
- * answered while their run was open, from the journal file).
+ * Records exchanges, and the tokens `issued` with them, in one statement; answers the ids of the runs
+ * in the database. Tokens are listed by the run's row as it was before the statement (its calls in this
+ * batch counted by `before`), as if stored first.
  */
 async function storeExchanges(
   db: Queryable,
   items: readonly ExchangeEntry[],
   openOnly: boolean,
+  issued: readonly IssuedBefore[] = [],
 ): Promise<Set<string>> {
   const { counts, ranks } = rankByRun(items);
   // The highest number of each run's items (the run's `seq` never falls behind what it recorded).
@@ -658,9 +635,13 @@ async function storeExchanges(
   // The latest scenario state given for each run (states only move on: the last is the newest).
   const states = new Map<string, string>();
   for (const item of items) if (item.scenarioState !== undefined) states.set(item.runId, item.scenarioState);
+  // The highest token number of each run's tokens (the run's token count never falls behind it).
+  const tokens = new Map<string, number>();
+  for (const item of issued) tokens.set(item.runId, Math.max(tokens.get(item.runId) ?? 0, item.number));
+  const ids = [...new Set([...counts.keys(), ...tokens.keys()])];
   // One statement: lock the runs (in id order), keep each run's exchanges up to its cap, count the
-  // rest as dropped. With `openOnly`, a run that is not open, or past its deadline (the service may
-  // have been down when it passed), records nothing, and is not in the answer.
+  // rest as dropped, store the tokens. With `openOnly`, a run that is not open, or past its deadline
+  // (the service may have been down when it passed), records nothing, and is not in the answer.
   const rows = await db.query<{ id: string }>(
     `WITH open AS (
            SELECT id, recorded, max_exchanges FROM runs WHERE id = ANY($1) ${openOnly ? "AND status = 'open' AND expires_at > now()" : ''}
@@ -668,26 +649,49 @@ async function storeExchanges(
          counted AS (
            UPDATE runs r SET recorded = o.recorded + least(w.n, greatest(0, o.max_exchanges - o.recorded)),
              dropped = r.dropped + w.n - least(w.n, greatest(0, o.max_exchanges - o.recorded)),
-             seq = greatest(r.seq, w.highest), last_activity_at = now(),
-             scenario_state = coalesce(w.state, r.scenario_state)
-           FROM open o JOIN unnest($1::text[], $2::int[], $7::int[], $8::jsonb[]) AS w(id, n, highest, state) ON w.id = o.id
+             seq = greatest(r.seq, w.highest),
+             last_activity_at = CASE WHEN w.n > 0 THEN now() ELSE r.last_activity_at END,
+             scenario_state = coalesce(w.state, r.scenario_state),
+             token_count = greatest(r.token_count, w.tokens)
+           FROM open o JOIN unnest($1::text[], $2::int[], $7::int[], $8::jsonb[], $9::int[]) AS w(id, n, highest, state, tokens) ON w.id = o.id
            WHERE r.id = o.id),
          kept AS (
            INSERT INTO exchanges (run_id, seq, exchange)
            SELECT i.run_id, i.seq, i.exchange
            FROM unnest($3::text[], $4::int[], $5::int[], $6::jsonb[]) AS i(run_id, seq, rank, exchange)
            JOIN open o ON o.id = i.run_id
-           WHERE o.recorded + i.rank <= o.max_exchanges)
+           WHERE o.recorded + i.rank <= o.max_exchanges)${
+             issued.length === 0
+               ? ''
+               : `,
+         stored AS (
+           INSERT INTO run_tokens (run_id, value_sha256, number, listed, token)
+           SELECT t.run_id, t.sha, t.number, o.recorded + t.before < o.max_exchanges,
+             t.token || jsonb_build_object('ref', 'T' || t.number)
+           FROM unnest($10::text[], $11::text[], $12::int[], $13::jsonb[], $14::int[]) AS t(run_id, sha, number, token, before)
+           JOIN open o ON o.id = t.run_id
+           ON CONFLICT (run_id, value_sha256) DO NOTHING)`
+           }
        SELECT id FROM open`,
     [
-      [...counts.keys()],
-      [...counts.values()],
+      ids,
+      ids.map((id) => counts.get(id) ?? 0),
       items.map((item) => item.runId),
       items.map((item) => item.seq),
       ranks,
       items.map((item) => item.exchange),
-      [...counts.keys()].map((id) => highest.get(id)!),
-      [...counts.keys()].map((id) => states.get(id) ?? null),
+      ids.map((id) => highest.get(id) ?? null),
+      ids.map((id) => states.get(id) ?? null),
+      ids.map((id) => tokens.get(id) ?? null),
+      ...(issued.length === 0
+        ? []
+        : [
+            issued.map((item) => item.runId),
+            issued.map((item) => item.sha256),
+            issued.map((item) => item.number),
+            issued.map((item) => item.token),
+            issued.map((item) => item.before),
+          ]),
     ],
   );
   return new Set(rows.map((row) => row.id));
