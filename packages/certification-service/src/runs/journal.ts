@@ -373,7 +373,7 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
             pending = batch.concat(pending);
             throw error;
           }
-          release();
+          await release();
           failures = 0;
           if (pending.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
         }
@@ -481,7 +481,7 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
       if (timer) clearTimeout(timer);
       timer = undefined;
       await flush();
-      spool.close(pending.length === 0);
+      await spool.close(pending.length === 0);
     },
   };
 

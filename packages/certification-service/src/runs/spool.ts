@@ -1,4 +1,15 @@
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  close as closeLater,
+  closeSync,
+  mkdirSync,
+  open as openLater,
+  openSync,
+  readdirSync,
+  readFileSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /**
@@ -52,11 +63,15 @@ export interface Spool {
   append(entries: readonly SpoolEntry[]): void;
   /**
    * Starts a new segment for what comes next; the function it returns deletes the segments before it
-   * (call it once everything they hold is committed).
+   * (call it once everything they hold is committed). Neither creates nor deletes a file on the
+   * calling thread: the next segment was opened ahead, and the old ones go on libuv's pool.
    */
-  rotate(): () => void;
-  /** Closes the current segment (deleted when `empty` says nothing is left to commit). */
-  close(empty: boolean): void;
+  rotate(): () => Promise<void>;
+  /**
+   * Closes the current segment (deleted when `empty` says nothing is left to commit), and the one
+   * opened ahead once it is open.
+   */
+  close(empty: boolean): Promise<void>;
 }
 
 const segmentPattern = /^exchanges-(\d{12})\.ndjson$/;
@@ -146,9 +161,41 @@ export function readSpool(dir: string): { entries: SpoolEntry[]; remove: () => v
 export function openSpool(dir: string): Spool {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   let number = (segments(dir).at(-1)?.number ?? 0) + 1;
-  const open = () => openSync(join(dir, segmentName(number)), 'a', 0o600);
-  let fd = open();
+  const pathOf = (n: number) => join(dir, segmentName(n));
+  let fd = openSync(pathOf(number), 'a', 0o600);
   let closed = false;
+  /**
+   * The next segment, opened ahead on libuv's pool: creating a file waits for the file system's
+   * journal (0.3 ms on average and up to milliseconds on ext4 while the embedded database writes), which
+   * the thread serving the answers need not wait for. Its descriptor once open; an error or no answer
+   * yet leaves the rotation to open it itself.
+   */
+  let ahead: { number: number; fd?: number; opened: Promise<void> } | undefined;
+  const openAhead = () => {
+    const next = { number: number + 1 } as NonNullable<typeof ahead>;
+    ahead = next;
+    next.opened = new Promise((resolve) => {
+      openLater(pathOf(next.number), 'a', 0o600, (error, opened) => {
+        if (!error) {
+          // Superseded (the rotation could not wait for it): the rotation's own descriptor is the one kept.
+          if (ahead !== next) closeLater(opened, () => {});
+          else next.fd = opened;
+        }
+        resolve();
+      });
+    });
+  };
+  openAhead();
+  /** Deletes the segments numbered up to `last` (one already gone is not an error). */
+  const removeUpTo = async (last: number) => {
+    for (const name of await readdir(dir)) {
+      const match = segmentPattern.exec(name);
+      if (match && Number(match[1]) <= last)
+        await unlink(join(dir, name)).catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error;
+        });
+    }
+  };
   return {
     append(entries) {
       if (closed) throw new Error('the journal file is closed');
@@ -160,17 +207,24 @@ export function openSpool(dir: string): Spool {
     },
     rotate() {
       const before = number;
-      closeSync(fd);
+      // Every write to it has returned (they are synchronous): closing can wait on the pool.
+      closeLater(fd, () => {});
       number += 1;
-      fd = open();
-      return () => {
-        for (const segment of segments(dir)) if (segment.number <= before) unlinkSync(segment.path);
-      };
+      const next = ahead;
+      ahead = undefined;
+      if (next?.fd !== undefined) fd = next.fd;
+      else fd = openSync(pathOf(number), 'a', 0o600);
+      openAhead();
+      return () => removeUpTo(before);
     },
-    close(empty) {
+    async close(empty) {
       if (closed) return;
       closed = true;
       closeSync(fd);
+      const next = ahead;
+      await next?.opened;
+      if (next?.fd !== undefined) closeSync(next.fd);
+      ahead = undefined;
       if (empty) for (const segment of segments(dir)) unlinkSync(segment.path);
     },
   };
