@@ -10,6 +10,8 @@ const entry = (seq: number) => ({ runId: 'r1', seq, exchange: JSON.stringify({ s
 const files = (dir: string) => readdirSync(dir).sort();
 const openFds = () => readdirSync('/proc/self/fd').length;
 const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
+/** The call numbers the segments in `dir` hold, in the order a restart reads them. */
+const seqs = (dir: string) => readSpool(dir).entries.map((item) => ('seq' in item ? item.seq : 0));
 
 describe('journal file segments', () => {
   it('opens the next segment before it is needed, and deletes only what came before a rotation', async () => {
@@ -22,7 +24,7 @@ describe('journal file segments', () => {
     const release = spool.rotate();
     spool.append([entry(3)]);
     expect(readFileSync(join(dir, 'exchanges-000000000002.ndjson'), 'utf8')).toContain('{"seq":3}');
-    expect(readSpool(dir).entries.map((item) => ('seq' in item ? item.seq : 0))).toEqual([1, 2, 3]);
+    expect(seqs(dir)).toEqual([1, 2, 3]);
     await release();
     await settle();
     expect(files(dir)).toEqual(['exchanges-000000000002.ndjson', 'exchanges-000000000003.ndjson']);
@@ -42,18 +44,18 @@ describe('journal file segments', () => {
       releases.push(spool.rotate());
     }
     spool.append([entry(6)]);
-    expect(readSpool(dir).entries.map((item) => ('seq' in item ? item.seq : 0))).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(seqs(dir)).toEqual([1, 2, 3, 4, 5, 6]);
     await settle();
     for (const release of releases) await release();
-    expect(readSpool(dir).entries.map((item) => ('seq' in item ? item.seq : 0))).toEqual([6]);
+    expect(seqs(dir)).toEqual([6]);
     // Kept: the segment holding what is not committed, and it again after the process ends.
     await spool.close(false);
     await settle();
     expect(openFds()).toBe(before);
-    expect(readSpool(dir).entries.map((item) => ('seq' in item ? item.seq : 0))).toEqual([6]);
+    expect(seqs(dir)).toEqual([6]);
     const again = openSpool(dir);
     again.append([entry(7)]);
-    expect(readSpool(dir).entries.map((item) => ('seq' in item ? item.seq : 0))).toEqual([6, 7]);
+    expect(seqs(dir)).toEqual([6, 7]);
     await again.close(false);
   });
 

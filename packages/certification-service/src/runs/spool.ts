@@ -86,6 +86,11 @@ function segments(dir: string): { number: number; path: string }[] {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw error;
   }
+  return segmentsOf(dir, names);
+}
+
+/** The segments among `names` (a listing of `dir`), oldest first. */
+function segmentsOf(dir: string, names: readonly string[]): { number: number; path: string }[] {
   return names
     .map((name) => segmentPattern.exec(name))
     .filter((match): match is RegExpExecArray => match !== null)
@@ -188,13 +193,11 @@ export function openSpool(dir: string): Spool {
   openAhead();
   /** Deletes the segments numbered up to `last` (one already gone is not an error). */
   const removeUpTo = async (last: number) => {
-    for (const name of await readdir(dir)) {
-      const match = segmentPattern.exec(name);
-      if (match && Number(match[1]) <= last)
-        await unlink(join(dir, name)).catch((error: NodeJS.ErrnoException) => {
+    for (const segment of segmentsOf(dir, await readdir(dir)))
+      if (segment.number <= last)
+        await unlink(segment.path).catch((error: NodeJS.ErrnoException) => {
           if (error.code !== 'ENOENT') throw error;
         });
-    }
   };
   return {
     append(entries) {
