@@ -31,6 +31,12 @@ serve
   --public-url URL   the URL partners and reviewers use, e.g. https://certify.example.com behind a TLS proxy
                      (default http://HOST:PORT); run addresses and report links are made from it
   --data-dir DIR     the embedded database and a generated signing key (default ./certification-data)
+  --journal-dir DIR  with PostgreSQL (DATABASE_URL): this instance serves the database alone, and answers a
+                     call once it is written to a journal file in DIR, filled into the database in the
+                     background and replayed at the next start after a crash; put DIR on a disk that
+                     outlives the process. Start refused while other instances serve the database, and
+                     theirs while this one does (default: none; instances share the database, and each call
+                     waits for PostgreSQL's commit). The embedded database always keeps one in DATA_DIR/journal
   --idle-timeout S   a run that receives nothing for S seconds is judged (default 600)
   --max-run-duration S  a run is judged at the latest S seconds after it was created (default 3600)
   --max-open-runs N  open runs per partner at once (default 5)
@@ -108,6 +114,7 @@ async function main(argv: string[]): Promise<void> {
         port: { type: 'string' },
         'public-url': { type: 'string' },
         'data-dir': { type: 'string' },
+        'journal-dir': { type: 'string' },
         'idle-timeout': { type: 'string' },
         'max-run-duration': { type: 'string' },
         'max-open-runs': { type: 'string' },
@@ -179,6 +186,7 @@ async function main(argv: string[]): Promise<void> {
       'oidc-client-id',
       'oidc-client-secret-file',
       'oidc-allow',
+      'journal-dir',
     ] as const)
       if (values[flag] !== undefined) fail(`--${flag} is an option of serve, not of admin`);
     if (sub === 'add-webhook') {
@@ -326,7 +334,13 @@ async function main(argv: string[]): Promise<void> {
   const oidc = await oidcOptions(values);
   const logger = logFormat === 'json' ? createLogger() : undefined;
   const tracing = await startTracing().catch((error: unknown) => fail((error as Error).message));
-  const db = await openStorage(databaseUrl, dataDir);
+  const journalDir = values['journal-dir'];
+  if (journalDir !== undefined && !databaseUrl)
+    fail(
+      '--journal-dir is for PostgreSQL (set DATABASE_URL); the embedded database keeps its journal in DATA_DIR/journal',
+    );
+  if (journalDir === '') fail('--journal-dir needs a directory');
+  const db = await openDatabase({ databaseUrl, dataDir, journalDir, serving: true });
   const key = await loadSigningKey({
     file: process.env.SIGNING_KEY_FILE || undefined,
     dataDir: databaseUrl && !values['data-dir'] ? await ensureDir(dataDir) : await ensureDir(dataDir),
@@ -393,6 +407,7 @@ async function main(argv: string[]): Promise<void> {
         url: service.url,
         publicUrl: service.publicUrl,
         storage: db.kind,
+        ...(db.kind === 'postgres' && db.journalDir !== undefined && { journalDir: db.journalDir }),
         kid: key.kid,
         plan: { id: service.runs.plan.id, digest: service.runs.plan.digest },
         ...(metrics && { metricsUrl: metrics.url }),
@@ -469,7 +484,9 @@ async function ensureDir(dir: string): Promise<string> {
 }
 
 const storeName = (db: Database) =>
-  db.kind === 'embedded' ? `embedded PGlite in ${db.where}` : `PostgreSQL at ${db.where}`;
+  db.kind === 'embedded'
+    ? `embedded PGlite in ${db.where}`
+    : `PostgreSQL at ${db.where}${db.journalDir !== undefined ? `, served by this instance alone (journal in ${db.journalDir})` : ''}`;
 
 async function openStorage(databaseUrl: string | undefined, dataDir: string): Promise<Database> {
   return openDatabase({ databaseUrl, dataDir });

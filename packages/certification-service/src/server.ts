@@ -69,9 +69,10 @@ export interface ServiceOptions {
   judging?: Partial<JudgingOptions> & { filename?: string };
   /** Run stage keys (RSA-2048) generated ahead, one at a time. Default 2. */
   /**
-   * Embedded store only: a call is answered once its exchange is written to the journal file beside the
-   * database (`DATA_DIR/journal`), which fills the database in the background and is replayed at start-up
-   * after a crash (default true). false: each call waits for its own statement.
+   * Where the database has a journal (the embedded store's `DATA_DIR/journal`, or PostgreSQL opened with
+   * a `journalDir`: one instance serves it): a call is answered once its exchange is written to the
+   * journal file, which fills the database in the background and is replayed at start-up after a crash
+   * (default true). false: each call waits for its own statement.
    */
   journalFile?: boolean;
   /**

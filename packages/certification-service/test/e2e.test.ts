@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,12 +27,20 @@ afterAll(async () => {
   await postgres?.stop();
 });
 
-const storages = ['embedded', 'postgres'] as const;
+// PostgreSQL shared by instances, and served by one instance with a journal directory.
+const storages = ['embedded', 'postgres', 'postgres-journal'] as const;
 
 describe.each(storages)('on %s storage', (storage) => {
   let dir: string;
   let env: Record<string, string>;
   let planArgs: string[];
+  /** How serve is started on this storage (`args` after the storage's own). */
+  const serve = (args: string[]) =>
+    startServe({
+      cwd: dir,
+      env,
+      args: [...(storage === 'postgres-journal' ? ['--journal-dir', join(dir, 'journal')] : []), ...args],
+    });
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), `pcs-e2e-${storage}-`));
     // The operator's plan: the two operations a shell journey with the default grant exercises, short tokens.
@@ -46,7 +54,7 @@ describe.each(storages)('on %s storage', (storage) => {
       }),
     );
     planArgs = ['--plan', join(dir, 'plan.json')];
-    env = storage === 'postgres' ? { DATABASE_URL: await postgres.database(`e2e_${Date.now()}`) } : {};
+    env = storage !== 'embedded' ? { DATABASE_URL: await postgres.database(`e2e_${Date.now()}`) } : {};
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -63,13 +71,13 @@ describe.each(storages)('on %s storage', (storage) => {
     );
     expect(reviewerAdded.code).toBe(0);
     expect(reviewerAdded.stderr).toMatch(
-      storage === 'postgres'
+      storage !== 'embedded'
         ? /wrote reviewer rev_\S+ to PostgreSQL at 127\.0\.0\.1:/
         : /wrote reviewer rev_\S+ to embedded PGlite in /,
     );
     expect(reviewerAdded.stdout).toMatch(/reusable until replaced/);
     expect(apiKey).toMatch(/^pcs_key_/);
-    const service = await startServe({ cwd: dir, env, args: planArgs });
+    const service = await serve(planArgs);
     try {
       expect(service.output()).toContain('generated an Ed25519 attestation key');
       expect(service.output()).toContain('shell-two-ops');
@@ -198,7 +206,7 @@ describe.each(storages)('on %s storage', (storage) => {
 
   it('a journey that never calls and a journey with a bug are not certified: the pass above is not vacuous', async () => {
     const { apiKey } = await admin('add-partner', 'Vacuous Ltd', { cwd: dir, env });
-    const service = await startServe({ cwd: dir, env, args: planArgs });
+    const service = await serve(planArgs);
     try {
       const idle = (
         await api(service.url, apiKey, 'POST', '/api/runs', { certify: true })
@@ -235,7 +243,7 @@ describe.each(storages)('on %s storage', (storage) => {
     const { apiKey } = await admin('add-partner', 'Killed Inc', { cwd: dir, env });
     // A fixed port: the run's addresses are the service's, and they stay the same across the restart.
     const port = String(await freePort());
-    let service = await startServe({ cwd: dir, env, args: ['--max-run-duration', '600', '--port', port] });
+    let service = await serve(['--max-run-duration', '600', '--port', port]);
     // A practice run (overrides allowed): no scenario, tokens that outlive the restart.
     const run = (
       await api(service.url, apiKey, 'POST', '/api/runs', { scenarios: [], ttlSeconds: 3600 })
@@ -260,8 +268,10 @@ describe.each(storages)('on %s storage', (storage) => {
     await service.stop('SIGKILL');
     await load;
     expect(answered).toBeGreaterThan(10);
+    // With a journal directory, the answers were written there (the next start replays them).
+    if (storage === 'postgres-journal') expect(readdirSync(join(dir, 'journal')).length).toBeGreaterThan(0);
 
-    service = await startServe({ cwd: dir, env, args: ['--max-run-duration', '600', '--port', port] });
+    service = await serve(['--max-run-duration', '600', '--port', port]);
     try {
       const status = (await api(service.url, apiKey, 'GET', `/api/runs/${run.id}`)).json();
       expect(status.status).toBe('open');
@@ -288,7 +298,7 @@ describe.each(storages)('on %s storage', (storage) => {
     // journey calling on after the restart: interrupted, the late calls not recorded, never approvable.
     const deadlinePort = String(await freePort());
     const short = ['--max-run-duration', '3', '--port', deadlinePort, ...planArgs];
-    service = await startServe({ cwd: dir, env, args: short });
+    service = await serve(short);
     const doomed = (
       await api(service.url, apiKey, 'POST', '/api/runs', { certify: true })
     ).json() as CreatedRun;
@@ -304,7 +314,7 @@ describe.each(storages)('on %s storage', (storage) => {
     expect((await askToken()).status).toBe(200);
     await service.stop('SIGKILL');
     await new Promise((resolve) => setTimeout(resolve, 3500));
-    service = await startServe({ cwd: dir, env, args: short });
+    service = await serve(short);
     try {
       // The journey goes on after the restart: refused, not recorded.
       for (let i = 0; i < 3; i += 1) expect((await askToken()).status).toBe(404);
@@ -382,6 +392,16 @@ describe('serve and admin on the embedded store', () => {
           /--plan .*bad-plan\.json: certification plan: operation "getEverything" is not one of the API's/,
         ],
         [['admin', 'add-partner', '--name', 'X', '--plan', 'p.json'], {}, /--plan is an option of serve/],
+        [
+          ['serve', '--journal-dir', join(dir, 'j')],
+          {},
+          /--journal-dir is for PostgreSQL \(set DATABASE_URL\)/,
+        ],
+        [
+          ['admin', 'add-partner', '--name', 'X', '--journal-dir', join(dir, 'j')],
+          {},
+          /--journal-dir is an option of serve/,
+        ],
       ];
       writeFileSync(join(dir, 'bad-plan.json'), JSON.stringify({ id: 'bad', operations: ['getEverything'] }));
       for (const [args, extra, message] of cases) {

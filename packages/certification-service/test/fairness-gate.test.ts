@@ -25,6 +25,7 @@ function counted(db: Database): { db: Database; statements: string[] } {
     db: {
       kind: db.kind,
       where: db.where,
+      exclusive: db.exclusive,
       ...wrap(db),
       queryUnflushed: (text, params) => {
         statements.push(text);

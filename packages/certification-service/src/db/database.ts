@@ -19,10 +19,17 @@ export interface Database extends Queryable {
   /** Where it is, with no password: the directory, or the URL's host, port and database. */
   readonly where: string;
   /**
-   * The embedded store's journal of answered calls (a directory beside its database files), which one
-   * process writes and the next replays; none for PostgreSQL, which instances share.
+   * The journal of answered calls, which one process writes and the next replays: the embedded store's
+   * is a directory beside its database files; PostgreSQL has one only when opened with `journalDir`
+   * (one instance serves it). None where instances share the database.
    */
   readonly journalDir?: string;
+  /**
+   * This process alone serves the database's runs (numbers their calls and plays their scenarios in
+   * memory): the embedded store (its directory is locked), or PostgreSQL opened with `journalDir` (its
+   * serving lock held exclusively).
+   */
+  readonly exclusive: boolean;
   /** Runs `work` in one transaction (committed when it resolves, rolled back when it throws). */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /**
@@ -79,6 +86,7 @@ export async function openEmbedded(dataDir: string): Promise<Database> {
     kind: 'embedded',
     where: dataDir,
     journalDir: join(dataDir, 'journal'),
+    exclusive: true,
     query: run,
     queryUnflushed: run,
     async transaction(work) {
@@ -247,8 +255,114 @@ function inUse(dataDir: string, lock: string, owner?: number): ServiceError {
   );
 }
 
+export interface PostgresOptions {
+  /** Connections of the main pool (default 10). */
+  max?: number;
+  /**
+   * One instance serves this database, and answers a call once it is written to a journal file in this
+   * directory (filled into the database in the background, replayed at start-up after a crash), as the
+   * embedded store does: its calls do not wait for PostgreSQL. The serving lock is taken exclusively:
+   * opening fails (`ERR_STORAGE_IN_USE`) while another instance serves the database, and any other
+   * serving instance is refused while this one does. The directory must outlive the process (a
+   * persistent volume): what it holds when the process dies is in no database yet. Default: none.
+   */
+  journalDir?: string;
+  /**
+   * Serving among instances that share the database: the serving lock is taken shared, so that an
+   * instance with a `journalDir` cannot start beside this one, nor this one beside it. Default false
+   * (admin commands and tools take no lock).
+   */
+  serving?: boolean;
+}
+
+/**
+ * The serving lock (a session-level advisory lock, its two keys): held shared by each instance that
+ * shares the database, exclusively by one with a journal file.
+ */
+const servingLock = [0x70637376, 1] as const;
+
+/**
+ * Holds the serving lock on a connection of its own for as long as the database is open. When that
+ * connection is lost (the server restarted, the network broke), the lock went with it: `held()` is false
+ * until it is taken again, tried every second (the database's statements are refused meanwhile).
+ */
+async function holdServingLock(
+  url: string,
+  where: string,
+  exclusive: boolean,
+): Promise<{ held: () => boolean; close: () => Promise<void> }> {
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let closed = false;
+  const take = async (): Promise<string | undefined> => {
+    const candidate = new pg.Client({
+      connectionString: url,
+      connectionTimeoutMillis: 10_000,
+      keepAlive: true,
+    });
+    const lost = () => {
+      if (client !== candidate) return;
+      client = undefined;
+      candidate.end().catch(() => {});
+      again();
+    };
+    candidate.on('error', lost);
+    candidate.on('end', lost);
+    await candidate.connect();
+    try {
+      const [row] = (
+        await candidate.query<{ taken: boolean; holder: string | null }>(
+          `SELECT ${exclusive ? 'pg_try_advisory_lock' : 'pg_try_advisory_lock_shared'}($1, $2) AS taken,
+             (SELECT mode FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2 AND granted
+              AND pid <> pg_backend_pid() LIMIT 1) AS holder`,
+          [...servingLock],
+        )
+      ).rows;
+      if (row?.taken) {
+        if (closed) await candidate.end().catch(() => {});
+        else client = candidate;
+        return undefined;
+      }
+      await candidate.end().catch(() => {});
+      return row?.holder === 'ExclusiveLock' ? 'one instance with a journal directory' : 'other instances';
+    } catch (error) {
+      await candidate.end().catch(() => {});
+      throw error;
+    }
+  };
+  const again = () => {
+    if (closed || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      take().then(
+        (refused) => refused && again(),
+        () => again(),
+      );
+    }, 1000);
+    retry.unref();
+  };
+  const refused = await take();
+  if (refused)
+    throw new ServiceError(
+      'ERR_STORAGE_IN_USE',
+      exclusive
+        ? `PostgreSQL at ${where} is served by ${refused}: an instance with a journal directory must be the only one. Stop the others first, or start this one without a journal directory, as they are.`
+        : `PostgreSQL at ${where} is served by ${refused}, which must be the only one. Stop it first, or give this instance the same journal directory in its place.`,
+    );
+  return {
+    held: () => client !== undefined,
+    close: async () => {
+      closed = true;
+      clearTimeout(retry);
+      const last = client;
+      client = undefined;
+      await last?.end().catch(() => {});
+    },
+  };
+}
+
 /** Connects to PostgreSQL by URL (`postgres://user:password@host:port/database`). */
-export async function openPostgres(url: string, options: { max?: number } = {}): Promise<Database> {
+export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Database> {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -291,14 +405,35 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
       `cannot reach PostgreSQL at ${where}: ${(error as Error).message}. Check DATABASE_URL and that the server accepts connections.`,
     );
   }
-  /** A connection-level failure becomes a StorageUnavailableError; a statement's own error stays as it is. */
+  const exclusive = options.journalDir !== undefined;
+  let lock: Awaited<ReturnType<typeof holdServingLock>> | undefined;
+  if (exclusive || options.serving)
+    try {
+      lock = await holdServingLock(url, where, exclusive);
+    } catch (error) {
+      await Promise.all([pool.end().catch(() => {}), unflushed.end().catch(() => {})]);
+      if (error instanceof ServiceError) throw error;
+      throw new ServiceError(
+        'ERR_STORAGE',
+        `cannot take the serving lock of PostgreSQL at ${where}: ${(error as Error).message}.`,
+      );
+    }
+  const lockLost = new Error('the connection holding its serving lock was lost; taking the lock again');
+  /**
+   * A connection-level failure becomes a StorageUnavailableError; a statement's own error stays as it
+   * is. Without its serving lock, nothing is sent: another instance may be serving meanwhile.
+   */
   const guard = <T>(work: () => Promise<T>): Promise<T> =>
-    work().catch((error: unknown) => {
-      throw unreachable(error) ? new StorageUnavailableError(where, error) : error;
-    });
+    lock && !lock.held()
+      ? Promise.reject(new StorageUnavailableError(where, lockLost))
+      : work().catch((error: unknown) => {
+          throw unreachable(error) ? new StorageUnavailableError(where, error) : error;
+        });
   return {
     kind: 'postgres',
     where,
+    ...(options.journalDir !== undefined && { journalDir: options.journalDir }),
+    exclusive,
     query: (text, params) =>
       guard(async () => (await pool.query(text, params ? [...params] : undefined)).rows),
     queryUnflushed: (text, params) =>
@@ -325,6 +460,7 @@ export async function openPostgres(url: string, options: { max?: number } = {}):
     },
     close: async () => {
       await Promise.all([pool.end(), unflushed.end()]);
+      await lock?.close();
     },
   };
 }
@@ -349,6 +485,13 @@ export function unreachable(error: unknown): boolean {
 export function openDatabase(options: {
   databaseUrl?: string | undefined;
   dataDir: string;
+  /** PostgreSQL only: see `PostgresOptions.journalDir` and `serving`. */
+  journalDir?: string | undefined;
+  serving?: boolean;
 }): Promise<Database> {
-  return options.databaseUrl ? openPostgres(options.databaseUrl) : openEmbedded(options.dataDir);
+  if (!options.databaseUrl) return openEmbedded(options.dataDir);
+  return openPostgres(options.databaseUrl, {
+    ...(options.journalDir !== undefined && { journalDir: options.journalDir }),
+    ...(options.serving && { serving: true }),
+  });
 }

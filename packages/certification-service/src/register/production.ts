@@ -55,7 +55,7 @@ export function startProduction(deps: {
     db: deps.db,
     secretsKey: deps.secretsKey,
     log: deps.log,
-    soleInstance: deps.db.kind === 'embedded',
+    soleInstance: deps.db.exclusive,
     ...(settings.webhookRetrySchedule && { schedule: settings.webhookRetrySchedule }),
     ...(settings.webhookLimits && { limits: settings.webhookLimits }),
     ...(settings.webhookPollMs !== undefined && { pollMs: settings.webhookPollMs }),

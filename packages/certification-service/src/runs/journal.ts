@@ -110,7 +110,7 @@ const maxBytes = 4 * 1024 * 1024;
 const dataError = (error: unknown) => /^2[23]/.test(String((error as { code?: unknown }).code ?? ''));
 
 export function runJournal(db: Database, options: JournalOptions = {}): RunJournal {
-  const exclusive = db.kind === 'embedded';
+  const exclusive = db.exclusive;
   const spooled =
     options.spoolDir !== undefined && exclusive ? spooledRecords(db, options.spoolDir, options) : undefined;
   /** Where this instance numbers: the last number given, by run. */
