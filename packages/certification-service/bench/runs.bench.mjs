@@ -18,8 +18,9 @@
 //     must be 0) and the time to judge a run. Target: p99 added under 5 ms with the runs starting
 //     together, on the median of the rounds.
 // BENCH_JOURNAL_FILE=0 turns the embedded store's journal file off, BENCH_LISTEN_BACKLOG sets the listen
-// backlog, BENCH_LISTEN_SOCKETS the handles listening on the port (to compare). BENCH_STORES=embedded measures PGlite only, BENCH_STORES=postgres PostgreSQL only (the local stages
-// are measured in the same run either way); BENCH_TRACE=1 prints the slowest call of each 500 ms of
+// backlog, BENCH_LISTEN_SOCKETS the handles listening on the port (to compare). BENCH_STORES takes a list of
+// stores (default embedded,postgres,postgres-journal): PGlite; PostgreSQL shared by instances; PostgreSQL
+// served by one instance with a journal directory (the local stages are measured in the same run either way); BENCH_TRACE=1 prints the slowest call of each 500 ms of
 // the first BENCH_TRACE_SECONDS (5), local stages against the service, and the service's accept queue; BENCH_STARTS=together|spread one start only; BENCH_PARTS=throughput|cost|latency one part only (or a list). Each latency
 // line also says how many statements the service sent per call (round trips to the database). The
 // journeys run in a process of their own (bench/load.mjs). PASS/FAIL lines compare with the targets.
@@ -121,10 +122,20 @@ function counted(db) {
   };
 }
 
-/** One service instance on a store (PGlite when `databaseUrl` is undefined). */
-async function openService(databaseUrl, maxRuns) {
+/**
+ * One service instance on a store (PGlite when `databaseUrl` is undefined), serving PostgreSQL alone
+ * with a journal directory when `journal`.
+ */
+async function openService(databaseUrl, maxRuns, journal = false) {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-bench-'));
-  const { db, counts } = counted(await openDatabase({ databaseUrl, dataDir: join(dir, 'data') }));
+  const { db, counts } = counted(
+    await openDatabase({
+      databaseUrl,
+      dataDir: join(dir, 'data'),
+      serving: true,
+      ...(journal && { journalDir: join(dir, 'journal') }),
+    }),
+  );
   const signingKey = await loadSigningKey({ dataDir: dir, warn: () => {} });
   const running = await startService({
     db,
@@ -226,15 +237,25 @@ async function openService(databaseUrl, maxRuns) {
   };
 }
 
+const storeNames = (process.env.BENCH_STORES ?? 'embedded,postgres,postgres-journal').split(',');
 const stores = [];
-if (process.env.BENCH_STORES === 'postgres') console.log('PGlite: skipped (BENCH_STORES=postgres)');
-else stores.push(['embedded (PGlite)', undefined]);
+const known = {
+  embedded: 'embedded (PGlite)',
+  postgres: 'PostgreSQL',
+  'postgres-journal': 'PostgreSQL, one instance with a journal',
+};
+for (const name of storeNames)
+  if (!known[name])
+    throw new Error(`BENCH_STORES takes ${Object.keys(known).join(', ')} (a list), not ${JSON.stringify(name)}`);
+if (storeNames.includes('embedded')) stores.push([known.embedded, undefined]);
 let postgres;
-if (process.env.BENCH_STORES === 'embedded') console.log('PostgreSQL: skipped (BENCH_STORES=embedded)');
-else if (postgresBin()) {
+const postgresStores = storeNames.filter((name) => name.startsWith('postgres'));
+if (postgresStores.length > 0 && postgresBin()) {
   postgres = await startPostgres({ durable: true });
-  stores.push(['PostgreSQL', 'postgres']);
-} else console.log('PostgreSQL: not installed (apt-get install postgresql); measured on PGlite only');
+  for (const name of postgresStores) stores.push([known[name], name]);
+} else if (postgresStores.length > 0)
+  console.log('PostgreSQL: not installed (apt-get install postgresql); measured on PGlite only');
+console.log(`stores: ${stores.map(([name]) => name).join('; ')} (BENCH_STORES=${storeNames.join(',')})`);
 let database = 0;
 /** A fresh database for each measure, so that none starts with another's rows. */
 const urlOf = async (store) => {
@@ -260,7 +281,7 @@ if (parts.includes('throughput')) {
   // Rounds alternate the local stage and the service on each store, each on a fresh run, so that the
   // machine's other work weighs on both alike; the ratio is of the medians.
   const services = [];
-  for (const [name, store] of stores) services.push([name, await openService(await urlOf(store), 100)]);
+  for (const [name, store] of stores) services.push([name, await openService(await urlOf(store), 100, store === 'postgres-journal')]);
   for (const inFlight of inFlights) {
     const input = { mode: 'throughput', seconds: throughputSeconds, inFlight };
     const measured = { local: [], ...Object.fromEntries(services.map(([name]) => [name, []])) };
@@ -454,7 +475,7 @@ if (parts.includes('cost')) {
   const count = Number(process.env.BENCH_COST_REQUESTS ?? 1500);
   const costRounds = Math.max(2, Number(process.env.BENCH_COST_ROUNDS ?? 4));
   const services = [];
-  for (const [name, store] of stores) services.push([name, await openService(await urlOf(store), 100)]);
+  for (const [name, store] of stores) services.push([name, await openService(await urlOf(store), 100, store === 'postgres-journal')]);
   const measure = async (runs, what) => {
     const elu = performance.eventLoopUtilization();
     const cpu = process.cpuUsage();
@@ -525,7 +546,7 @@ if (parts.includes('latency')) {
       );
       for (const [name, store] of stores) {
         const url = await urlOf(store);
-        const service = await openService(url, runs);
+        const service = await openService(url, runs, store === 'postgres-journal');
         const created = await service.create(runs);
         const before = { ...service.counts };
         const batchesBefore = await batches();
