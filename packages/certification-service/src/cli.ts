@@ -395,6 +395,22 @@ async function main(argv: string[]): Promise<void> {
           : `cannot serve the metrics: ${(error as Error).message}`,
       );
     });
+  // Before the start-up line: a supervisor may signal as soon as it reads it.
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    const line = `partner-certification-service: ${signal}: stopping (open runs continue on the next start)`;
+    if (logger) logger.info({ event: 'service.stopping', signal }, line);
+    else process.stderr.write(`${line}\n`);
+    void service
+      .close()
+      .then(() => metrics?.close())
+      .then(() => tracing?.shutdown().catch(() => {}))
+      .then(() => db.close())
+      .then(() => process.exit(0));
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => stop(signal));
   const storage = `${storeName(db)}; attestation key ${key.kid} from ${key.source}`;
   const human =
     `partner-certification-service ${tool.version} listening on ${service.url} (public URL ${service.publicUrl})\n` +
@@ -418,21 +434,6 @@ async function main(argv: string[]): Promise<void> {
     // The person who started it in a terminal still reads where it listens.
     if (process.stderr.isTTY) process.stderr.write(human);
   } else process.stderr.write(human);
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    const line = `partner-certification-service: ${signal}: stopping (open runs continue on the next start)`;
-    if (logger) logger.info({ event: 'service.stopping', signal }, line);
-    else process.stderr.write(`${line}\n`);
-    void service
-      .close()
-      .then(() => metrics?.close())
-      .then(() => tracing?.shutdown().catch(() => {}))
-      .then(() => db.close())
-      .then(() => process.exit(0));
-  };
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => stop(signal));
 }
 
 async function oidcOptions(values: {
