@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openPostgres } from '../src/index.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
-import { api, type CreatedRun, runToken } from './support/service.js';
+import { admin, api, bin, type CreatedRun, runCommand, runToken, startServe } from './support/service.js';
 
 // PostgreSQL served by one instance with a journal directory: its calls are answered once written to
 // the journal file, as on the embedded store, and the serving lock keeps every other serving instance
@@ -112,6 +112,38 @@ describe('the serving lock', () => {
       await terminator.end();
       await first.close();
     }
+  });
+});
+
+describe('serve --journal-dir', () => {
+  it('refuses a second serve (exit 3, saying why) while it runs, lets admin run beside it, and says where its journal is', {
+    timeout: 120_000,
+  }, async () => {
+    const env = { DATABASE_URL: await postgres.database('serve_journal') };
+    const journal = join(dir, 'serve-journal');
+    const service = await startServe({ cwd: dir, env, args: ['--journal-dir', journal] });
+    try {
+      // Its start-up line (JSON, as not on a terminal) names the journal directory.
+      expect(service.output()).toContain(`"journalDir":${JSON.stringify(journal)}`);
+      const second = await runCommand(process.execPath, [bin, 'serve', '--port', '0'], {
+        cwd: dir,
+        env: { ...env, SIGNING_KEY_FILE: '' },
+        timeoutMs: 60_000,
+      });
+      expect(second.code).toBe(3);
+      expect(second.stderr).toMatch(
+        /is served by one instance with a journal directory, which must be the only one/,
+      );
+      expect(second.stderr).not.toContain('postgres://');
+      const { apiKey } = await admin('add-partner', 'Beside Co', { cwd: dir, env });
+      expect((await api(service.url, apiKey, 'GET', '/api/runs')).status).toBe(200);
+    } finally {
+      expect(await service.stop()).toBe(0);
+    }
+    // Stopped: its lock is free, and an instance without a journal starts. Signalled as soon as its
+    // start-up line is read, it still stops cleanly (exit 0, not killed by the signal).
+    const shared = await startServe({ cwd: dir, env });
+    expect(await shared.stop()).toBe(0);
   });
 });
 
