@@ -246,7 +246,9 @@ const known = {
 };
 for (const name of storeNames)
   if (!known[name])
-    throw new Error(`BENCH_STORES takes ${Object.keys(known).join(', ')} (a list), not ${JSON.stringify(name)}`);
+    throw new Error(
+      `BENCH_STORES takes ${Object.keys(known).join(', ')} (a list), not ${JSON.stringify(name)}`,
+    );
 if (storeNames.includes('embedded')) stores.push([known.embedded, undefined]);
 let postgres;
 const postgresStores = storeNames.filter((name) => name.startsWith('postgres'));
@@ -281,7 +283,8 @@ if (parts.includes('throughput')) {
   // Rounds alternate the local stage and the service on each store, each on a fresh run, so that the
   // machine's other work weighs on both alike; the ratio is of the medians.
   const services = [];
-  for (const [name, store] of stores) services.push([name, await openService(await urlOf(store), 100, store === 'postgres-journal')]);
+  for (const [name, store] of stores)
+    services.push([name, await openService(await urlOf(store), 100, store === 'postgres-journal')]);
   for (const inFlight of inFlights) {
     const input = { mode: 'throughput', seconds: throughputSeconds, inFlight };
     const measured = { local: [], ...Object.fromEntries(services.map(([name]) => [name, []])) };
@@ -475,7 +478,8 @@ if (parts.includes('cost')) {
   const count = Number(process.env.BENCH_COST_REQUESTS ?? 1500);
   const costRounds = Math.max(2, Number(process.env.BENCH_COST_ROUNDS ?? 4));
   const services = [];
-  for (const [name, store] of stores) services.push([name, await openService(await urlOf(store), 100, store === 'postgres-journal')]);
+  for (const [name, store] of stores)
+    services.push([name, await openService(await urlOf(store), 100, store === 'postgres-journal')]);
   const measure = async (runs, what) => {
     const elu = performance.eventLoopUtilization();
     const cpu = process.cpuUsage();
