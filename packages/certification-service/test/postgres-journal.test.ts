@@ -44,6 +44,14 @@ describe('the serving lock', () => {
     expect(await refusal(openPostgres(url, { serving: true }))).toMatch(
       /^ERR_STORAGE_IN_USE: .*served by one instance with a journal directory, which must be the only one/,
     );
+    // The lock is the database's: another database of the same server is served apart, and what
+    // refuses an instance there is said of that database's holders only.
+    const other = await postgres.database('serving_lock_other');
+    const elsewhere = await openPostgres(other, { serving: true });
+    expect(await refusal(openPostgres(other, { journalDir: join(dir, 'c') }))).toMatch(
+      /^ERR_STORAGE_IN_USE: .*served by other instances/,
+    );
+    await elsewhere.close();
     // An admin command (no lock) works beside it.
     const admin = await openPostgres(url);
     expect(admin.exclusive).toBe(false);

@@ -311,10 +311,11 @@ async function holdServingLock(
     await candidate.connect();
     try {
       const [row] = (
-        await candidate.query<{ taken: boolean; holder: string | null }>(
+        await candidate.query<{ taken: boolean; alone: boolean | null }>(
           `SELECT ${exclusive ? 'pg_try_advisory_lock' : 'pg_try_advisory_lock_shared'}($1, $2) AS taken,
-             (SELECT mode FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2 AND granted
-              AND pid <> pg_backend_pid() LIMIT 1) AS holder`,
+             (SELECT bool_or(mode = 'ExclusiveLock') FROM pg_locks
+              WHERE locktype = 'advisory' AND classid = $1 AND objid = $2 AND granted AND pid <> pg_backend_pid()
+                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())) AS alone`,
           [...servingLock],
         )
       ).rows;
@@ -324,7 +325,7 @@ async function holdServingLock(
         return undefined;
       }
       await candidate.end().catch(() => {});
-      return row?.holder === 'ExclusiveLock' ? 'one instance with a journal directory' : 'other instances';
+      return row?.alone ? 'one instance with a journal directory' : 'other instances';
     } catch (error) {
       await candidate.end().catch(() => {});
       throw error;
