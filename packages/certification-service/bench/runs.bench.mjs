@@ -123,17 +123,18 @@ function counted(db) {
 }
 
 /**
- * One service instance on a store (PGlite when `databaseUrl` is undefined), serving PostgreSQL alone
- * with a journal directory when `journal`.
+ * One service instance on a store of `stores` (`undefined`: PGlite; `postgres`: a fresh PostgreSQL
+ * database; `postgres-journal`: the same, served by this instance alone with a journal directory).
  */
-async function openService(databaseUrl, maxRuns, journal = false) {
+async function openService(store, maxRuns) {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-bench-'));
+  const databaseUrl = await urlOf(store);
   const { db, counts } = counted(
     await openDatabase({
       databaseUrl,
       dataDir: join(dir, 'data'),
       serving: true,
-      ...(journal && { journalDir: join(dir, 'journal') }),
+      ...(store === 'postgres-journal' && { journalDir: join(dir, 'journal') }),
     }),
   );
   const signingKey = await loadSigningKey({ dataDir: dir, warn: () => {} });
@@ -158,6 +159,8 @@ async function openService(databaseUrl, maxRuns, journal = false) {
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
   return {
     counts,
+    /** The PostgreSQL database it serves (undefined on PGlite). */
+    databaseUrl,
     /** Handles listening on the port (see `listenSockets`). */
     sockets: running.listeningSockets,
     port: Number(new URL(running.url).port),
@@ -283,8 +286,7 @@ if (parts.includes('throughput')) {
   // Rounds alternate the local stage and the service on each store, each on a fresh run, so that the
   // machine's other work weighs on both alike; the ratio is of the medians.
   const services = [];
-  for (const [name, store] of stores)
-    services.push([name, await openService(await urlOf(store), 100, store === 'postgres-journal')]);
+  for (const [name, store] of stores) services.push([name, await openService(store, 100)]);
   for (const inFlight of inFlights) {
     const input = { mode: 'throughput', seconds: throughputSeconds, inFlight };
     const measured = { local: [], ...Object.fromEntries(services.map(([name]) => [name, []])) };
@@ -478,8 +480,7 @@ if (parts.includes('cost')) {
   const count = Number(process.env.BENCH_COST_REQUESTS ?? 1500);
   const costRounds = Math.max(2, Number(process.env.BENCH_COST_ROUNDS ?? 4));
   const services = [];
-  for (const [name, store] of stores)
-    services.push([name, await openService(await urlOf(store), 100, store === 'postgres-journal')]);
+  for (const [name, store] of stores) services.push([name, await openService(store, 100)]);
   const measure = async (runs, what) => {
     const elu = performance.eventLoopUtilization();
     const cpu = process.cpuUsage();
@@ -549,12 +550,11 @@ if (parts.includes('latency')) {
         `latency, ${runs} runs × ${rate} calls/s starting ${start}${of}: local stages ${baseline.calls} calls, p50 ${ms(baseline.p50)}, p99 ${ms(baseline.p99)}; ${baseline.tokens} token requests, p50 ${ms(baseline.tokenP50)}, p99 ${ms(baseline.tokenP99)} (not 200: ${JSON.stringify(baseline.statuses)})`,
       );
       for (const [name, store] of stores) {
-        const url = await urlOf(store);
-        const service = await openService(url, runs, store === 'postgres-journal');
+        const service = await openService(store, runs);
         const created = await service.create(runs);
         const before = { ...service.counts };
         const batchesBefore = await batches();
-        const activity = tracing && url ? sampleActivity(url) : undefined;
+        const activity = tracing && service.databaseUrl ? sampleActivity(service.databaseUrl) : undefined;
         const acceptQueue =
           tracing && process.platform === 'linux' ? sampleAcceptQueue(service.port) : undefined;
         const accepts = tracing ? service.acceptsByTurn(traceSeconds * 1000 + 1000) : undefined;

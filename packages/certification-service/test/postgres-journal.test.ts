@@ -23,14 +23,15 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** An error as `CODE: message`, to match both at once. */
+const described = (error: { code?: string; message: string }) => `${error.code}: ${error.message}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 const refusal = (opening: Promise<Database>) =>
-  opening.then(
-    async (db) => {
-      await db.close();
-      return 'opened';
-    },
-    (error: { code?: string; message: string }) => `${error.code}: ${error.message}`,
-  );
+  opening.then(async (db) => {
+    await db.close();
+    return 'opened';
+  }, described);
 
 describe('the serving lock', () => {
   it('keeps a second instance out while one serves with a journal, and one with a journal out while others serve; admin needs none', async () => {
@@ -93,16 +94,13 @@ describe('the serving lock', () => {
       // The driver learns it from the server a moment later.
       let lost = 'answered';
       for (let i = 0; i < 50 && lost === 'answered'; i += 1) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        lost = await first.query('SELECT 1').then(
-          () => 'answered',
-          (error: { code?: string; message: string }) => `${error.code}: ${error.message}`,
-        );
+        await sleep(20);
+        lost = await first.query('SELECT 1').then(() => 'answered', described);
       }
       expect(lost).toMatch(/^ERR_STORAGE_UNAVAILABLE: .*serving lock was lost/);
       // Another instance takes the free lock first: the first stays refused, however long it retries.
       const second = await openPostgres(url, { journalDir: join(dir, 'second') });
-      await new Promise((resolve) => setTimeout(resolve, 2500));
+      await sleep(2500);
       await expect(first.query('SELECT 1')).rejects.toMatchObject({ code: 'ERR_STORAGE_UNAVAILABLE' });
       expect(await second.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
       await second.close();
@@ -112,7 +110,7 @@ describe('the serving lock', () => {
       while (Date.now() < deadline) {
         answer = await first.query('SELECT 1 AS one').catch(() => undefined);
         if (answer) break;
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        await sleep(200);
       }
       expect(answer).toEqual([{ one: 1 }]);
       expect(await lockHolders()).toHaveLength(1);
@@ -229,7 +227,7 @@ describe('one instance with a journal directory, PostgreSQL stopped', () => {
     while (Date.now() < deadline) {
       finished = await api(url, mine.apiKey, 'POST', `/api/runs/${mine.run.id}/finish`, {});
       if (finished.status === 200) break;
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await sleep(500);
     }
     expect(finished?.status).toBe(200);
     const session = (await api(url, mine.apiKey, 'GET', `/api/runs/${mine.run.id}/session`)).json();
