@@ -149,6 +149,85 @@ describe('the journal file of the embedded store', () => {
     expect((await stored(svc.db, id)).seqs).toEqual([1, 2, 3]);
   });
 
+  it('keeps its statements full: calls written while one runs wait for the next drain, unless they fill a statement', async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    for (const [during, goesOn] of [
+      [2, false],
+      [4, true],
+    ] as const) {
+      const id = await newRun();
+      // Each statement waits for `opened` to be called, and is counted.
+      let statements = 0;
+      let opened: (() => void) | undefined;
+      const gated: Database = Object.assign(Object.create(svc.db) as Database, {
+        query: (async (text: string, params?: unknown[]) => {
+          statements += 1;
+          await new Promise<void>((resolve) => {
+            opened = resolve;
+          });
+          return svc.db.query(text, params);
+        }) as Database['query'],
+      });
+      const journal = runJournal(gated, { spoolDir: spoolDir(), drainMs: 400, drainItems: 4 });
+      journal.track(id, hour());
+      await journal.record(id, 1, exchange(1));
+      for (let wait = 0; wait < 100 && statements === 0; wait += 1) await sleep(20);
+      expect(statements).toBe(1);
+      // Written while the first statement runs: fewer than a statement holds, or a full one.
+      for (let seq = 2; seq <= 1 + during; seq += 1) await journal.record(id, seq, exchange(seq));
+      opened!();
+      for (let wait = 0; wait < 10 && statements < 2; wait += 1) await sleep(10);
+      if (goesOn) {
+        // A statement's worth goes on at once, in the same drain.
+        expect(statements).toBe(2);
+        opened!();
+        for (let wait = 0; wait < 50 && (await stored(svc.db, id)).recorded < 5; wait += 1) await sleep(10);
+        expect((await stored(svc.db, id)).seqs).toEqual([1, 2, 3, 4, 5]);
+      } else {
+        // Two calls wait for the next drain, 400 ms later: one statement so far.
+        expect(statements).toBe(1);
+        expect((await stored(svc.db, id)).seqs).toEqual([1]);
+        for (let wait = 0; wait < 100 && statements < 2; wait += 1) await sleep(10);
+        expect(statements).toBe(2);
+        opened!();
+        for (let wait = 0; wait < 50 && (await stored(svc.db, id)).recorded < 3; wait += 1) await sleep(10);
+        expect((await stored(svc.db, id)).seqs).toEqual([1, 2, 3]);
+      }
+      const closing = journal.close();
+      opened!();
+      await closing;
+    }
+  });
+
+  it("settles a run while other runs' calls keep coming, however few each statement leaves behind", async () => {
+    const [judged, busy] = [await newRun(), await newRun()];
+    let journal: ReturnType<typeof runJournal> | undefined;
+    // While each of the first statements runs, two more calls of the busy run are written: fewer
+    // than a statement holds, left behind each time.
+    let statements = 0;
+    let next = 0;
+    const busyDb: Database = Object.assign(Object.create(svc.db) as Database, {
+      query: (async (text: string, params?: unknown[]) => {
+        statements += 1;
+        if (statements <= 4)
+          for (let index = 0; index < 2; index += 1) {
+            next += 1;
+            await journal!.record(busy, next, exchange(next));
+          }
+        return svc.db.query(text, params);
+      }) as Database['query'],
+    });
+    journal = runJournal(busyDb, { spoolDir: spoolDir(), drainMs: 3_600_000, drainItems: 4 });
+    journal.track(judged, hour());
+    journal.track(busy, hour());
+    for (let seq = 1; seq <= 3; seq += 1) await journal.record(judged, seq, exchange(seq));
+    // Settling drains until nothing is left, rather than giving up after a few drains.
+    await journal.settle(judged);
+    expect((await stored(svc.db, judged)).seqs).toEqual([1, 2, 3]);
+    expect((await stored(svc.db, busy)).seqs).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    await journal.close();
+  });
+
   it('keeps what a failed statement carried (file and memory) and commits it once the database answers again, with nothing twice', async () => {
     const id = await newRun();
     let failing = 0;
@@ -300,6 +379,59 @@ describe('tokens through the journal file', () => {
     // The database's own numbering counts what it holds (nothing yet: the file's token is not drained).
     expect(await issued).toBe(1);
     await spooled.close();
+  });
+
+  it('stores each exchange as written, whatever text it holds, many to a statement; refuses one not on one line', async () => {
+    const id = await newRun();
+    const dir = spoolDir();
+    // The statements it sends, counted.
+    let statements = 0;
+    const counted: Database = Object.assign(Object.create(svc.db) as Database, {
+      query: ((text: string, params?: unknown[]) => {
+        statements += 1;
+        return svc.db.query(text, params);
+      }) as Database['query'],
+    });
+    const journal = runJournal(counted, { spoolDir: dir, drainMs: 3_600_000 });
+    journal.track(id, hour());
+    // What a line of several exchanges, or an array parameter, could get wrong: quotes, backslashes,
+    // braces, commas, a line break and a tab escaped in JSON, text beyond ASCII, an empty string.
+    const texts = [
+      'a "quoted", {braced} \\ text',
+      'line\nbreak\ttab',
+      'é ✓ 😀',
+      '',
+      ',',
+      '}',
+      '{"a":[1,2]}',
+      'NULL',
+    ];
+    const written = Array.from({ length: 70 }, (_, index) =>
+      JSON.stringify({
+        seq: index + 1,
+        body: texts[index % texts.length],
+        list: [texts[(index + 1) % texts.length]],
+      }),
+    );
+    for (const [index, text] of written.entries())
+      expect(await journal.record(id, index + 1, text)).toBe(true);
+    // More than one statement's worth (64 by default): two statements, none refused and sent again
+    // item by item (which a statement that misread its text would be, for its data).
+    await journal.settle(id);
+    expect(statements).toBe(2);
+    const rows = await svc.db.query<{ exchange: unknown }>(
+      'SELECT exchange FROM exchanges WHERE run_id = $1 ORDER BY seq',
+      [id],
+    );
+    expect(rows.map((row) => row.exchange)).toEqual(written.map((text) => JSON.parse(text)));
+    // A line break would split the journal file's line and the statement's text: refused, never written.
+    const other = await newRun();
+    journal.track(other, hour());
+    await expect(journal.record(other, 1, '{"seq":\n1}')).rejects.toThrow(/not JSON on one line/);
+    expect(await journal.record(other, 2, exchange(2))).toBe(true);
+    expect(lines(dir).map((entry) => entry.kind === undefined && entry.seq)).toEqual([2]);
+    await journal.close();
+    expect((await stored(svc.db, other)).seqs).toEqual([2]);
   });
 
   it("a run's stage finds a token still in the file, which the database does not hold yet (control: a journal without it)", async () => {

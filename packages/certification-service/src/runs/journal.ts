@@ -91,7 +91,10 @@ export interface JournalOptions {
   spoolDir?: string;
   /** How long the first call written waits for others before they go to the database together (ms). */
   drainMs?: number;
-  /** Items per statement filling the database from the journal file (each statement holds this thread). */
+  /**
+   * Items per statement filling the database from the journal file (default 64): larger statements cost
+   * the database less per item, and each holds it for its length (a few milliseconds at 64).
+   */
   drainItems?: number;
   /** Calls written and not yet in the database past which calls are refused 503 (the database is stuck). */
   maxPending?: number;
@@ -264,9 +267,13 @@ export function runJournal(db: Database, options: JournalOptions = {}): RunJourn
       return seq;
     },
     record: (runId, seq, exchange, scenarioState) =>
-      spooled
-        ? spooled.write({ runId, seq, exchange, scenarioState })
-        : record({ runId, seq, exchange, scenarioState }),
+      // An exchange is JSON on one line (as `JSON.stringify` writes it): the journal file holds one a
+      // line, and a statement takes a batch's exchanges as one text, a line each (`exchangesText`).
+      exchange.includes('\n')
+        ? Promise.reject(new Error(`run ${runId}: exchange ${seq} is not JSON on one line`))
+        : spooled
+          ? spooled.write({ runId, seq, exchange, scenarioState })
+          : record({ runId, seq, exchange, scenarioState }),
     async issue(runId, sha256, token, recorded) {
       if (!spooled) return issue({ runId, sha256, token });
       const number = Math.max(tokenNumbers.get(runId) ?? 0, recorded) + 1;
@@ -302,7 +309,7 @@ export function runJournal(db: Database, options: JournalOptions = {}): RunJourn
  */
 function spooledRecords(db: Database, dir: string, options: JournalOptions) {
   const drainMs = options.drainMs ?? 200;
-  const drainItems = options.drainItems ?? 16;
+  const drainItems = options.drainItems ?? 64;
   const maxPending = options.maxPending ?? 50_000;
   const maxDeferMs = options.maxDeferMs ?? 10_000;
   const busyThreshold = 0.7;
@@ -347,8 +354,13 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
     }, delay);
   };
 
-  /** Commits everything written so far; on a failure, keeps it (file and memory) and tries again later. */
-  function drain(): Promise<void> {
+  /**
+   * Commits what is written; on a failure, keeps it (file and memory) and tries again later. What is
+   * written while it stores goes on in the same drain only when it fills a statement (or with `all`):
+   * less waits for the next drain, `drainMs` later, so that statements stay full rather than following
+   * the calls a few at a time (each costs the database's thread a statement, and a segment of the file).
+   */
+  function drain(all = false): Promise<void> {
     if (draining) return draining;
     if (pending.length === 0) return Promise.resolve();
     const running = (async () => {
@@ -375,6 +387,7 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
           }
           await release();
           failures = 0;
+          if (!all && pending.length < drainItems) break;
           if (pending.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
         }
       } catch (error) {
@@ -489,7 +502,7 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
   async function flush(): Promise<void> {
     for (let attempt = 0; pending.length > 0 || draining; attempt += 1) {
       if (draining) await draining;
-      else await drain();
+      else await drain(true);
       if (pending.length > 0 && attempt >= 3)
         throw new StorageUnavailableError(db.where, new Error('answered calls could not be recorded'));
     }
@@ -658,7 +671,7 @@ async function storeExchanges(
          kept AS (
            INSERT INTO exchanges (run_id, seq, exchange)
            SELECT i.run_id, i.seq, i.exchange
-           FROM unnest($3::text[], $4::int[], $5::int[], $6::jsonb[]) AS i(run_id, seq, rank, exchange)
+           FROM unnest($3::text[], $4::int[], $5::int[], string_to_array($6::text, chr(10))::jsonb[]) AS i(run_id, seq, rank, exchange)
            JOIN open o ON o.id = i.run_id
            WHERE o.recorded + i.rank <= o.max_exchanges)${
              issued.length === 0
@@ -679,7 +692,7 @@ async function storeExchanges(
       items.map((item) => item.runId),
       items.map((item) => item.seq),
       ranks,
-      items.map((item) => item.exchange),
+      exchangesText(items),
       ids.map((id) => highest.get(id) ?? null),
       ids.map((id) => states.get(id) ?? null),
       ids.map((id) => tokens.get(id) ?? null),
@@ -696,6 +709,15 @@ async function storeExchanges(
   );
   return new Set(rows.map((row) => row.id));
 }
+
+/**
+ * The exchanges of a statement as one text, a line each, which PostgreSQL splits (`string_to_array`):
+ * it costs the embedded database's thread less than an array parameter, whose every element is quoted
+ * and escaped on the way in, then unquoted. An exchange never holds a line break (`record` refuses one;
+ * the journal file's lines are split at them).
+ */
+const exchangesText = (items: readonly ExchangeEntry[]): string =>
+  items.map((item) => item.exchange).join('\n');
 
 /**
  * Each item's rank among its run's items in a batch (1, 2, … in arrival order), and each run's count of
