@@ -11,7 +11,8 @@
 //   open loop: a slow answer does not delay the next call, so queueing is measured, not hidden);
 //   latency is counted from the time the call was meant to be sent. `start` "together" starts every
 //   run at the same instant; "spread" starts them evenly over `spreadMs` (one short token lifetime).
-//   Output: per run {api: [ms], token: [ms], answered, statuses}; with `trace`, also `traced`: each
+//   Output: per run {api: [ms], quiet: [ms], token: [ms], answered, statuses} (`quiet`: the latencies
+//   of the calls that no token request of any run overlapped); with `trace`, also `traced`: each
 //   call's [intended time in ms from the start, latency in ms, status].
 // Both modes take a token first, renew it a second before it expires (as a client library would) and
 // at once when a call is answered 401 (the plan's revocation) with the token still in use (a 401 for a
@@ -46,6 +47,13 @@ const tokenForm = (env) =>
   }).toString();
 const formHeaders = { 'content-type': 'application/x-www-form-urlencoded' };
 
+/**
+ * Token requests of every run of this process: how many were sent, and how many await their answer (a
+ * call with none in flight from its intended time to its answer shared the server with no token
+ * request: see `quiet` in the open loop).
+ */
+const tokenRequests = { sent: 0, inFlight: 0 };
+
 /** A run's tokens: fetched once at a time, renewed a second before expiry or once refused. */
 function tokens(env, onToken) {
   const form = tokenForm(env);
@@ -53,7 +61,15 @@ function tokens(env, onToken) {
   let pending;
   async function fetchToken(intended) {
     for (let attempt = 0; attempt < 20; attempt += 1) {
-      const answer = await request(env.tokenUrl, { method: 'POST', headers: formHeaders, body: form });
+      tokenRequests.sent += 1;
+      tokenRequests.inFlight += 1;
+      const answer = await request(env.tokenUrl, {
+        method: 'POST',
+        headers: formHeaders,
+        body: form,
+      }).finally(() => {
+        tokenRequests.inFlight -= 1;
+      });
       onToken(performance.now() - intended, answer.status);
       if (answer.status === 200) {
         const token = JSON.parse(answer.body);
@@ -161,6 +177,8 @@ async function sequence(env, { what, count: total }) {
 /** Every run at `rate` calls per second, open loop, from `startAt` (+ its offset when spread). */
 function openLoop(env, { seconds, rate, startAt, t0, trace }) {
   const api = [];
+  /** The latencies of the calls that no token request (of any run) overlapped. */
+  const quiet = [];
   /** With `trace`: each call's intended time (ms from the start), its latency and its status. */
   const traced = [];
   const token = [];
@@ -178,12 +196,15 @@ function openLoop(env, { seconds, rate, startAt, t0, trace }) {
     calls.push(
       new Promise((resolve) => setTimeout(() => resolve(), Math.max(0, intended - performance.now()))).then(
         async () => {
+          const tokensBefore = tokenRequests.inFlight === 0 ? tokenRequests.sent : undefined;
           try {
             const current = await run.get(intended);
             const answer = await request(`${env.baseUrl}/v3/partner/${current.partnerId}/loans?limit=5`, {
               headers: { authorization: `Bearer ${current.value}` },
             });
             api.push(performance.now() - intended);
+            if (tokensBefore === tokenRequests.sent && tokenRequests.inFlight === 0)
+              quiet.push(performance.now() - intended);
             if (trace)
               traced.push([
                 Math.round(intended - t0),
@@ -200,7 +221,14 @@ function openLoop(env, { seconds, rate, startAt, t0, trace }) {
       ),
     );
   }
-  return Promise.all(calls).then(() => ({ api, token, answered, statuses, ...(trace && { traced }) }));
+  return Promise.all(calls).then(() => ({
+    api,
+    quiet,
+    token,
+    answered,
+    statuses,
+    ...(trace && { traced }),
+  }));
 }
 
 const input = JSON.parse(await text(process.stdin));
