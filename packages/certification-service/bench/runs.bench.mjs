@@ -499,7 +499,7 @@ function sampleActivity(url) {
 
 function summary(all) {
   const api = all.flatMap((item) => item.api).sort((a, b) => a - b);
-  const quiet = all.flatMap((item) => item.quiet ?? []).sort((a, b) => a - b);
+  const quiet = all.flatMap((item) => item.quiet).sort((a, b) => a - b);
   const token = all.flatMap((item) => item.token).sort((a, b) => a - b);
   const statuses = {};
   for (const item of all)

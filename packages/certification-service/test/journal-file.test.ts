@@ -41,6 +41,9 @@ const stored = async (db: Database, id: string) => {
   return { recorded: run!.recorded, seq: run!.seq, seqs: rows.map((row) => row.seq) };
 };
 const spoolDir = () => mkdtempSync(join(tmpdir(), 'pcs-journal-'));
+/** The test's database with `query` in place of its own (to count, hold or interleave statements). */
+const withQuery = (query: (text: string, params?: unknown[]) => Promise<unknown[]>): Database =>
+  Object.assign(Object.create(svc.db) as Database, { query: query as Database['query'] });
 const lines = (dir: string) =>
   readdirSync(dir)
     .sort()
@@ -159,14 +162,12 @@ describe('the journal file of the embedded store', () => {
       // Each statement waits for `opened` to be called, and is counted.
       let statements = 0;
       let opened: (() => void) | undefined;
-      const gated: Database = Object.assign(Object.create(svc.db) as Database, {
-        query: (async (text: string, params?: unknown[]) => {
-          statements += 1;
-          await new Promise<void>((resolve) => {
-            opened = resolve;
-          });
-          return svc.db.query(text, params);
-        }) as Database['query'],
+      const gated = withQuery(async (text, params) => {
+        statements += 1;
+        await new Promise<void>((resolve) => {
+          opened = resolve;
+        });
+        return svc.db.query(text, params);
       });
       const journal = runJournal(gated, { spoolDir: spoolDir(), drainMs: 400, drainItems: 4 });
       journal.track(id, hour());
@@ -206,16 +207,14 @@ describe('the journal file of the embedded store', () => {
     // than a statement holds, left behind each time.
     let statements = 0;
     let next = 0;
-    const busyDb: Database = Object.assign(Object.create(svc.db) as Database, {
-      query: (async (text: string, params?: unknown[]) => {
-        statements += 1;
-        if (statements <= 4)
-          for (let index = 0; index < 2; index += 1) {
-            next += 1;
-            await journal!.record(busy, next, exchange(next));
-          }
-        return svc.db.query(text, params);
-      }) as Database['query'],
+    const busyDb = withQuery(async (text, params) => {
+      statements += 1;
+      if (statements <= 4)
+        for (let index = 0; index < 2; index += 1) {
+          next += 1;
+          await journal!.record(busy, next, exchange(next));
+        }
+      return svc.db.query(text, params);
     });
     journal = runJournal(busyDb, { spoolDir: spoolDir(), drainMs: 3_600_000, drainItems: 4 });
     journal.track(judged, hour());
@@ -386,11 +385,9 @@ describe('tokens through the journal file', () => {
     const dir = spoolDir();
     // The statements it sends, counted.
     let statements = 0;
-    const counted: Database = Object.assign(Object.create(svc.db) as Database, {
-      query: ((text: string, params?: unknown[]) => {
-        statements += 1;
-        return svc.db.query(text, params);
-      }) as Database['query'],
+    const counted = withQuery((text, params) => {
+      statements += 1;
+      return svc.db.query(text, params);
     });
     const journal = runJournal(counted, { spoolDir: dir, drainMs: 3_600_000 });
     journal.track(id, hour());
