@@ -100,6 +100,12 @@ describe('the journal file of the embedded store', () => {
     await journal.record(id, 1, exchange(1));
     await journal.record('run_gone', 1, exchange(1));
     await journal.record(id, 2, exchange(2));
+    // The journal opens its next segment ahead, on libuv's pool: a process killed now would have left
+    // it too. Replaying before it exists would leave it to appear after the replay, which a new
+    // process (the old one dead) never sees.
+    for (let wait = 0; wait < 200 && readdirSync(dir).length < 2; wait += 1)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(readdirSync(dir)).toHaveLength(2);
     const logged: string[] = [];
     expect(await replayJournal(svc.db, dir, (line) => logged.push(line))).toBe(2);
     expect((await stored(svc.db, id)).seqs).toEqual([1, 2]);

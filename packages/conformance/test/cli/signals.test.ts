@@ -57,6 +57,12 @@ async function runUntilSignalled(signals: NodeJS.Signals[]) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   const runaway = Number(await readFile(join(dir, 'runaway.pid'), 'utf8'));
+  // The shell writes the pid as soon as it has forked: the child has left the group (setsid) only once
+  // it runs `sleep 300` (setsid execs it after leaving). On a busy machine that can take a while.
+  const running = () => readFile(`/proc/${runaway}/cmdline`, 'utf8').catch(() => '');
+  for (let i = 0; i < 100 && (await running()) !== 'sleep\u0000300\u0000'; i++)
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(await running()).toBe('sleep\u0000300\u0000');
   expect(alive(runaway)).toBe(true);
   for (const signal of signals) {
     child.kill(signal);
