@@ -50,6 +50,17 @@ const lines = (dir: string) =>
     .flatMap((name) => parseSpool(readFileSync(join(dir, name), 'utf8')));
 const hour = () => Date.now() + 3_600_000;
 
+/**
+ * Waits until `dir` holds what a process killed now would leave: its segment and the next one, which
+ * the journal opens ahead on libuv's pool. Replaying before that one exists would leave it to appear
+ * after the replay, which a new process (the old one dead) never sees.
+ */
+async function asLeftByAKill(dir: string): Promise<void> {
+  for (let wait = 0; wait < 200 && readdirSync(dir).length < 2; wait += 1)
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(readdirSync(dir)).toHaveLength(2);
+}
+
 describe('the journal file of the embedded store', () => {
   it('answers a call once it is written to the file, before the database has it; a restart replays it once', async () => {
     const id = await newRun();
@@ -65,6 +76,7 @@ describe('the journal file of the embedded store', () => {
       [1, 2, 3, 4, 5].map((seq) => [id, seq]),
     );
     // The next start replays it: every call, counted once, the run's number after the highest.
+    await asLeftByAKill(dir);
     expect(await replayJournal(svc.db, dir)).toBe(5);
     expect(await stored(svc.db, id)).toEqual({ recorded: 5, seq: 5, seqs: [1, 2, 3, 4, 5] });
     expect(readdirSync(dir)).toEqual([]);
@@ -100,12 +112,7 @@ describe('the journal file of the embedded store', () => {
     await journal.record(id, 1, exchange(1));
     await journal.record('run_gone', 1, exchange(1));
     await journal.record(id, 2, exchange(2));
-    // The journal opens its next segment ahead, on libuv's pool: a process killed now would have left
-    // it too. Replaying before it exists would leave it to appear after the replay, which a new
-    // process (the old one dead) never sees.
-    for (let wait = 0; wait < 200 && readdirSync(dir).length < 2; wait += 1)
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(readdirSync(dir)).toHaveLength(2);
+    await asLeftByAKill(dir);
     const logged: string[] = [];
     expect(await replayJournal(svc.db, dir, (line) => logged.push(line))).toBe(2);
     expect((await stored(svc.db, id)).seqs).toEqual([1, 2]);
