@@ -165,6 +165,83 @@ describe('the journal file of the embedded store', () => {
     expect((await stored(svc.db, id)).seqs).toEqual([1, 2, 3]);
   });
 
+  it('starts a drain in a pause between calls, not in a burst of them, and waits drainMs for a pause at most', async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    /** Writes a call every 5 ms for `ms`: the times each was written. */
+    const burst = async (journal: ReturnType<typeof runJournal>, id: string, ms: number, from = 1) => {
+      const written: number[] = [];
+      const until = performance.now() + ms;
+      for (let seq = from; performance.now() < until; seq += 1) {
+        expect(await journal.record(id, seq, exchange(seq))).toBe(true);
+        written.push(performance.now());
+        await sleep(5);
+      }
+      return written;
+    };
+    // When each statement started.
+    let started: number[] = [];
+    const timed = withQuery(async (text, params) => {
+      started.push(performance.now());
+      return svc.db.query(text, params);
+    });
+
+    // A burst that outlasts the first drain's time (400 ms): the drain starts after it, in the pause.
+    const first = await newRun();
+    let journal = runJournal(timed, { spoolDir: spoolDir(), drainMs: 400, quietMs: 200 });
+    journal.track(first, hour());
+    let written = await burst(journal, first, 550);
+    for (let wait = 0; wait < 200 && started.length === 0; wait += 1) await sleep(10);
+    expect(started.length).toBeGreaterThan(0);
+    expect(started[0]).toBeGreaterThan(written.at(-1)!);
+    for (let wait = 0; wait < 100 && (await stored(svc.db, first)).recorded < written.length; wait += 1)
+      await sleep(20);
+    expect((await stored(svc.db, first)).recorded).toBe(written.length);
+    await journal.close();
+
+    // Calls that never pause: the drain waits 300 ms (drainMs) for a pause, then starts in the burst.
+    started = [];
+    const second = await newRun();
+    journal = runJournal(timed, { spoolDir: spoolDir(), drainMs: 300, quietMs: 200 });
+    journal.track(second, hour());
+    written = await burst(journal, second, 1500);
+    expect(started.length).toBeGreaterThan(0);
+    expect(started[0]).toBeLessThan(written.at(-1)!);
+    await journal.close();
+    expect((await stored(svc.db, second)).recorded).toBe(written.length);
+
+    // A statement's worth written while one runs goes on in the same drain once the calls pause, not
+    // in the middle of their burst.
+    started = [];
+    const third = await newRun();
+    let opened: (() => void) | undefined;
+    const gated = withQuery(async (text, params) => {
+      started.push(performance.now());
+      await new Promise<void>((resolve) => {
+        opened = resolve;
+      });
+      return svc.db.query(text, params);
+    });
+    journal = runJournal(gated, { spoolDir: spoolDir(), drainMs: 50, drainItems: 4, quietMs: 200 });
+    journal.track(third, hour());
+    expect(await journal.record(third, 1, exchange(1))).toBe(true);
+    for (let wait = 0; wait < 100 && started.length === 0; wait += 1) await sleep(10);
+    expect(started).toHaveLength(1);
+    for (let seq = 2; seq <= 5; seq += 1) expect(await journal.record(third, seq, exchange(seq))).toBe(true);
+    opened!();
+    written = await burst(journal, third, 150, 6);
+    for (let wait = 0; wait < 100 && started.length < 2; wait += 1) await sleep(10);
+    expect(started).toHaveLength(2);
+    expect(started[1]).toBeGreaterThan(written.at(-1)!);
+    const closing = journal.close();
+    for (let wait = 0; wait < 200 && (await stored(svc.db, third)).recorded < 5 + written.length; wait += 1) {
+      opened?.();
+      await sleep(10);
+    }
+    opened?.();
+    await closing;
+    expect((await stored(svc.db, third)).recorded).toBe(5 + written.length);
+  });
+
   it('keeps its statements full: calls written while one runs wait for the next drain, unless they fill a statement', async () => {
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     for (const [during, goesOn] of [

@@ -100,6 +100,12 @@ export interface JournalOptions {
   maxPending?: number;
   /** How long written calls may wait for the database while requests keep the thread busy (ms). */
   maxDeferMs?: number;
+  /**
+   * A drain starts once no call has been written for this long (ms, default 5): after a burst of calls
+   * rather than during it, when the database's thread would take a core from the answers. It waits for
+   * such a pause `drainMs` at most, then starts anyway.
+   */
+  quietMs?: number;
   log?: (line: string) => void;
 }
 
@@ -304,6 +310,9 @@ export function runJournal(db: Database, options: JournalOptions = {}): RunJourn
  * written to the file (write(2), a few microseconds) and answered, and the calls written meanwhile go
  * to the database together `drainMs` later, off every answer's path, in statements of `drainItems`
  * with a turn of the event loop between them (an embedded database's statement holds this thread).
+ * A drain starts in a pause between calls (`quietMs` without one written), when there is one within
+ * `drainMs`: on a machine of few cores the database's thread would otherwise take one from a burst's
+ * answers (runs started together renew their tokens together, and their calls arrive together).
  * Whether a run may still record is known here (`track`, `settle`) rather than read under its row's
  * lock: this process is the only one that ends runs.
  */
@@ -312,6 +321,7 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
   const drainItems = options.drainItems ?? 64;
   const maxPending = options.maxPending ?? 50_000;
   const maxDeferMs = options.maxDeferMs ?? 10_000;
+  const quietMs = options.quietMs ?? 5;
   const busyThreshold = 0.7;
   const log = options.log ?? (() => {});
   const spool: Spool = openSpool(dir);
@@ -333,10 +343,19 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
   /** The thread's use since the last look (0..1): a drain waits while requests keep it busy. */
   let lastLook = performance.eventLoopUtilization();
   let oldestPendingAt = 0;
-  const schedule = (delay = drainMs) => {
+  /** When the last call was written (performance.now()). */
+  let lastWriteAt = 0;
+  const quiet = () => performance.now() - lastWriteAt >= quietMs;
+  const schedule = (delay = drainMs, waitingSince?: number) => {
     if (timer || draining || closed) return;
     timer = setTimeout(() => {
       timer = undefined;
+      // Calls are being written (a burst): wait for a pause, `drainMs` at most.
+      const since = waitingSince ?? performance.now();
+      if (!quiet() && performance.now() - since < drainMs) {
+        schedule(quietMs, since);
+        return;
+      }
       const look = performance.eventLoopUtilization();
       const busy = performance.eventLoopUtilization(look, lastLook).utilization;
       lastLook = look;
@@ -359,10 +378,12 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
    * written while it stores goes on in the same drain only when it fills a statement (or with `all`):
    * less waits for the next drain, `drainMs` later, so that statements stay full rather than following
    * the calls a few at a time (each costs the database's thread a statement, and a segment of the file).
+   * A statement's worth goes on once calls pause (`quietMs`), not in the middle of a burst.
    */
   function drain(all = false): Promise<void> {
     if (draining) return draining;
     if (pending.length === 0) return Promise.resolve();
+    let resume = false;
     const running = (async () => {
       try {
         while (pending.length > 0) {
@@ -388,6 +409,11 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
           await release();
           failures = 0;
           if (!all && pending.length < drainItems) break;
+          // A statement's worth written meanwhile goes on in this drain, once calls pause.
+          if (!all && !quiet()) {
+            resume = true;
+            break;
+          }
           if (pending.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
         }
       } catch (error) {
@@ -399,7 +425,8 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
     })().finally(() => {
       // (Asynchronous: `draining` is this drain until it has ended.)
       draining = undefined;
-      if (pending.length > 0) schedule(Math.min(5000, drainMs * 2 ** Math.min(failures, 8)));
+      if (pending.length > 0)
+        schedule(resume ? quietMs : Math.min(5000, drainMs * 2 ** Math.min(failures, 8)));
     });
     draining = running;
     return running;
@@ -459,6 +486,7 @@ function spooledRecords(db: Database, dir: string, options: JournalOptions) {
           ),
         );
       item.writtenAt = performance.now();
+      lastWriteAt = item.writtenAt;
       item.context = context.active();
       try {
         spool.append([item]);
