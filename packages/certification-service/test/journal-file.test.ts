@@ -49,6 +49,7 @@ const lines = (dir: string) =>
     .sort()
     .flatMap((name) => parseSpool(readFileSync(join(dir, name), 'utf8')));
 const hour = () => Date.now() + 3_600_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Waits until `dir` holds what a process killed now would leave: its segment and the next one, which
@@ -56,8 +57,7 @@ const hour = () => Date.now() + 3_600_000;
  * after the replay, which a new process (the old one dead) never sees.
  */
 async function asLeftByAKill(dir: string): Promise<void> {
-  for (let wait = 0; wait < 200 && readdirSync(dir).length < 2; wait += 1)
-    await new Promise((resolve) => setTimeout(resolve, 10));
+  for (let wait = 0; wait < 200 && readdirSync(dir).length < 2; wait += 1) await sleep(10);
   expect(readdirSync(dir)).toHaveLength(2);
 }
 
@@ -128,8 +128,7 @@ describe('the journal file of the embedded store', () => {
     const journal = runJournal(svc.db, { spoolDir: dir, drainMs: 10 });
     journal.track(id, hour());
     for (let seq = 1; seq <= 40; seq += 1) expect(await journal.record(id, seq, exchange(seq))).toBe(true);
-    for (let wait = 0; wait < 100 && (await stored(svc.db, id)).recorded < 40; wait += 1)
-      await new Promise((resolve) => setTimeout(resolve, 50));
+    for (let wait = 0; wait < 100 && (await stored(svc.db, id)).recorded < 40; wait += 1) await sleep(50);
     expect((await stored(svc.db, id)).seqs).toEqual(Array.from({ length: 40 }, (_, index) => index + 1));
     await journal.close();
     expect(lines(dir)).toEqual([]);
@@ -166,7 +165,6 @@ describe('the journal file of the embedded store', () => {
   });
 
   it('starts a drain in a pause between calls, not in a burst of them, and waits drainMs for a pause at most', async () => {
-    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     /** Writes a call every 5 ms for `ms`: the times each was written. */
     const burst = async (journal: ReturnType<typeof runJournal>, id: string, ms: number, from = 1) => {
       const written: number[] = [];
@@ -243,7 +241,6 @@ describe('the journal file of the embedded store', () => {
   });
 
   it('keeps its statements full: calls written while one runs wait for the next drain, unless they fill a statement', async () => {
-    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     for (const [during, goesOn] of [
       [2, false],
       [4, true],
@@ -341,8 +338,7 @@ describe('the journal file of the embedded store', () => {
     journal.track(id, hour());
     failing = 2;
     for (let seq = 1; seq <= 10; seq += 1) expect(await journal.record(id, seq, exchange(seq))).toBe(true);
-    for (let wait = 0; wait < 200 && (await stored(svc.db, id)).recorded < 10; wait += 1)
-      await new Promise((resolve) => setTimeout(resolve, 25));
+    for (let wait = 0; wait < 200 && (await stored(svc.db, id)).recorded < 10; wait += 1) await sleep(25);
     expect(failing).toBe(0);
     expect(logged.some((line) => /failed \(1 in a row\), retrying/.test(line))).toBe(true);
     expect(await stored(svc.db, id)).toEqual({
