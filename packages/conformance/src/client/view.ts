@@ -110,3 +110,19 @@ export function sortedIndex<T>(
 /** Index of the first exchange (in arrival order) that arrived at or after `at`; `list.length` if none. */
 export const firstAtOrAfter = (list: readonly RecordedExchange[], at: number): number =>
   sortedIndex(list, at, (exchange) => exchange.at);
+
+/**
+ * The most API calls the client ever had open at the stage at once (1 for a client that makes one
+ * call at a time): how many calls it sets out on together. Calls arrive in order; a call is open from
+ * its arrival until its answer was complete.
+ */
+export function maxConcurrency(apiCalls: readonly ApiCall[]): number {
+  const ends = apiCalls.map((call) => Math.max(call.exchange.end, call.exchange.at)).sort((a, b) => a - b);
+  let most = apiCalls.length > 0 ? 1 : 0;
+  let closed = 0;
+  apiCalls.forEach((call, index) => {
+    while (closed < ends.length && ends[closed]! <= call.exchange.at) closed += 1;
+    most = Math.max(most, index + 1 - closed);
+  });
+  return most;
+}

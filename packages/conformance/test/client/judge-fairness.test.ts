@@ -132,6 +132,72 @@ describe('client-retry-after: in flight only when it could have been sent before
     expect(verdict(concurrent, 'client-retry-after').status).toBe('passed');
   });
 
+  // A client making two calls at once (the curl journey: two background curls) on a busy machine: the
+  // second set out before the 429 reached the client, and arrived 30–300 ms after it.
+  const pair = (at: number, status = 200) => [
+    loans(at, 'T1', 200, { end: at + 20 }),
+    loans(at + 2, 'T1', status, { end: at + 22 }),
+  ];
+  it('a two-at-a-time client whose second call of the moment was held up 300 ms by a busy machine passes', () => {
+    const busy = withApiDelay(
+      sessionOf(
+        [
+          tokenRequest(0, 'T1'),
+          ...pair(200),
+          loans(1000, 'T1', 429, { ...throttled, end: 1020 }),
+          loans(1320, 'T1', 200, { end: 1340 }),
+          loans(3100, 'T1'),
+        ],
+        tokens,
+      ),
+      20,
+    );
+    const result = verdict(busy, 'client-retry-after');
+    expect(result.status).toBe('passed');
+    expect(result.details).toContain('1 call of the same moment arrived first');
+    expect(result.details).toContain(
+      'the next API call (GET /v3/partner/{partner_id}/loans) came after 2.08 s',
+    );
+  });
+
+  it('the same client sending again once its held-up call was answered fails (tolerance is per call in flight, not a window)', () => {
+    const again = withApiDelay(
+      sessionOf(
+        [
+          tokenRequest(0, 'T1'),
+          ...pair(200),
+          loans(1000, 'T1', 429, { ...throttled, end: 1020 }),
+          loans(1320, 'T1', 200, { end: 1340 }),
+          loans(1345, 'T1', 200, { end: 1365 }),
+          loans(3100, 'T1'),
+        ],
+        tokens,
+      ),
+      20,
+    );
+    const result = verdict(again, 'client-retry-after');
+    expect(result.status).toBe('failed');
+    expect(result.details).toContain('1 API call came sooner, the first after 0.33 s: #6');
+  });
+
+  it('a client that never made two calls at once gets no such tolerance: a call 300 ms after the 429 fails', () => {
+    const sequential = withApiDelay(
+      sessionOf(
+        [
+          tokenRequest(0, 'T1'),
+          loans(200, 'T1', 200, { end: 220 }),
+          loans(230, 'T1', 200, { end: 250 }),
+          loans(1000, 'T1', 429, { ...throttled, end: 1020 }),
+          loans(1320, 'T1', 200, { end: 1340 }),
+          loans(3100, 'T1'),
+        ],
+        tokens,
+      ),
+      20,
+    );
+    expect(verdict(sequential, 'client-retry-after').status).toBe('failed');
+  });
+
   it('no transit is allowed when the stage holds no API answer (a hand-built or zero-delay stage)', () => {
     const onHeels = sessionOf(
       [tokenRequest(0, 'T1'), loans(1000, 'T1', 429, { ...throttled, end: 1020 }), loans(1021, 'T1')],
