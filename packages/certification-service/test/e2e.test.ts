@@ -58,7 +58,7 @@ describe.each(storages)('on %s storage', (storage) => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('serve starts with no configuration; a curl-only journey certifies; its attestation verifies offline, and a one-byte change to it does not', async () => {
+  it('serve starts with no configuration; the shipped curl-only journey certifies under the default plan; its attestation verifies offline, and a one-byte change to it does not', async () => {
     const { apiKey, partnerId } = await admin('add-partner', 'Acme Lending', { cwd: dir, env });
     // admin says which store it wrote to (a partner added in another shell must not land elsewhere).
     const reviewerAdded = await runCommand(
@@ -77,10 +77,10 @@ describe.each(storages)('on %s storage', (storage) => {
     );
     expect(reviewerAdded.stdout).toMatch(/reusable until replaced/);
     expect(apiKey).toMatch(/^pcs_key_/);
-    const service = await serve(planArgs);
+    // No --plan: the vendor's default plan (all four operations, every scenario, the narrowed grant).
+    const service = await serve([]);
     try {
       expect(service.output()).toContain('generated an Ed25519 attestation key');
-      expect(service.output()).toContain('shell-two-ops');
       const created = await api(service.url, apiKey, 'POST', '/api/runs', {
         certify: true,
         integration: { name: 'acme-shell', version: '1.2.3' },
@@ -92,8 +92,8 @@ describe.each(storages)('on %s storage', (storage) => {
       expect(run.baseUrl.startsWith(service.url)).toBe(true);
 
       const journey = await runCommand('sh', [curlJourney], {
-        env: { ...journeyEnv(run), JOURNEY_SECONDS: '13' },
-        timeoutMs: 60_000,
+        env: { ...journeyEnv(run), JOURNEY_SECONDS: '22' },
+        timeoutMs: 75_000,
       });
       expect(journey.stderr).toBe('');
       expect(journey.code).toBe(0);
@@ -110,28 +110,32 @@ describe.each(storages)('on %s storage', (storage) => {
       expect(body.report.run).toEqual({ id: run.id, url: `${service.url}/api/runs/${run.id}` });
       expect(body.report.provenance.source).toBe('service');
       expect(body.report.integration).toEqual({ name: 'acme-shell', version: '1.2.3' });
-      // Not vacuous: the journey exercised the API, a create included, and the scenario plan fired.
-      const draft = body.report.operations.find((item: { operationId: string }) =>
-        item.operationId.toLowerCase().includes('draft'),
-      );
-      expect(draft.successes).toBeGreaterThan(0);
-      expect(draft.exercised).toBe(true);
+      // Not vacuous: the journey exercised every operation, creates included, and every scenario fired.
+      for (const operation of body.report.operations as Array<{ successes: number; exercised: boolean }>) {
+        expect(operation.successes, JSON.stringify(operation)).toBeGreaterThan(0);
+        expect(operation.exercised).toBe(true);
+      }
       expect(
-        body.report.scenarios.filter((item: { firedAt?: number }) => item.firedAt !== undefined).length,
-      ).toBeGreaterThanOrEqual(3);
-      expect(body.report.summary.passed).toBeGreaterThanOrEqual(12);
-      // Under the operator's plan (two operations), the run is approvable; the partner and plan are named.
+        body.report.scenarios.filter(
+          (item: { enabled: boolean; firedAt?: number }) => item.enabled && item.firedAt === undefined,
+        ),
+      ).toEqual([]);
+      expect(body.report.summary.passed).toBeGreaterThanOrEqual(14);
+      // Under the vendor's default plan, the run is approvable; the partner and plan are named.
       expect(body.kind).toBe('certification');
       expect(body.notApprovable).toEqual([]);
       expect(body.approvable).toBe(true);
       expect(body.partner).toEqual({ id: partnerId, name: 'Acme Lending' });
-      expect(body.plan.id).toBe('shell-two-ops');
+      expect(body.plan.id).toMatch(/^partner-lending-default-v\d+$/);
       expect(body.plan.digest).toMatch(/^[0-9a-f]{64}$/);
-      expect(
-        body.coverage.operations.find(
-          (item: { operationId: string }) => item.operationId === 'createLoanDraft',
-        ).succeeded,
-      ).toBeGreaterThan(0);
+      const covered = body.coverage.operations as Array<{ operationId: string; succeeded: number }>;
+      expect(covered.map((item) => item.operationId).sort()).toEqual([
+        'createJournalUpdate',
+        'createLoanDraft',
+        'createRepayment',
+        'listLoans',
+      ]);
+      for (const item of covered) expect(item.succeeded, item.operationId).toBeGreaterThan(0);
       expect(body.decision).toBeNull();
       expect((await api(service.url, apiKey, 'GET', '/api/decisions')).json()).toEqual({ decisions: [] });
 
