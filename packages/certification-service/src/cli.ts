@@ -10,12 +10,12 @@ import { type MetricsServer, serveMetrics } from './observability/metrics.js';
 import { startTracing } from './observability/tracing.js';
 import { checkOidcOptions, type OidcOptions, parseAllowRule } from './oidc/oidc.js';
 import { loadPlanFile } from './plan/plan.js';
-import { addRegisterReader } from './register/register.js';
+import { addRegisterReader } from './production/register/register.js';
+import { addWebhook } from './production/webhooks/admin.js';
 import type { RunLimits } from './runs/runs.js';
 import { secretsKeyFrom } from './secrets.js';
 import { startService } from './server.js';
 import { tool } from './version.js';
-import { addWebhook } from './webhooks/admin.js';
 import { parseEventList } from './webhooks/events.js';
 
 const usage = `Usage:

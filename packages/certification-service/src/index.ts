@@ -1,14 +1,6 @@
 export { addPartner, addReviewer } from './admin.js';
-export { approvability, type Coverage, coverageOf } from './coverage/coverage.js';
 export { type Database, openDatabase, openEmbedded, openPostgres, type Queryable } from './db/database.js';
 export { migrate, migrations } from './db/migrations.js';
-export {
-  type DecisionInput,
-  DecisionRefusal,
-  type DecisionRow,
-  listDecisions,
-  recordDecision,
-} from './decisions/decisions.js';
 export { ServiceError, type ServiceErrorCode, StorageUnavailableError } from './errors.js';
 export { defaultFairnessLimits, type FairnessLimits } from './http/fairness.js';
 export { defaultJudgingOptions, type JudgingOptions, JudgingUnavailableError } from './judging/pool.js';
@@ -18,6 +10,14 @@ export { type MetricsServer, registry as metricsRegistry, serveMetrics } from '.
 export { startTracing, type Tracing } from './observability/tracing.js';
 export { type OidcAllowRule, type OidcOptions, oidcCallbackPath, parseAllowRule } from './oidc/oidc.js';
 export { type DigestedPlan, defaultPlan, loadPlanFile, makePlan, type PlanFile } from './plan/plan.js';
+export { approvability, type Coverage, coverageOf } from './production/approvability.js';
+export {
+  type DecisionInput,
+  DecisionRefusal,
+  type DecisionRow,
+  listDecisions,
+  recordDecision,
+} from './production/decisions/decisions.js';
 export { type PurgeResult, purgeExpired } from './retention/retention.js';
 export { defaultRunLimits, type RunLimits, type RunRequest } from './runs/runs.js';
 export { type RunningService, type ServiceOptions, startService } from './server.js';

@@ -4,7 +4,6 @@ import { defaultApiDelayMs, defaultTokenDelayMs } from '@partner-lending/conform
 import { Hono } from 'hono';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
-import { recordDecision } from './decisions/decisions.js';
 import { StorageUnavailableError, unavailableRetrySeconds } from './errors.js';
 import { type Audit, mountApi } from './http/api.js';
 import {
@@ -16,7 +15,6 @@ import {
 } from './http/fairness.js';
 import { mountHealth } from './http/health.js';
 import { listenOn } from './http/listen.js';
-import { problem, unavailable } from './http/problem.js';
 import { hostileText } from './http/schemas.js';
 import { type JudgingOptions, JudgingUnavailableError, judgingPool } from './judging/pool.js';
 import { publishKey, type SigningKey } from './keys.js';
@@ -24,13 +22,15 @@ import type { Logger } from './observability/logger.js';
 import { notePartner, requestObserver } from './observability/requests.js';
 import { type OidcOptions, oidcSignIn } from './oidc/oidc.js';
 import type { DigestedPlan } from './plan/plan.js';
-import { type Production, type ProductionOptions, startProduction } from './register/production.js';
+import { recordDecision } from './production/decisions/decisions.js';
+import { type Production, type ProductionOptions, startProduction } from './production/index.js';
 import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
 import { replayJournal } from './runs/journal.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { secretsKeyFrom } from './secrets.js';
 import { mountUi } from './ui/routes.js';
 import { defaultSigninLimits, type SigninLimits, signinGuard } from './ui/signin-guard.js';
+import { problem, unavailable } from './web/problem.js';
 
 export interface ServiceOptions {
   /** The database (see `openDatabase`); migrated on start. */

@@ -1,7 +1,7 @@
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../../test-support/chromium.js';
-import { recordSignedDecision } from '../src/decisions/signed.js';
+import { recordSignedDecision } from '../src/production/decisions/signed.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { reviewerForms } from './support/reviewer-forms.js';
 

@@ -2,10 +2,10 @@ import { createHash, createPublicKey, verify } from 'node:crypto';
 import { inTotoPayloadType, parseEnvelope, preAuthEncoding } from '@partner-lending/conformance';
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordSignedDecision, standingApproval } from '../src/decisions/signed.js';
-import { decisionPredicateType } from '../src/decisions/statement.js';
 import { jwksOf } from '../src/index.js';
-import { addRegisterReader } from '../src/register/register.js';
+import { recordSignedDecision, standingApproval } from '../src/production/decisions/signed.js';
+import { decisionPredicateType } from '../src/production/decisions/statement.js';
+import { addRegisterReader } from '../src/production/register/register.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 

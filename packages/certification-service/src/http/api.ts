@@ -2,15 +2,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { reportContentSecurityPolicy } from '@partner-lending/conformance';
 import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { approvability, coverageOf } from '../coverage/coverage.js';
 import type { Database } from '../db/database.js';
-import { latestDecisionOn, listDecisions } from '../decisions/decisions.js';
 import { jwksOf } from '../keys.js';
+import { approvability, coverageOf } from '../production/approvability.js';
+import { latestDecisionOn, listDecisions } from '../production/decisions/decisions.js';
 import { iso, RunRefusal, type RunRow, type Runs } from '../runs/runs.js';
 import { hashSecret } from '../secrets.js';
+import { problem } from '../web/problem.js';
 import { type ApiGate, type PartnerKeys, unknownKey } from './fairness.js';
 import { openApiDocument } from './openapi.js';
-import { problem } from './problem.js';
 import { finishSchema, issuesText, runRequestSchema } from './schemas.js';
 
 /** Largest JSON body the API reads. */

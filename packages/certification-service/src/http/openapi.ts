@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { noteMaxLength, noteRule } from '../decisions/note.js';
+import { noteMaxLength, noteRule } from '../production/decisions/note.js';
 import { productionPaths, productionSchemas, registerSecurityScheme } from './production-openapi.js';
 import { finishSchema, runRequestSchema } from './schemas.js';
 

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/database.js';
 import { iso } from '../runs/runs.js';
-import { h, page } from './html.js';
+import { h, page } from '../web/html.js';
 
 /** Entries per page of the audit log. */
 export const auditPageSize = 100;

@@ -1,11 +1,11 @@
 import { keysOf, parseEnvelope, verifyAttestation } from '@partner-lending/conformance';
-import { approvability, type Coverage, coverageOf } from '../coverage/coverage.js';
 import type { Database } from '../db/database.js';
-import { listDecisions } from '../decisions/decisions.js';
 import { jwksOf } from '../keys.js';
 import type { DigestedPlan } from '../plan/plan.js';
+import { approvability, type Coverage, coverageOf } from '../production/approvability.js';
+import { listDecisions } from '../production/decisions/decisions.js';
 import { iso } from '../runs/runs.js';
-import { h } from './html.js';
+import { h } from '../web/html.js';
 
 /** A run as the reviewer UI reads it. */
 export interface UiRun {

@@ -1,4 +1,4 @@
-import { seal, unseal } from '../secrets.js';
+import { seal, unseal } from '../../secrets.js';
 
 /**
  * Webhook signing secrets at rest. Standard Webhooks signs with a shared (symmetric) secret, so the

@@ -6,7 +6,7 @@ import {
   type DecisionPredicate as VerifiedPredicate,
   type DecisionStatement as VerifiedStatement,
 } from '@partner-lending/conformance';
-import type { SigningKey } from '../keys.js';
+import type { SigningKey } from '../../keys.js';
 import type { DecisionValue } from './decisions.js';
 
 /** The in-toto Statement v1 type. */

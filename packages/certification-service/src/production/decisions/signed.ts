@@ -1,7 +1,7 @@
-import type { Database, Queryable } from '../db/database.js';
-import type { SigningKey } from '../keys.js';
-import { eventOfDecision } from '../webhooks/events.js';
-import { enqueueEvent } from '../webhooks/outbox.js';
+import type { Database, Queryable } from '../../db/database.js';
+import type { SigningKey } from '../../keys.js';
+import { eventOfDecision } from '../../webhooks/events.js';
+import { enqueueEvent } from '../../webhooks/outbox.js';
 import type { DecisionInput, DecisionValue } from './decisions.js';
 import { signDecision } from './statement.js';
 

@@ -1,12 +1,12 @@
 import type { Hono } from 'hono';
 import type { Database } from '../db/database.js';
-import { type RecordDecision, sweepApprovals } from '../decisions/signed.js';
 import type { SigningKey } from '../keys.js';
-import type { DeliveryLimits } from '../webhooks/deliver.js';
-import { createDispatcher } from '../webhooks/dispatcher.js';
-import { createRegister, registerEntries } from './register.js';
-import { mountRegister } from './routes.js';
-import { mountProductionUi } from './ui.js';
+import { type RecordDecision, sweepApprovals } from './decisions/signed.js';
+import { mountProductionUi } from './pages.js';
+import { createRegister, registerEntries } from './register/register.js';
+import { mountRegister } from './register/routes.js';
+import type { DeliveryLimits } from './webhooks/deliver.js';
+import { createDispatcher } from './webhooks/dispatcher.js';
 
 /** The production flow's settings (the `serve` options of the same names). */
 export interface ProductionOptions {

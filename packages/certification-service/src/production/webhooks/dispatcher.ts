@@ -1,12 +1,12 @@
 import { Webhook } from 'standardwebhooks';
-import type { Database } from '../db/database.js';
+import type { Database } from '../../db/database.js';
 import {
   type WebhookAttemptOutcome,
   webhookAttemptDuration,
   webhookAttempts,
   webhookDeliveriesFailed,
   webhookDeliveryLag,
-} from '../observability/metrics.js';
+} from '../../observability/metrics.js';
 import { type DeliveryLimits, defaultDeliveryLimits, postWebhook } from './deliver.js';
 import { openSecret } from './seal.js';
 

@@ -1,8 +1,8 @@
 import type { Context, Hono } from 'hono';
-import type { Database } from '../db/database.js';
-import { problem } from '../http/problem.js';
+import type { Database } from '../../db/database.js';
+import { problem } from '../../web/problem.js';
+import { statementResponse } from '../pages.js';
 import { type Register, registerReaderOf } from './register.js';
-import { statementResponse } from './ui.js';
 
 const challenge = 'Bearer realm="partner-register"';
 

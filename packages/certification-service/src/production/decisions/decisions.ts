@@ -1,5 +1,5 @@
-import type { Queryable } from '../db/database.js';
-import { newId } from '../secrets.js';
+import type { Queryable } from '../../db/database.js';
+import { newId } from '../../secrets.js';
 
 /** What a decision says of a partner for production. */
 export type DecisionValue = 'approved' | 'rejected' | 'revoked' | 'expired';

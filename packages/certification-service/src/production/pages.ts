@@ -1,12 +1,12 @@
 import type { Context, Hono } from 'hono';
 import type { Database } from '../db/database.js';
-import { checkNote } from '../decisions/note.js';
-import { type ProductionDeps, revokeApproval } from '../decisions/signed.js';
-import { problem } from '../http/problem.js';
 import { iso } from '../runs/runs.js';
-import { h, page, uiContentSecurityPolicy, wantsProblem } from '../ui/html.js';
-import { resendDelivery } from '../webhooks/admin.js';
-import { entryOf } from './register.js';
+import { h, page, uiContentSecurityPolicy, wantsProblem } from '../web/html.js';
+import { problem } from '../web/problem.js';
+import { checkNote } from './decisions/note.js';
+import { type ProductionDeps, revokeApproval } from './decisions/signed.js';
+import { entryOf } from './register/register.js';
+import { resendDelivery } from './webhooks/admin.js';
 
 type Env = { Variables: { reviewer: { id: string; name: string; csrf: string } } };
 

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { CompactSign } from 'jose';
-import type { Database, Queryable } from '../db/database.js';
-import type { SigningKey } from '../keys.js';
-import { hashSecret } from '../secrets.js';
+import type { Database, Queryable } from '../../db/database.js';
+import type { SigningKey } from '../../keys.js';
+import { hashSecret } from '../../secrets.js';
 
 /** A partner's production status in the register. */
 export type RegisterStatus = 'active' | 'revoked' | 'expired';
