@@ -103,7 +103,27 @@ export function verifyDecision(
   };
 }
 
-/** The predicate type an envelope's payload claims (unverified: only to choose how to verify it). */
+/**
+ * What makes the envelope's payload unreadable as a statement — not JSON, or JSON but not an object —
+ * or undefined when it reads. A payload changed after signing shows here before any signature check.
+ */
+export function payloadProblem(envelope: DsseEnvelope): string | undefined {
+  const text = Buffer.from(envelope.payload, 'base64').toString('utf8');
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return `its payload does not parse as JSON (${(error as Error).message.slice(0, 120)})`;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return 'its payload is JSON but not an object (a statement is a JSON object)';
+  return undefined;
+}
+
+/**
+ * The predicate type the envelope's payload claims, read without verifying anything (to pick how to
+ * verify it); undefined when the payload does not say (see {@link payloadProblem} for why).
+ */
 export function claimedPredicateType(envelope: DsseEnvelope): string | undefined {
   try {
     const value = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as {

@@ -1,4 +1,9 @@
-import { claimedPredicateType, decisionPredicateType, verifyDecision } from '../attestation/decision.js';
+import {
+  claimedPredicateType,
+  decisionPredicateType,
+  payloadProblem,
+  verifyDecision,
+} from '../attestation/decision.js';
 import { keysOf } from '../attestation/keys.js';
 import { parseEnvelope, verifyAttestation } from '../attestation/verify.js';
 import { isLoopbackHost } from '../common/loopback.js';
@@ -113,6 +118,14 @@ export async function verifyMain(argv: readonly string[], io: CliIo): Promise<nu
     } catch (error) {
       if (error instanceof ConformanceError) throw error;
       throw usageError((error as Error).message);
+    }
+    // A payload that does not read cannot say whether it is an attestation or a decision: say what is wrong.
+    const unreadable = payloadProblem(envelope);
+    if (unreadable !== undefined) {
+      io.stdout.write(
+        `${terminalSafe(`${positionals[0]} does NOT hold: ${unreadable}. A signed statement's payload is JSON (an attestation or a decision): this one was changed or damaged after it was signed; fetch it again from the certification service`)}\n`,
+      );
+      return 1;
     }
     if (claimedPredicateType(envelope) === decisionPredicateType) {
       for (const flag of ['session', 'require-pass', 'report-json', 'report-junit', 'report-html'] as const)

@@ -123,4 +123,38 @@ describe('decision statements, verified offline', () => {
     expect(await main(['verify', files.decision, '--keys', files.keys, '--require-pass'], usage.io)).toBe(2);
     expect(usage.err()).toContain('--require-pass is for an attestation');
   });
+
+  it('verify on a decision whose payload no longer parses as JSON says so (not "is an attestation"), exit 1', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'decision-'));
+    const attestation = Buffer.from(
+      '{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[]}',
+    );
+    const { envelope, jwks } = await decided(attestation);
+    const files = {
+      decision: join(dir, 'decision.json'),
+      keys: join(dir, 'jwks.json'),
+      attestation: join(dir, 'a.json'),
+    };
+    await writeFile(files.keys, JSON.stringify(jwks));
+    await writeFile(files.attestation, attestation);
+    // One byte of the payload changed so that it is no longer JSON (the opening brace).
+    const payload = Buffer.from(envelope.payload, 'base64');
+    payload[0] = 'X'.charCodeAt(0);
+    await writeFile(files.decision, JSON.stringify({ ...envelope, payload: payload.toString('base64') }));
+    for (const extra of [['--attestation', files.attestation], []]) {
+      const run = capturedIo();
+      expect(await main(['verify', files.decision, '--keys', files.keys, ...extra], run.io)).toBe(1);
+      expect(run.out()).toContain(`${files.decision} does NOT hold: its payload does not parse as JSON (`);
+      expect(run.out()).toContain('changed or damaged after it was signed');
+      expect(run.out() + run.err()).not.toContain('is an attestation');
+    }
+    // JSON, but not an object: said too.
+    await writeFile(
+      files.decision,
+      JSON.stringify({ ...envelope, payload: Buffer.from('[1, 2]').toString('base64') }),
+    );
+    const array = capturedIo();
+    expect(await main(['verify', files.decision, '--keys', files.keys], array.io)).toBe(1);
+    expect(array.out()).toContain('its payload is JSON but not an object');
+  });
 });
