@@ -22,6 +22,10 @@ Options:
   --register-jwks URL   production: the service's JWKS (default: <register origin>/.well-known/jwks.json)
   --register-lookup L   production: register (read the whole register) or partner (at a token request,
                         read only that partner's entry, URL/partners/ID, each cached on its own) (default register)
+  --register-state FILE production: keep the replay floor (the highest register seq taken) in FILE across
+                        restarts (default: none, in memory only: a restarted gate takes any valid copy once)
+  --register-clock-skew SECONDS
+                        production: how far ahead of this clock a register's iat may be (default: 60)
   --ttl SECONDS         access-token lifetime (default: 43200)
   --leeway SECONDS      exp/nbf leeway of the API (default: 0)
   --clients FILE        JSON array of { partnerId, clientId, clientSecret, authorizedScopes }
@@ -159,6 +163,8 @@ const options = {
   'register-key-file': { type: 'string', expects: 'the path of a file holding the register reader key' },
   'register-jwks': { type: 'string', expects: "the URL of the certification service's JWKS" },
   'register-lookup': { type: 'string', expects: 'register or partner' },
+  'register-state': { type: 'string', expects: 'the path of the register state file' },
+  'register-clock-skew': { type: 'string', expects: 'a number of seconds' },
   ttl: { type: 'string', expects: 'a number of seconds' },
   leeway: { type: 'string', expects: 'a number of seconds' },
   clients: { type: 'string', expects: 'the path of a JSON file' },
@@ -230,7 +236,14 @@ export function parseCli(argv: readonly string[]): CliOptions {
   if (!mockProfiles.includes(profile))
     usageError(`--profile must be one of ${mockProfiles.join(', ')}, got ${quote(String(values.profile))}.`);
   const registerFlags = (
-    ['register', 'register-key-file', 'register-jwks', 'register-lookup'] as const
+    [
+      'register',
+      'register-key-file',
+      'register-jwks',
+      'register-lookup',
+      'register-state',
+      'register-clock-skew',
+    ] as const
   ).filter((name) => values[name] !== undefined);
   if (profile !== 'production' && registerFlags.length > 0)
     usageError(`--${registerFlags[0]} is for --profile production only.`);
@@ -284,7 +297,10 @@ export function parseCli(argv: readonly string[]): CliOptions {
       key: readKeyFile(values['register-key-file']!),
       ...(values['register-jwks'] === undefined ? {} : { jwksUrl: values['register-jwks'] }),
       ...(lookup === 'partner' ? { lookup: 'partner' as const } : {}),
+      ...(values['register-state'] === undefined ? {} : { stateFile: values['register-state'] }),
     };
+    const skew = integerFlag('register-clock-skew', values['register-clock-skew'], 0, 3600);
+    if (skew !== undefined) result.register.clockSkewSeconds = skew;
   }
   return result;
 }

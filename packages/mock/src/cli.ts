@@ -27,16 +27,22 @@ function describe(mock: RunningMock, showSecrets: boolean): string {
 function registerLines(mock: RunningMock): string[] {
   const status = mock.registerStatus();
   if (status === undefined) return [];
+  const floor =
+    status.stateFile === undefined
+      ? '  register     replay floor in memory only: a restart forgets it (--register-state FILE keeps it)'
+      : `  register     replay floor kept in ${status.stateFile}`;
   if (status.lookup === 'partner')
     return [
       `  register     ${status.url}  (JWKS ${status.jwksUrl})`,
       '  register     read one partner at a time, at its token request (each entry kept for its max-age)',
+      floor,
     ];
   return [
     `  register     ${status.url}  (JWKS ${status.jwksUrl})`,
     status.state === 'none'
       ? `  register     NOT READ: ${status.lastError ?? 'no copy yet'}; no production token is issued until it is`
-      : `  register     ${status.partners} partner(s), issued ${status.issuedAt}, valid until ${status.expiresAt}`,
+      : `  register     ${status.partners} partner(s), issued ${status.issuedAt}, valid until ${status.expiresAt}, seq ${status.seq}`,
+    floor,
   ];
 }
 

@@ -147,6 +147,25 @@ describe('cli-options: parseCli and toMockOptions', () => {
         ]),
       );
       expect(perPartner.register).toMatchObject({ lookup: 'partner' });
+      expect(perPartner.register).not.toHaveProperty('stateFile');
+      expect(perPartner.register).not.toHaveProperty('clockSkewSeconds');
+    });
+
+    it('hands --register-state and --register-clock-skew to startMock', () => {
+      const options = toMockOptions(
+        parseCli([
+          ...base,
+          '--register',
+          'https://certify.example/register',
+          '--register-key-file',
+          keyFile,
+          '--register-state',
+          join(dir, 'state.json'),
+          '--register-clock-skew',
+          '5',
+        ]),
+      );
+      expect(options.register).toMatchObject({ stateFile: join(dir, 'state.json'), clockSkewSeconds: 5 });
     });
 
     it.each([
@@ -168,6 +187,19 @@ describe('cli-options: parseCli and toMockOptions', () => {
       [['--register', 'https://c.example/register'], /^--register is for --profile production only\.$/],
       [['--register-jwks', 'https://c.example/jwks'], /^--register-jwks is for --profile production only\.$/],
       [['--register-lookup', 'partner'], /^--register-lookup is for --profile production only\.$/],
+      [['--register-state', 'state.json'], /^--register-state is for --profile production only\.$/],
+      [
+        [
+          ...base,
+          '--register',
+          'https://c.example/register',
+          '--register-key-file',
+          keyFile,
+          '--register-clock-skew',
+          '-1',
+        ],
+        /^--register-clock-skew must be an integer from 0 to 3600, got "-1"\.$/,
+      ],
       [
         [
           ...base,

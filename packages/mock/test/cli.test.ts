@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -354,10 +354,32 @@ describe('cli: partner-mock', () => {
       expect(await human.exited).toBe(0);
       const text = human.output().stdout;
       expect(text).toContain(`register     ${register.registerUrl}  (JWKS ${register.jwksUrl})`);
-      expect(text).toMatch(/register {5}1 partner\(s\), issued .*, valid until /);
+      expect(text).toMatch(/register {5}1 partner\(s\), issued .*, valid until .*, seq \d+/);
+      expect(text).toContain(
+        'replay floor in memory only: a restart forgets it (--register-state FILE keeps it)',
+      );
       expect(text).not.toContain(register.key);
+
+      // With --register-state, the floor is kept there; a damaged file stops the start, naming it.
+      const state = join(dir, 'register-state.json');
+      const kept = start([...args, '--register-state', state, '--json']);
+      expect(JSON.parse(await kept.firstLine).register).toMatchObject({
+        stateFile: state,
+        seq: expect.any(Number),
+      });
+      kept.child.kill('SIGTERM');
+      expect(await kept.exited).toBe(0);
+      expect(JSON.parse(readFileSync(state, 'utf8')).floors[register.registerUrl].seq).toEqual(
+        expect.any(Number),
+      );
+      writeFileSync(state, 'not json');
+      const damaged = start([...args, '--register-state', state]);
+      expect(await damaged.exited).toBe(1);
+      expect(damaged.output().stderr).toContain(
+        `partner-mock: startMock: the register state file ${state} is not valid JSON`,
+      );
     } finally {
       await register.close();
     }
-  });
+  }, 30_000);
 });

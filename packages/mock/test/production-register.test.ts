@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MockClient, type RunningMock, startMock } from '../src/index.js';
-import { maxAgeOf } from '../src/production-register.js';
+import { maxAgeOf } from '../src/register-document.js';
 import { credentials, loansUrl, tokenRequest } from './helpers.js';
 import { type RegisterServer, startRegisterServer } from './support/register-server.js';
 
@@ -179,16 +179,17 @@ describe('production profile: the register is verified', () => {
     expect(answer.body.error_description).toContain('register reader key');
   });
 
-  it('never takes an older register than the one it holds (a replayed copy)', async () => {
-    const { mock, register, clock } = await setUp((r) => {
-      r.state.maxAge = 1;
+  it('refuses a register without seq, saying the service must sign one', async () => {
+    const { mock } = await setUp((r) => {
+      r.state.omitSeq = true;
     });
-    expect((await ask(mock, approved)).status).toBe(200);
-    register.state.partners[0]!.status = 'revoked';
-    register.state.iatOffset = -3600;
-    clock.now += 2000;
-    await ask(mock, approved);
-    expect(mock.registerStatus()?.lastError).toContain('older than the copy already held');
+    const answer = await ask(mock, approved);
+    expect(answer.status).toBe(503);
+    expect(answer.body.error_description).toContain('the register has no seq');
+    expect(mock.registerStatus()).toMatchObject({
+      state: 'none',
+      lastError: expect.stringContaining('no seq'),
+    });
   });
 });
 

@@ -7,7 +7,7 @@ import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
  * A small stand-in for the certification service's register endpoints, on 127.0.0.1: GET /register
  * (a compact JWS, typ partner-register+jwt, signed with a test Ed25519 key) and
  * GET /.well-known/jwks.json, with ETag / If-None-Match and Cache-Control: max-age, as the service
- * serves them. Tests change what it serves (partners, typ, the signing key, a tampered signature)
+ * serves them. Each register it signs carries `seq`, one higher than the last (as the service's). Tests change what it serves (partners, typ, the signing key, a tampered signature)
  * and count what it was asked.
  */
 
@@ -42,8 +42,12 @@ export interface RegisterServer {
     noKid: boolean;
     /** iat/exp are computed from this clock (epoch ms). */
     now: () => number;
-    /** Extra seconds added to iat (a replayed older register: negative). */
+    /** Extra seconds added to iat (a clock ahead: positive). */
     iatOffset: number;
+    /** The seq of the next register signed; each signing takes it and adds one. */
+    seq: number;
+    /** Sign registers without seq (a service older than the gate). */
+    omitSeq: boolean;
   };
   /**
    * Requests to /register: total, answered 304, and the If-None-Match values received; requests to
@@ -76,6 +80,8 @@ export async function startRegisterServer(options: { key?: string } = {}): Promi
     noKid: false,
     now: Date.now,
     iatOffset: 0,
+    seq: 1,
+    omitSeq: false,
   };
   const asked = {
     register: 0,
@@ -88,7 +94,9 @@ export async function startRegisterServer(options: { key?: string } = {}): Promi
 
   async function sign(partners = state.partners): Promise<string> {
     const iat = Math.floor(state.now() / 1000) + state.iatOffset;
-    const jws = await new SignJWT({ partners })
+    const seq = state.seq;
+    state.seq += 1;
+    const jws = await new SignJWT({ partners, ...(state.omitSeq ? {} : { seq }) })
       .setProtectedHeader({ alg: 'EdDSA', typ: state.typ, ...(state.noKid ? {} : { kid }) })
       .setIssuer(origin)
       .setIssuedAt(iat)
