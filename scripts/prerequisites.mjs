@@ -128,6 +128,14 @@ export const prerequisites = [
     present: (env) => Boolean(onPath('curl', env.PATH)),
   },
   {
+    id: 'jq',
+    why: "the guides' shell blocks that read JSON answers (certify from any CI, from staging to production)",
+    foundBy: 'jq on PATH',
+    apt: ['jq'],
+    projects: ['docs'],
+    present: (env) => Boolean(onPath('jq', env.PATH)),
+  },
+  {
     id: 'python3',
     why: 'programs in another language than ours: webhook receivers and partner journeys',
     foundBy: 'python3 on PATH',

@@ -6,15 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import ts from 'typescript';
-import { createMarkdownRenderer } from 'vitepress';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   startPostgres,
   type ThrowawayPostgres,
 } from '../../../packages/certification-service/test/support/postgres.mjs';
-import { extractSnippets, type Snippet } from '../src/site/fences.js';
-import { loadGuides } from '../src/site/guides.js';
+import type { Snippet } from '../src/site/fences.js';
 import { docsRoot } from './helpers/build-site.js';
+import { bins, guideBlocks, repoRoot, type ShellRunner, shellRunner } from './helpers/guide-shell.js';
 
 // "From staging to production", run as written. Every ```sh block of the guide runs, in the guide's
 // order, in one working directory, against real processes on 127.0.0.1: the certification
@@ -31,19 +30,7 @@ import { docsRoot } from './helpers/build-site.js';
 // A block that fails stops the test with the guide's file and line; the negative controls change one
 // flag or path in a block and expect exactly that.
 
-const markdown = await createMarkdownRenderer(docsRoot);
-const guide = loadGuides(join(docsRoot, 'guides')).find((g) => g.slug === 'from-staging-to-production');
-if (!guide) throw new Error('guides/NN-from-staging-to-production.md is missing');
-const snippets = extractSnippets(markdown.parse(guide.markdown, {}), guide.file);
-const shellBlocks = snippets.filter((s) => s.language === 'sh');
-
-function only(what: string, test: (snippet: Snippet) => boolean): Snippet {
-  const found = snippets.filter(test);
-  if (found.length !== 1)
-    throw new Error(`${guide!.file}: expected one ${what} block, found ${found.length}`);
-  return found[0]!;
-}
-
+const { shellBlocks, only } = await guideBlocks('from-staging-to-production');
 const clientsBlock = only(
   'production clients (json)',
   (s) => s.language === 'json' && s.code.includes('clientSecret'),
@@ -63,8 +50,7 @@ const guideClients = JSON.parse(clientsBlock.code) as Array<{
 }>;
 const placeholderPartner = guideClients[0]!.partnerId;
 
-const bins = join(docsRoot, 'node_modules', '.bin');
-const referenceJourney = join(docsRoot, '..', '..', 'packages/conformance/test/clients/reference-client.mjs');
+const referenceJourney = join(repoRoot, 'packages/conformance/test/clients/reference-client.mjs');
 const toTranspiled = (code: string) =>
   ts.transpileModule(code, {
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
@@ -84,8 +70,6 @@ const received: Array<{ headers: Headers; body: string }> = [];
 let hooks: Server | undefined;
 /** The guide's variables, as the blocks before set them. */
 const vars: Record<string, string> = {};
-/** Servers a block started (a command that prints "Stop with Ctrl+C" keeps running). */
-const background: ChildProcess[] = [];
 let callFile = '';
 let webhookFile = '';
 
@@ -114,47 +98,9 @@ const blockEnv = () => ({
   ...vars,
 });
 
-/**
- * Runs one shell block of the guide with `bash -e -o pipefail` in the working directory. A block that prints
- * "Stop with Ctrl+C" is a server: it is left running once it has, and its output so far is returned.
- * Throws, naming the guide's file and line, when the block fails.
- */
-async function runBlock(block: Snippet, code = block.code): Promise<Run> {
-  const where = `guides/${block.file}:${block.line}`;
-  const child = spawn('bash', ['-e', '-o', 'pipefail', '-c', code], {
-    cwd: work,
-    env: blockEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const outcome = await new Promise<{ code: number | null; server: boolean }>((resolve) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      resolve({ code: null, server: false });
-    }, 90_000);
-    const poll = setInterval(() => {
-      if (stdout.includes('Stop with Ctrl+C')) {
-        clearTimeout(timer);
-        clearInterval(poll);
-        resolve({ code: 0, server: true });
-      }
-    }, 50);
-    child.once('exit', (exitCode) => {
-      clearTimeout(timer);
-      clearInterval(poll);
-      resolve({ code: exitCode, server: false });
-    });
-  });
-  if (outcome.server) background.push(child);
-  if (outcome.code !== 0)
-    throw new Error(
-      `${where}: the guide's block exited with ${outcome.code ?? 'a timeout (90 s)'}:\n${code}\n--- stdout\n${stdout.slice(-2000)}\n--- stderr\n${stderr.slice(-2000)}`,
-    );
-  return { code: 0, stdout, stderr };
-}
+/** The guide's blocks, run as written (`bash -e -o pipefail`, file:line on a failure). */
+let shell: ShellRunner | undefined;
+const runBlock = (block: Snippet, code?: string): Promise<Run> => shell!.run(block, code);
 
 /** A reviewer's session in the reviewer pages, through the forms they post (no browser). */
 async function reviewerSession() {
@@ -215,6 +161,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'production-guide-'));
   work = join(dir, 'work');
   await mkdir(work);
+  shell = shellRunner({ cwd: work, env: blockEnv });
   postgres = await startPostgres();
   databaseUrl = await postgres.database('guide');
 
@@ -303,7 +250,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const child of background) child.kill('SIGTERM');
+  shell?.stop();
   service?.kill('SIGTERM');
   await new Promise((resolve) =>
     service && service.exitCode === null ? service.once('exit', resolve) : resolve(0),
