@@ -4,7 +4,7 @@
 # scopes the client is authorised for, space-separated; default read:loans) and calls every operation
 # those scopes open: listLoans, createLoanDraft, createJournalUpdate, createRepayment.
 # One token, asked for those scopes and reused until a second before it expires, shared by two calls in
-# flight at once. The token answer's `scope` is what was granted: an operation the token lacks is not
+# flight at once (one curl with --parallel: curl 7.68 or later). The token answer's `scope` is what was granted: an operation the token lacks is not
 # called; a new token is asked for first, and when that one lacks it too, the operation waits for a
 # later round. 401 → the token is dropped (never sent again) and the next call gets a new one; 429 and
 # 503 → wait as long as Retry-After says before any further call; a create that failed is never sent
@@ -65,6 +65,20 @@ call() {
   fi
 }
 
+# reads: two reads in flight at once, on the one token held: one curl sends both before either answer
+# is read (two processes could start the second after the first was answered 429); statuses as call's.
+# (--no-progress-meter first: in parallel mode, -s alone leaves the progress meter on standard error).
+reads() {
+  printf 'Authorization: Bearer %s\n' "$token" > "$work/read.auth"
+  curl --no-progress-meter --parallel --parallel-immediate \
+    -sS -o /dev/null -D "$work/a.headers" -w 'a %{http_code}\n' -H @"$work/read.auth" \
+    "$PARTNER_BASE_URL/v3/partner/$partner/loans?limit=10" --next \
+    -sS -o /dev/null -D "$work/b.headers" -w 'b %{http_code}\n' -H @"$work/read.auth" \
+    "$PARTNER_BASE_URL/v3/partner/$partner/loans?limit=5" > "$work/reads"
+  sed -n 's/^a //p' "$work/reads" > "$work/a.status"
+  sed -n 's/^b //p' "$work/reads" > "$work/b.status"
+}
+
 # settle NAME: reads the call's status; a 401 drops the token; waits out a Retry-After before anything else is sent.
 settle() {
   status=$(cat "$work/$1.status")
@@ -93,13 +107,10 @@ create() {
 fetch_token
 end=$(( $(date +%s) + seconds ))
 while [ "$(date +%s)" -lt "$end" ]; do
-  # Two reads in flight at once, on the one token held.
   fresh_token
   case " $scopes " in *" read:loans "*) holds read:loans || fetch_token ;; esac
   if holds read:loans; then
-    call a GET "/v3/partner/$partner/loans?limit=10" &
-    call b GET "/v3/partner/$partner/loans?limit=5" &
-    wait
+    reads
     settle a
     settle b
   fi
