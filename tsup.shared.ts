@@ -9,6 +9,9 @@ export function packageBuild(entry: string[], extra: Options = {}) {
     clean: true,
     sourcemap: true,
     target: 'node20',
+    // Classes keep their names (`error.name`, stack traces): without it esbuild renames a class that refers
+    // to itself (a static method) to `_Name` in both formats.
+    keepNames: true,
     ...extra,
   });
 }

@@ -1,0 +1,70 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+/** How to make one exported error class, and the `code` the instance must carry. */
+export interface ErrorCase {
+  args: unknown[];
+  code: string;
+}
+
+type Entry = string | { default?: string } | undefined;
+const fileOf = (entry: Entry): string | undefined => (typeof entry === 'string' ? entry : entry?.default);
+
+const isErrorClass = (value: unknown): value is new (...args: unknown[]) => Error =>
+  typeof value === 'function' && value.prototype instanceof Error;
+
+/**
+ * Loads a package's built main entry as a user does — `import` (ESM) and `require` (CJS), the files its
+ * package.json `exports["."]` names — and checks every exported error class in both: the class's `name`
+ * is its exported name, and an instance made with the case's arguments has that `name`, the case's
+ * `code`, is an `Error`, and prints as `Name: message`. Returns what is wrong (empty: all good), and
+ * names an exported error class `cases` lacks or a case the package does not export.
+ */
+export async function builtErrorProblems(
+  packageDir: string,
+  cases: Record<string, ErrorCase>,
+): Promise<{ checked: string[]; problems: string[] }> {
+  const manifest = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as {
+    exports: Record<string, { import?: Entry; require?: Entry }>;
+  };
+  const main = manifest.exports['.'];
+  const esmFile = fileOf(main?.import);
+  const cjsFile = fileOf(main?.require);
+  if (!esmFile || !cjsFile)
+    return { checked: [], problems: ['package.json exports["."] lacks import or require'] };
+  const formats: Array<[string, Record<string, unknown>]> = [
+    ['ESM', (await import(pathToFileURL(join(packageDir, esmFile)).href)) as Record<string, unknown>],
+    [
+      'CJS',
+      createRequire(join(packageDir, 'package.json'))(join(packageDir, cjsFile)) as Record<string, unknown>,
+    ],
+  ];
+  const problems: string[] = [];
+  const checked: string[] = [];
+  for (const [format, module] of formats) {
+    const exported = Object.keys(module).filter((key) => isErrorClass(module[key]));
+    for (const name of exported)
+      if (!(name in cases))
+        problems.push(`${format}: ${name} is exported, and not in this test's cases: add it`);
+    for (const [name, { args, code }] of Object.entries(cases)) {
+      const Class = module[name];
+      if (!isErrorClass(Class)) {
+        problems.push(`${format}: ${name} is not an exported error class`);
+        continue;
+      }
+      if (Class.name !== name) problems.push(`${format}: ${name}.name is ${JSON.stringify(Class.name)}`);
+      const error = new Class(...args) as Error & { code?: unknown };
+      if (error.name !== name)
+        problems.push(`${format}: new ${name}(…).name is ${JSON.stringify(error.name)}`);
+      if (error.code !== code)
+        problems.push(`${format}: new ${name}(…).code is ${JSON.stringify(error.code)}, expected ${code}`);
+      if (!(error instanceof Error)) problems.push(`${format}: new ${name}(…) is not an Error`);
+      if (!String(error).startsWith(`${name}: `))
+        problems.push(`${format}: String(new ${name}(…)) is ${JSON.stringify(String(error).slice(0, 80))}`);
+      checked.push(`${format} ${name}`);
+    }
+  }
+  return { checked, problems };
+}
