@@ -22,7 +22,6 @@ import type { Logger } from './observability/logger.js';
 import { notePartner, requestObserver } from './observability/requests.js';
 import { type OidcOptions, oidcSignIn } from './oidc/oidc.js';
 import type { DigestedPlan } from './plan/plan.js';
-import { recordDecision } from './production/decisions/decisions.js';
 import { type Production, type ProductionOptions, startProduction } from './production/index.js';
 import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
 import { replayJournal } from './runs/journal.js';
@@ -235,7 +234,6 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     key: options.signingKey,
     secretsKey,
     publicUrl,
-    record: recordDecision,
     options: options.production ?? {},
     log,
   });

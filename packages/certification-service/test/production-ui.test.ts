@@ -41,7 +41,7 @@ beforeAll(async () => {
   const reviewer = await svc.reviewer('Rita Reviewer');
   credential = reviewer.credential;
   // Two approvals: one ending in 10 days (within the 30-day notice), one in 200 days.
-  const deps = svc.service.production.production;
+  const deps = svc.service.production;
   soonRun = await attestedRun(svc.db, soon.partnerId);
   for (const [partner, runId, days] of [
     [soon, soonRun, 10],
@@ -113,7 +113,7 @@ describe('the approval-expiring hint', () => {
   it('follows --expiry-notice-days: the same 10-day approval under a 5-day notice shows no hint', async () => {
     const short = await inProcessService({
       db: svc.db,
-      signingKey: svc.service.production.production.key,
+      signingKey: svc.service.production.key,
       sweepIntervalMs: 60_000,
       production: { expiryNoticeDays: 5 },
     });

@@ -51,7 +51,7 @@ describe.each(stores)('the production flow on the %s store', (store) => {
     await postgres?.stop();
   });
 
-  const deps = () => svc.service.production.production;
+  const deps = () => svc.service.production;
   const decide = (input: Parameters<typeof recordSignedDecision>[1]) =>
     svc.db.transaction((tx) => recordSignedDecision(tx, input, deps()));
   const register = (path = '/register', headers: Record<string, string> = {}) =>

@@ -102,3 +102,25 @@ export function approvability(run: ApprovableRun): { approvable: boolean; notApp
       reasons.push(`certification: ${reason}`);
   return { approvable: reasons.length === 0, notApprovable: reasons };
 }
+
+/** A run's row as the reviewer pages and `decide` read it (the columns approvability needs). */
+export interface RunRowForApproval {
+  status: string;
+  certify: boolean;
+  verdict: string | null;
+  attestation: string | null;
+  plan: DigestedPlan | null;
+  report_json: string | null;
+}
+
+/** Whether the run (its row) can be approved, and every reason it cannot (see `approvability`). */
+export function approvalOf(run: RunRowForApproval) {
+  return approvability({
+    status: run.status === 'closing' ? 'open' : run.status,
+    certify: run.certify,
+    verdict: run.verdict,
+    attestation: run.attestation !== null,
+    plan: run.plan,
+    report: run.report_json ? JSON.parse(run.report_json) : null,
+  });
+}

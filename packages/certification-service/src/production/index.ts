@@ -1,7 +1,8 @@
 import type { Hono } from 'hono';
 import type { Database } from '../db/database.js';
 import type { SigningKey } from '../keys.js';
-import { type RecordDecision, sweepApprovals } from './decisions/signed.js';
+import { type DecisionRequest, decide } from './decide.js';
+import { sweepApprovals } from './decisions/signed.js';
 import { mountProductionUi } from './pages.js';
 import { createRegister, registerEntries } from './register/register.js';
 import { mountRegister } from './register/routes.js';
@@ -32,7 +33,7 @@ export const defaultProductionOptions = {
 
 /**
  * The production flow of one instance: the register, the webhook dispatcher, the expiry sweep, the UI
- * pages; `record` is recordDecision, which every signed decision goes through.
+ * pages, and `decide` (approve, reject, revoke), which every reviewer's decision goes through.
  */
 export function startProduction(deps: {
   db: Database;
@@ -40,7 +41,6 @@ export function startProduction(deps: {
   /** The key that seals the webhooks' signing secrets (`secretsKeyFrom`). */
   secretsKey: Buffer;
   publicUrl: string;
-  record: RecordDecision;
   options: ProductionOptions;
   log: (line: string) => void;
 }) {
@@ -60,14 +60,20 @@ export function startProduction(deps: {
     ...(settings.webhookLimits && { limits: settings.webhookLimits }),
     ...(settings.webhookPollMs !== undefined && { pollMs: settings.webhookPollMs }),
   });
-  const production = { key: deps.key, record: deps.record };
+  /** When a new approval ends. */
+  const validUntil = (from = new Date()) =>
+    new Date(from.getTime() + settings.approvalValidDays * 86_400_000);
+  const decideHere = (request: DecisionRequest) =>
+    decide({ db: deps.db, key: deps.key, validUntil: () => validUntil(), nudge: dispatcher.nudge }, request);
   return {
     settings,
     register,
     dispatcher,
-    production,
-    /** When a new approval ends. */
-    validUntil: (from = new Date()) => new Date(from.getTime() + settings.approvalValidDays * 86_400_000),
+    /** The key every decision is signed with (the attestation key). */
+    key: deps.key,
+    validUntil,
+    /** Approves or rejects a run, or revokes an approval: the production rule (see decide.ts). */
+    decide: decideHere,
     // biome-ignore lint/suspicious/noExplicitAny: mounted on the service's one app
     mount(app: Hono<any>) {
       mountRegister(app, { db: deps.db, register });
@@ -76,7 +82,7 @@ export function startProduction(deps: {
     mountUi(app: Hono<any>) {
       mountProductionUi(app, {
         db: deps.db,
-        production,
+        decide: decideHere,
         noticeDays: settings.expiryNoticeDays,
         nudge: dispatcher.nudge,
       });
@@ -99,7 +105,7 @@ export function startProduction(deps: {
     },
     /** Records due expiries and expiry notices; run by every instance with the run sweep. */
     async sweep() {
-      const swept = await sweepApprovals(deps.db, { ...production, noticeDays: settings.expiryNoticeDays });
+      const swept = await sweepApprovals(deps.db, { key: deps.key, noticeDays: settings.expiryNoticeDays });
       if (swept.expired + swept.noticed > 0) dispatcher.nudge();
       return swept;
     },

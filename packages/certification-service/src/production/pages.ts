@@ -3,8 +3,8 @@ import type { Database } from '../db/database.js';
 import { iso } from '../runs/runs.js';
 import { h, page, uiContentSecurityPolicy, wantsProblem } from '../web/html.js';
 import { problem } from '../web/problem.js';
+import type { DecisionOutcome, DecisionRequest } from './decide.js';
 import { checkNote } from './decisions/note.js';
-import { type ProductionDeps, revokeApproval } from './decisions/signed.js';
 import { entryOf } from './register/register.js';
 import { resendDelivery } from './webhooks/admin.js';
 
@@ -25,7 +25,14 @@ const html = (c: Context<Env>, body: string, status: 200 | 400 | 404 | 409 = 200
 export function mountProductionUi(
   // biome-ignore lint/suspicious/noExplicitAny: mounted on the service's one app
   app: Hono<any>,
-  deps: { db: Database; production: ProductionDeps; noticeDays: number; nudge: () => void },
+  deps: {
+    db: Database;
+    /** The production rule (`production.decide`): a revocation goes through it. */
+    decide: (request: DecisionRequest) => Promise<DecisionOutcome>;
+    noticeDays: number;
+    /** Wakes the webhook dispatcher (after a delivery is sent again). */
+    nudge: () => void;
+  },
 ) {
   const { db } = deps;
 
@@ -110,8 +117,8 @@ export function mountProductionUi(
       return html(c, page('Not revoked', `<p class="error">${h(checked.problem)}</p>${back}`, reviewer), 400);
     }
     const { note } = checked;
-    const revoked = await revokeApproval(db, { partnerId, reviewerId: reviewer.id, note }, deps.production);
-    if (!revoked)
+    const revoked = await deps.decide({ decision: 'revoked', partnerId, reviewer, note });
+    if (!revoked.recorded)
       return html(
         c,
         page(
@@ -121,7 +128,6 @@ export function mountProductionUi(
         ),
         409,
       );
-    deps.nudge();
     return c.redirect(`/ui/partners/${encodeURIComponent(partnerId)}/production`, 303);
   });
 

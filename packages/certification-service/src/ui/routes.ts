@@ -4,17 +4,14 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Database } from '../db/database.js';
 import { type Audit, reportResponse } from '../http/api.js';
 import type { OidcSignIn } from '../oidc/oidc.js';
-import { planScopes } from '../plan/plan.js';
-import { DecisionRefusal } from '../production/decisions/decisions.js';
 import { checkNote } from '../production/decisions/note.js';
-import { recordSignedDecision } from '../production/decisions/signed.js';
 import type { Production } from '../production/index.js';
 import { iso } from '../runs/runs.js';
 import { derivedSecret, hashSecret, newSecret, sameText } from '../secrets.js';
 import { h, page, stylesheet, uiContentSecurityPolicy, wantsProblem } from '../web/html.js';
 import { problem } from '../web/problem.js';
 import { auditPage } from './audit.js';
-import { approvalOf, runForUi, runPageBody } from './run-page.js';
+import { runForUi, runPageBody } from './run-page.js';
 import type { SigninGuard } from './signin-guard.js';
 
 const cookieName = 'pcs_session';
@@ -53,8 +50,8 @@ export function mountUi(
     audit: Audit;
     signin: SigninGuard;
     oidc?: OidcSignIn;
-    /** Signs each decision and announces it (statement, outbox, audit), in the decision's transaction. */
-    production: Pick<Production, 'production' | 'validUntil' | 'dispatcher'>;
+    /** The production rule: approving or rejecting a run goes through `decide` (see production/decide.ts). */
+    production: Pick<Production, 'decide'>;
   },
 ) {
   const { db } = deps;
@@ -296,70 +293,35 @@ export function mountUi(
       if (wantsProblem(c)) return problem(c, 400, 'Decision not recorded', detail);
       return html(c, page('Not recorded', `<p class="error">${h(detail)}</p>${back}`, reviewer), 400);
     }
-    const { note } = checked;
-    if (run.status === 'open' || run.status === 'closing' || !run.attestation)
-      return html(
-        c,
-        page('Not recorded', `<p class="error">The run is not judged and attested yet.</p>${back}`, reviewer),
-        409,
-      );
-    const { approvable, notApprovable } = approvalOf(run);
-    if (decision === 'approved' && !approvable) {
-      await deps.audit(`reviewer:${reviewer.id}`, 'decision.refused', run.id, {
-        decision,
-        reasons: notApprovable,
-      });
-      return html(
-        c,
-        page(
-          'Not approved',
-          `<p class="error">This run cannot be approved:</p><ul class="error">${notApprovable.map((reason) => `<li>${h(reason)}</li>`).join('')}</ul>${back}`,
-          reviewer,
-        ),
-        409,
-      );
-    }
-    try {
-      await db.transaction(async (tx) => {
-        const recorded = await recordSignedDecision(
-          tx,
-          {
-            partnerId: run.partner_id,
-            runId: run.id,
-            reviewerId: reviewer.id,
-            decision,
-            note,
-            scopes: decision === 'approved' && run.plan ? planScopes(run.plan) : [],
-            validUntil: decision === 'approved' ? deps.production.validUntil() : null,
-          },
-          deps.production.production,
+    const outcome = await deps.production.decide({ decision, run, reviewer, note: checked.note });
+    if (!outcome.recorded) {
+      if (outcome.refusal === 'not-attested')
+        return html(
+          c,
+          page(
+            'Not recorded',
+            `<p class="error">The run is not judged and attested yet.</p>${back}`,
+            reviewer,
+          ),
+          409,
         );
-        await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-          `reviewer:${reviewer.id}`,
-          `partner.${decision}`,
-          run.partner_id,
-          JSON.stringify({
-            run: run.id,
-            decision: recorded.decisionId,
-            note,
-            sessionSha256: run.session_sha256,
-            reviewer: reviewer.name,
-          }),
-        ]);
-      });
-    } catch (error) {
-      if (!(error instanceof DecisionRefusal)) throw error;
-      await deps.audit(`reviewer:${reviewer.id}`, 'decision.refused', run.id, {
-        decision,
-        reasons: [error.message],
-      });
-      return html(
-        c,
-        page('Not recorded', `<p class="error">Not recorded: ${h(error.message)}.</p>${back}`, reviewer),
-        409,
-      );
+      if (outcome.refusal === 'not-approvable')
+        return html(
+          c,
+          page(
+            'Not approved',
+            `<p class="error">This run cannot be approved:</p><ul class="error">${outcome.reasons.map((reason) => `<li>${h(reason)}</li>`).join('')}</ul>${back}`,
+            reviewer,
+          ),
+          409,
+        );
+      if (outcome.refusal === 'repeated')
+        return html(
+          c,
+          page('Not recorded', `<p class="error">Not recorded: ${h(outcome.message)}.</p>${back}`, reviewer),
+          409,
+        );
     }
-    deps.production.dispatcher.nudge();
     return c.redirect(`/partners/${encodeURIComponent(run.partner_id)}`, 303);
   });
 

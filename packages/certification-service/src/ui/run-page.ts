@@ -2,7 +2,7 @@ import { keysOf, parseEnvelope, verifyAttestation } from '@partner-lending/confo
 import type { Database } from '../db/database.js';
 import { jwksOf } from '../keys.js';
 import type { DigestedPlan } from '../plan/plan.js';
-import { approvability, type Coverage, coverageOf } from '../production/approvability.js';
+import { approvalOf, type Coverage, coverageOf } from '../production/approvability.js';
 import { listDecisions } from '../production/decisions/decisions.js';
 import { iso } from '../runs/runs.js';
 import { h } from '../web/html.js';
@@ -33,18 +33,6 @@ export async function runForUi(db: Database, id: string | undefined): Promise<Ui
     [id ?? ''],
   );
   return run;
-}
-
-/** Whether the run can be approved, and every reason it cannot (see `approvability`). */
-export function approvalOf(run: UiRun) {
-  return approvability({
-    status: run.status === 'closing' ? 'open' : run.status,
-    certify: run.certify,
-    verdict: run.verdict,
-    attestation: run.attestation !== null,
-    plan: run.plan,
-    report: run.report_json ? JSON.parse(run.report_json) : null,
-  });
 }
 
 /** The attestation checked here, against this service's own JWKS and the session it serves. */

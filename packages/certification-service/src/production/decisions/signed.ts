@@ -2,16 +2,12 @@ import type { Database, Queryable } from '../../db/database.js';
 import type { SigningKey } from '../../keys.js';
 import { eventOfDecision } from '../../webhooks/events.js';
 import { enqueueEvent } from '../../webhooks/outbox.js';
-import type { DecisionInput, DecisionValue } from './decisions.js';
+import { type DecisionInput, type DecisionValue, recordDecision } from './decisions.js';
 import { signDecision } from './statement.js';
 
-/** recordDecision's signature: it inserts the decision inside the caller's transaction. */
-export type RecordDecision = (tx: Queryable, input: DecisionInput) => Promise<{ id: string | number }>;
-
-/** What a signed decision needs besides the transaction. */
+/** What a signed decision needs besides the transaction: the key that signs it. */
 export interface ProductionDeps {
   key: Pick<SigningKey, 'privateKey' | 'kid'>;
-  record: RecordDecision;
 }
 
 interface StoredDecision {
@@ -40,7 +36,7 @@ export async function recordSignedDecision(
   /** What the webhook says beyond the row: the scopes and end of the approval a revocation or expiry ends. */
   announce: { scopes?: string[]; validUntil?: Date | null } = {},
 ): Promise<{ decisionId: string; eventId: string | undefined }> {
-  const recorded = await deps.record(tx, input);
+  const recorded = await recordDecision(tx, input);
   const [row] = await tx.query<StoredDecision>(
     `SELECT d.id, d.partner_id, p.name AS partner_name, d.run_id, d.decision, d.note, d.scopes, d.valid_until,
        d.created_at, rv.name AS reviewer_name, r.attestation

@@ -1,0 +1,108 @@
+import type { Database, Queryable } from '../db/database.js';
+import { planScopes } from '../plan/plan.js';
+import { approvalOf, type RunRowForApproval } from './approvability.js';
+import { DecisionRefusal } from './decisions/decisions.js';
+import { type ProductionDeps, recordSignedDecision, revokeApproval } from './decisions/signed.js';
+
+/** A run as `decide` reads it: its row (the reviewer pages' `UiRun` is one). */
+export interface RunToDecide extends RunRowForApproval {
+  id: string;
+  partner_id: string;
+  session_sha256: string | null;
+}
+
+/** What a reviewer decides: approve or reject a run, or revoke a partner's standing approval. */
+export type DecisionRequest = { reviewer: { id: string; name: string }; note: string } & (
+  | { decision: 'approved' | 'rejected'; run: RunToDecide }
+  | { decision: 'revoked'; partnerId: string }
+);
+
+/** What came of it: recorded (signed, announced, audited), or refused, and why. */
+export type DecisionOutcome =
+  | { recorded: true; decisionId: string }
+  /** The run is still open, or judged without an attestation: nothing to decide on yet. */
+  | { recorded: false; refusal: 'not-attested' }
+  /** An approval of a run that is not approvable; `reasons` are approvability's. */
+  | { recorded: false; refusal: 'not-approvable'; reasons: string[] }
+  /** The same decision as the run's latest (DecisionRefusal's message). */
+  | { recorded: false; refusal: 'repeated'; message: string }
+  /** A revocation of a partner without a standing approval. */
+  | { recorded: false; refusal: 'nothing-to-revoke' };
+
+/** What `decide` needs: startProduction binds it (`production.decide`). */
+export interface DecideDeps extends ProductionDeps {
+  db: Database;
+  /** When an approval decided now ends. */
+  validUntil: () => Date;
+  /** Wakes the webhook dispatcher once a decision is committed. */
+  nudge: () => void;
+}
+
+const audit = (db: Queryable, actor: string, action: string, subject: string | null, detail: unknown) =>
+  db.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
+    actor,
+    action,
+    subject,
+    JSON.stringify(detail),
+  ]);
+
+/**
+ * The production rule, in one place: approve or reject a judged, attested run, or revoke a partner's
+ * standing approval. An approval of a run that is not approvable, and the same decision again, are
+ * refused with a `decision.refused` audit line; otherwise the decision is signed, its webhook event
+ * queued and its audit line written in one transaction (a revocation's line is the signed decision's
+ * own), and the dispatcher is nudged once it commits. The note is already checked (`checkNote`).
+ */
+export async function decide(deps: DecideDeps, request: DecisionRequest): Promise<DecisionOutcome> {
+  const actor = `reviewer:${request.reviewer.id}`;
+  if (request.decision === 'revoked') {
+    const revoked = await revokeApproval(
+      deps.db,
+      { partnerId: request.partnerId, reviewerId: request.reviewer.id, note: request.note },
+      deps,
+    );
+    if (!revoked) return { recorded: false, refusal: 'nothing-to-revoke' };
+    deps.nudge();
+    return { recorded: true, decisionId: revoked.decisionId };
+  }
+  const { run, decision, note } = request;
+  if (run.status === 'open' || run.status === 'closing' || !run.attestation)
+    return { recorded: false, refusal: 'not-attested' };
+  const { approvable, notApprovable } = approvalOf(run);
+  if (decision === 'approved' && !approvable) {
+    await audit(deps.db, actor, 'decision.refused', run.id, { decision, reasons: notApprovable });
+    return { recorded: false, refusal: 'not-approvable', reasons: notApprovable };
+  }
+  let decisionId: string;
+  try {
+    decisionId = await deps.db.transaction(async (tx) => {
+      const recorded = await recordSignedDecision(
+        tx,
+        {
+          partnerId: run.partner_id,
+          runId: run.id,
+          reviewerId: request.reviewer.id,
+          decision,
+          note,
+          scopes: decision === 'approved' && run.plan ? planScopes(run.plan) : [],
+          validUntil: decision === 'approved' ? deps.validUntil() : null,
+        },
+        deps,
+      );
+      await audit(tx, actor, `partner.${decision}`, run.partner_id, {
+        run: run.id,
+        decision: recorded.decisionId,
+        note,
+        sessionSha256: run.session_sha256,
+        reviewer: request.reviewer.name,
+      });
+      return recorded.decisionId;
+    });
+  } catch (error) {
+    if (!(error instanceof DecisionRefusal)) throw error;
+    await audit(deps.db, actor, 'decision.refused', run.id, { decision, reasons: [error.message] });
+    return { recorded: false, refusal: 'repeated', message: error.message };
+  }
+  deps.nudge();
+  return { recorded: true, decisionId };
+}
