@@ -37,7 +37,7 @@ describe('under CPU contention', () => {
   let spinning: ChildProcess[] = [];
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pcs-contention-'));
-    ({ apiKey } = await admin('add-partner', 'Busy Runner Lending', { cwd: dir }));
+    apiKey = (await admin('add-partner', 'Busy Runner Lending', { cwd: dir })).apiKey!;
     service = await startServe({ cwd: dir });
   });
   afterAll(async () => {
