@@ -87,9 +87,13 @@ export {
   certificationPlan,
   type DigestedPlan,
   definePlan,
+  judgeOfScenario,
   type PlanRef,
+  type PlanScenarioId,
   planDigest,
   planRefOf,
+  planScenarioIds,
+  scenarioJudges,
 } from './common/certification-plan.js';
 export {
   type AnyReport,
@@ -98,6 +102,7 @@ export {
   type CheckStatus,
   type ClientReport,
   type Coverage,
+  type CoverageScenario,
   type Evidence,
   exitCodeFor,
   mustNotVerified,

@@ -1,8 +1,10 @@
-import type { DigestedPlan } from '../common/certification-plan.js';
+import { type DigestedPlan, judgeOfScenario, planScenarioIds } from '../common/certification-plan.js';
 import type { ClientReport } from '../common/report.js';
 import {
   type CheckResult,
+  type CheckStatus,
   type Coverage,
+  type CoverageScenario,
   journeyFailureOf,
   mustNotVerified,
   type OperationRecord,
@@ -17,12 +19,17 @@ const insufficientScope = (exchange: RecordedExchange) =>
   exchange.status === 403 &&
   /insufficient_scope/.test(`${exchange.responseHeaders['www-authenticate'] ?? ''} ${exchange.error ?? ''}`);
 
-/** Whether the journey met one scenario, judged from its own traffic (never from the stage's word alone). */
-function scenarioMet(id: CoverageScenarioId, view: SessionView): { met: boolean; detail: string } {
+/** Whether the stage played one scenario on the journey's traffic (never from the stage's word alone). */
+function scenarioPlayed(
+  id: CoverageScenarioId,
+  view: SessionView,
+): { met: boolean; detail: string; seq?: number } {
   const { session, apiCalls, tokenRequests, tokens } = view;
   const injected = (step: NonNullable<RecordedExchange['injected']>, what: string, never: string) => {
     const call = apiCalls.find((item) => item.exchange.injected === step);
-    return call ? { met: true, detail: `${what}: ${line(call.exchange)}` } : { met: false, detail: never };
+    return call
+      ? { met: true, detail: `${what}: ${line(call.exchange)}`, seq: call.exchange.seq }
+      : { met: false, detail: never };
   };
   if (id === 'revocation')
     return injected(
@@ -88,6 +95,70 @@ function scenarioMet(id: CoverageScenarioId, view: SessionView): { met: boolean;
   };
 }
 
+/** The first line of a check's details, shortened to one line a reason can carry. */
+export const firstLine = (text: string | undefined): string => {
+  const first = (text ?? '').split('\n')[0]!.trim();
+  return first.length > 240 ? `${first.slice(0, 239)}…` : first;
+};
+
+/**
+ * What the scenario's own step left to judge, beyond its check's pass: a check judging two scenarios
+ * (Retry-After after the 429 and after the 503) may pass on one of them, so a throttle or an outage
+ * with no API call after its answer was not shown handled.
+ */
+function stepJudged(id: CoverageScenarioId, view: SessionView): string | undefined {
+  if (id !== 'throttle' && id !== 'unavailable') return undefined;
+  const step = id === 'throttle' ? 'throttled' : 'unavailable';
+  const answered = view.apiCalls.find((call) => call.exchange.injected === step);
+  if (!answered) return undefined;
+  return view.apiCalls.some((call) => call.exchange.at > answered.exchange.end)
+    ? undefined
+    : `the journey made no API call after ${line(answered.exchange)}, so whether it waited was never shown`;
+}
+
+/** One scenario: played or not, then handled, not handled or not verified by the check judging it. */
+function scenarioCoverage(
+  id: CoverageScenarioId,
+  view: SessionView,
+  checks: readonly CheckResult[],
+  plan: DigestedPlan | undefined,
+): CoverageScenario {
+  const played = scenarioPlayed(id, view);
+  const checkId = judgeOfScenario(plan, id);
+  const check = checks.find((item) => item.id === checkId);
+  const status: CheckStatus | 'not-judged' = check?.status ?? 'not-judged';
+  const base = { id, played: played.met, check: { id: checkId, status } };
+  if (!played.met)
+    return { ...base, met: false, outcome: 'not-played', detail: `not played: ${played.detail}` };
+  // A check judging several steps (Retry-After after the 429 and the 503) says a line of each: this one's.
+  const step =
+    played.seq === undefined
+      ? undefined
+      : check?.details.split('\n').find((text) => text.startsWith(`#${played.seq} `));
+  const judged = firstLine(step ?? check?.details);
+  if (status === 'failed' || status === 'errored')
+    return {
+      ...base,
+      met: false,
+      outcome: 'not-handled',
+      detail: `played (${played.detail}); not handled: ${checkId} ${status} — ${judged}`,
+    };
+  const gap = status === 'passed' ? stepJudged(id, view) : undefined;
+  if (status !== 'passed' || gap !== undefined)
+    return {
+      ...base,
+      met: false,
+      outcome: 'not-verified',
+      detail: `played (${played.detail}); not verified: ${gap ?? `${checkId} ${status === 'not-judged' ? 'was not judged' : judged}`}`,
+    };
+  return {
+    ...base,
+    met: true,
+    outcome: 'handled',
+    detail: `played (${played.detail}); handled: ${checkId} passed — ${judged}`,
+  };
+}
+
 /** The coverage of a judged session: its operations, its plan's scenarios, its must checks not verified. */
 export function coverageOf(
   view: SessionView,
@@ -96,7 +167,7 @@ export function coverageOf(
   plan: DigestedPlan | undefined,
 ): Coverage {
   const ids: CoverageScenarioId[] = plan
-    ? [...plan.scenarios, ...(plan.renewal ? (['renewal'] as const) : [])]
+    ? planScenarioIds(plan)
     : view.session.scenarios.filter((item) => item.enabled).map((item) => item.name);
   return {
     operations: operations.map((item) => ({
@@ -104,15 +175,23 @@ export function coverageOf(
       calls: item.calls,
       succeeded: item.successes,
     })),
-    scenarios: ids.map((id) => ({ id, ...scenarioMet(id, view) })),
+    scenarios: ids.map((id) => scenarioCoverage(id, view, checks, plan)),
     mustNotVerified: mustNotVerified(checks),
   };
 }
 
+/** `<code>: <subject>`, with ` — <detail>` when there is one. */
+const reason = (code: string, subject: string, detail?: string) =>
+  `${code}: ${subject}${detail ? ` — ${detail}` : ''}`;
+
 /**
- * Why a certification run does not certify under `plan`: stable strings `<code>: <subject>`, empty when
- * it does. Codes: journey-not-completed, plan-digest-mismatch, must-failed, must-not-verified,
- * operation-not-succeeded, scenario-not-met, decisive-check-failed, decisive-check-not-verified.
+ * Why a certification run does not certify under `plan`: stable strings `<code>: <subject>`, with
+ * ` — <one line>` saying what was found where there is one; empty when it certifies. Codes:
+ * journey-not-completed, plan-digest-mismatch, must-failed (`must-failed: <check> — <first line of its
+ * details>`), must-not-verified, operation-not-succeeded, scenario-not-played, scenario-not-handled
+ * (`scenario-not-handled: <scenario> (<check>) — …`: its judging check failed), scenario-not-verified
+ * (`scenario-not-verified: <scenario> (<check>) — …`: played, but the client had no chance to show the
+ * behaviour), decisive-check-failed, decisive-check-not-verified (each with the check's first line).
  */
 export function certificationReasons(
   report: Pick<ClientReport, 'checks' | 'coverage' | 'journey' | 'mode'>,
@@ -125,18 +204,42 @@ export function certificationReasons(
   if (!digestMatches) reasons.push(`plan-digest-mismatch: ${plan.id}`);
   for (const check of report.checks)
     if (check.severity === 'must' && (check.status === 'failed' || check.status === 'errored'))
-      reasons.push(`must-failed: ${check.id}`);
-  for (const id of report.coverage.mustNotVerified) reasons.push(`must-not-verified: ${id}`);
+      reasons.push(reason('must-failed', check.id, firstLine(check.details)));
+  for (const id of report.coverage.mustNotVerified) {
+    const check = report.checks.find((item) => item.id === id);
+    reasons.push(reason('must-not-verified', id, firstLine(check?.details)));
+  }
   for (const { operationId } of plan.operations) {
     const record = report.coverage.operations.find((item) => item.operationId === operationId);
-    if (!record || record.succeeded === 0) reasons.push(`operation-not-succeeded: ${operationId}`);
+    if (!record || record.succeeded === 0)
+      reasons.push(
+        reason(
+          'operation-not-succeeded',
+          operationId,
+          record && record.calls > 0
+            ? `${record.calls} call${record.calls === 1 ? '' : 's'}, none succeeded`
+            : 'never called',
+        ),
+      );
   }
-  for (const scenario of report.coverage.scenarios)
-    if (!scenario.met) reasons.push(`scenario-not-met: ${scenario.id}`);
+  for (const scenario of report.coverage.scenarios) {
+    if (scenario.met) continue;
+    const by = scenario.check ? ` (${scenario.check.id})` : '';
+    const why = firstLine(scenario.detail);
+    if (scenario.outcome === 'not-handled')
+      reasons.push(reason('scenario-not-handled', `${scenario.id}${by}`, why));
+    else if (scenario.outcome === 'not-verified')
+      reasons.push(reason('scenario-not-verified', `${scenario.id}${by}`, why));
+    else reasons.push(reason('scenario-not-played', scenario.id, why.replace(/^not played: /, '')));
+  }
   for (const id of plan.decisiveShouldChecks) {
     const check = report.checks.find((item) => item.id === id);
-    if (!check || check.status === 'skipped') reasons.push(`decisive-check-not-verified: ${id}`);
-    else if (check.status !== 'passed') reasons.push(`decisive-check-failed: ${id}`);
+    if (!check || check.status === 'skipped')
+      reasons.push(
+        reason('decisive-check-not-verified', id, check ? firstLine(check.details) : 'not judged'),
+      );
+    else if (check.status !== 'passed')
+      reasons.push(reason('decisive-check-failed', id, firstLine(check.details)));
   }
   return reasons;
 }

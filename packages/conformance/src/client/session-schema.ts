@@ -157,6 +157,8 @@ const plan = z.strictObject({
   longTtlSeconds: z.number().int().min(1).max(86_400),
   renewal: z.boolean(),
   decisiveShouldChecks: z.array(text(100)).max(64),
+  // Absent in sessions of plans that predate it (partner-lending-default-v1).
+  handledBy: z.partialRecord(z.enum([...scenarioName.options, 'renewal']), text(100)).optional(),
 });
 
 export const sessionSchema = z.strictObject({

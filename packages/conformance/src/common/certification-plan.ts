@@ -9,13 +9,13 @@ import type { ScenarioName } from './records.js';
  * Its digest (SHA-256 of its canonical JSON) goes into the session, the report and the attestation.
  */
 export interface CertificationPlan {
-  /** A name for the plan, stable across runs (e.g. `partner-lending-default-v1`). */
+  /** A name for the plan, stable across runs (e.g. `partner-lending-default-v2`). */
   id: string;
   /** The operations that must each succeed at least once, with the scope each needs (from the spec). */
   operations: { operationId: ApiOperationId; scope: Scope }[];
   /** The scopes the run's client is authorised for: the grant production will give. */
   scopes: Scope[];
-  /** The fault scenarios the stage plays; each must be met. */
+  /** The fault scenarios the stage plays; each must be played and handled (its judging check passed). */
   scenarios: ScenarioName[];
   /** Lifetime of the short phase's tokens (s): short enough that a journey renews at least once. */
   ttlSeconds: number;
@@ -25,7 +25,48 @@ export interface CertificationPlan {
   renewal: boolean;
   /** `should` checks that decide certification like `must` checks (a failure or a "not verified" blocks it). */
   decisiveShouldChecks: string[];
+  /**
+   * For each scenario the plan plays (and `renewal` when it asks for one), the check that judges what the
+   * client did with it: the scenario is handled only when that check passed. `definePlan` fills it from
+   * `scenarioJudges` when absent; a plan recorded before it existed (`partner-lending-default-v1`) is
+   * read with `scenarioJudges`.
+   */
+  handledBy?: Partial<Record<PlanScenarioId, string>>;
 }
+
+/** A scenario a plan names: its fault scenarios, and `renewal` when it asks for one. */
+export type PlanScenarioId = ScenarioName | 'renewal';
+
+/**
+ * The check that judges each scenario: a scenario counts as handled only when this check passed on the
+ * run's traffic, and as not verified when the client had no chance to show the behaviour.
+ * - revocation: the revoked token is never sent again and one new token recovers
+ *   (`client-revocation-recovery`);
+ * - narrowed-grant: no operation outside a token's grant is called with it, shown by an operation
+ *   outside the narrowed grant called with a new token while the narrowed one was usable
+ *   (`client-granted-scope-respected`);
+ * - throttle and unavailable: no API call of any operation before Retry-After — the create answered 503
+ *   included, so a create re-sent early fails it (`client-retry-after`; whether a create answered 503 is
+ *   re-sent at all is `client-create-not-replayed`'s, a recommendation the plan does not make decisive);
+ * - renewal: never an expired token (`client-no-expired-token`).
+ */
+export const scenarioJudges: Readonly<Record<PlanScenarioId, string>> = {
+  revocation: 'client-revocation-recovery',
+  throttle: 'client-retry-after',
+  unavailable: 'client-retry-after',
+  'narrowed-grant': 'client-granted-scope-respected',
+  renewal: 'client-no-expired-token',
+};
+
+/** The scenario ids a plan lists, in order: its fault scenarios, then `renewal` when it asks for one. */
+export const planScenarioIds = (plan: CertificationPlan): PlanScenarioId[] => [
+  ...plan.scenarios,
+  ...(plan.renewal ? (['renewal'] as const) : []),
+];
+
+/** The check judging `id` under `plan`: the plan's own word, else `scenarioJudges` (plans that predate it). */
+export const judgeOfScenario = (plan: CertificationPlan | undefined, id: PlanScenarioId): string =>
+  plan?.handledBy?.[id] ?? scenarioJudges[id];
 
 /** A plan and its digest. */
 export interface DigestedPlan extends CertificationPlan {
@@ -95,6 +136,17 @@ export function definePlan(plan: CertificationPlan): DigestedPlan {
   for (const id of plan.decisiveShouldChecks)
     if (!/^client-[a-z0-9-]{1,60}$/.test(id))
       fail(`decisive check ${JSON.stringify(String(id).slice(0, 80))} is not a client check id`);
+  const ids = planScenarioIds(plan);
+  // Entries for scenarios the plan does not play are left out (a plan made from the default one with
+  // fewer scenarios keeps only its own); each named check must be a client check id.
+  for (const [id, check] of Object.entries(plan.handledBy ?? {})) {
+    if (!(id in scenarioJudges))
+      fail(
+        `handledBy names ${JSON.stringify(String(id).slice(0, 80))}, which is not a scenario (${Object.keys(scenarioJudges).join(', ')})`,
+      );
+    if (!/^client-[a-z0-9-]{1,60}$/.test(String(check)))
+      fail(`handledBy.${id}: ${JSON.stringify(String(check).slice(0, 80))} is not a client check id`);
+  }
   const copy: CertificationPlan = {
     id: plan.id,
     operations: plan.operations.map((item) => ({ operationId: item.operationId, scope: item.scope })),
@@ -104,6 +156,7 @@ export function definePlan(plan: CertificationPlan): DigestedPlan {
     longTtlSeconds: plan.longTtlSeconds,
     renewal: plan.renewal,
     decisiveShouldChecks: [...plan.decisiveShouldChecks],
+    handledBy: Object.fromEntries(ids.map((id) => [id, judgeOfScenario(plan, id)])),
   };
   return { ...copy, digest: planDigest(copy) };
 }
@@ -111,11 +164,20 @@ export function definePlan(plan: CertificationPlan): DigestedPlan {
 /**
  * The default certification plan: the four operations of §4.2 with the four scopes production grants,
  * every fault scenario (the narrowed grant played by the token endpoint once, since every scope is
- * authorised), 5-s tokens for the first 15 s (at least one renewal) then 3600-s ones, and token reuse
- * and Retry-After deciding like `must` checks.
+ * authorised), 5-s tokens for the first 15 s (at least one renewal) then 3600-s ones, each scenario
+ * handled only when its judging check passed (`handledBy`), and token reuse, Retry-After, revocation
+ * recovery and the granted scope deciding like `must` checks.
+ *
+ * Changes (a change of the plan changes its digest, and its id):
+ * - `partner-lending-default-v2`: `handledBy` names the check judging each scenario (a scenario is met
+ *   when that check passed, not when the stage played it; not verified blocks certification);
+ *   `client-revocation-recovery` and `client-granted-scope-respected` decide; the revocation never
+ *   revokes the token of the narrowed grant.
+ * - `partner-lending-default-v1`: the four operations, every scenario played, a renewal; token reuse
+ *   and Retry-After decisive.
  */
 export const certificationPlan: DigestedPlan = definePlan({
-  id: 'partner-lending-default-v1',
+  id: 'partner-lending-default-v2',
   operations: apiOperationIds.map((operationId) => ({
     operationId,
     scope: operations[operationId].scope as Scope,
@@ -125,7 +187,13 @@ export const certificationPlan: DigestedPlan = definePlan({
   ttlSeconds: 5,
   longTtlSeconds: 3600,
   renewal: true,
-  decisiveShouldChecks: ['client-token-reuse', 'client-retry-after'],
+  decisiveShouldChecks: [
+    'client-token-reuse',
+    'client-retry-after',
+    'client-revocation-recovery',
+    'client-granted-scope-respected',
+  ],
+  handledBy: { ...scenarioJudges },
 });
 
 /** The id and digest of a plan. */

@@ -73,10 +73,29 @@ export interface RunNames {
 export interface Coverage {
   /** Each operation of the API (the spec's four, in spec order): calls, and answers 2xx. */
   operations: { operationId: string; calls: number; succeeded: number }[];
-  /** Each scenario of the run's plan: met or not, and why. */
-  scenarios: { id: string; met: boolean; detail?: string }[];
+  /** Each scenario of the run's plan: played, and handled (judged by its check), and why. */
+  scenarios: CoverageScenario[];
   /** `must` checks that were not verified (skipped). */
   mustNotVerified: string[];
+}
+
+/**
+ * One scenario of a run's plan: whether the stage played it on the journey's traffic, and whether the
+ * client handled it — the check the plan names for it passed. `outcome`: `handled`; `not-handled` (the
+ * check failed or errored); `not-verified` (played, but the client had no chance to show the behaviour:
+ * the check was not verified, or the scenario's own step had nothing after it to judge); `not-played`.
+ */
+export interface CoverageScenario {
+  id: string;
+  /** Handled: played, and judged handled by its check (the only way a scenario is met). */
+  met: boolean;
+  /** The stage played it on the journey's traffic (a token revoked, a 429 sent, a grant narrowed, a renewal). */
+  played?: boolean;
+  outcome?: 'handled' | 'not-handled' | 'not-verified' | 'not-played';
+  /** The check that judges it (the plan's `handledBy`), and that check's status in this report. */
+  check?: { id: string; status: CheckStatus | 'not-judged' };
+  /** What was played (or why not), then how the check judged it. */
+  detail?: string;
 }
 
 /** A certification run's decision and, when it did not pass, why (stable strings, see `certificationReasons`). */

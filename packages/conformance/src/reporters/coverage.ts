@@ -1,8 +1,30 @@
-import type { ClientReport } from '../common/report.js';
+import type { ClientReport, CoverageScenario } from '../common/report.js';
+
+/**
+ * One scenario, played and handled apart: `played ✓ handled ✓ revocation (client-revocation-recovery
+ * passed)`. A report written before scenarios were judged by a check says only met or not.
+ */
+export function scenarioLine(item: CoverageScenario): string {
+  const detail = item.detail ? ` — ${item.detail}` : '';
+  if (item.played === undefined || item.outcome === undefined)
+    return `scenario  ${item.met ? '✓' : '✗'} ${item.id}: ${item.met ? 'met' : 'not met'}${detail}`;
+  const judged = item.check
+    ? ` by ${item.check.id} (${item.check.status === 'skipped' ? 'not verified' : item.check.status})`
+    : '';
+  const word =
+    item.outcome === 'handled'
+      ? `handled${judged}`
+      : item.outcome === 'not-handled'
+        ? `NOT handled${judged}`
+        : item.outcome === 'not-verified'
+          ? `handling not verified${judged}`
+          : 'not played';
+  return `scenario  ${item.met ? '✓' : '✗'} ${item.id}: played ${item.played ? 'yes' : 'no'}, ${word}${detail}`;
+}
 
 /**
  * The top of every client report, in lines: the plan (or a practice run), each operation with its calls
- * and successes, each scenario met or not and why, the must checks not verified, the traffic from
+ * and successes, each scenario played and handled (by the check judging it) or not and why, the must checks not verified, the traffic from
  * outside the run, the names the host gave, and — for a certification run — why it does not certify.
  */
 export function coverageLines(report: ClientReport): string[] {
@@ -20,10 +42,7 @@ export function coverageLines(report: ClientReport): string[] {
     lines.push(
       `operation ${item.succeeded > 0 ? '✓' : '✗'} ${item.operationId}: ${item.calls} call${item.calls === 1 ? '' : 's'}, ${item.succeeded} succeeded`,
     );
-  for (const item of coverage.scenarios)
-    lines.push(
-      `scenario  ${item.met ? '✓' : '✗'} ${item.id}: ${item.met ? 'met' : 'not met'}${item.detail ? ` — ${item.detail}` : ''}`,
-    );
+  for (const item of coverage.scenarios) lines.push(scenarioLine(item));
   lines.push(
     `must not verified: ${coverage.mustNotVerified.length === 0 ? 'none' : coverage.mustNotVerified.join(', ')}`,
   );
@@ -34,7 +53,7 @@ export function coverageLines(report: ClientReport): string[] {
   if (report.certification)
     lines.push(
       report.certification.passed
-        ? 'certification: every operation succeeded, every scenario was met, every must and decisive check passed'
+        ? 'certification: every operation succeeded, every scenario was played and handled, every must and decisive check passed'
         : `certification: not passed — ${report.certification.reasons.join('; ')}`,
     );
   return lines;

@@ -79,7 +79,12 @@ export function formatJunitReport(report: AnyReport): string {
         ]),
         ...report.coverage.scenarios.map((item): [string, string] => [
           `scenario:${item.id}`,
-          item.met ? 'met' : `not met: ${item.detail ?? ''}`,
+          // "met" / "not met" first, as before scenarios were judged; then played and handled apart.
+          item.met
+            ? item.check
+              ? `met: played, handled (${item.check.id} passed)`
+              : 'met'
+            : `not met: ${item.outcome ? `${item.outcome}${item.check ? ` (${item.check.id} ${item.check.status})` : ''} — ` : ''}${item.detail ?? ''}`,
         ]),
         ['must-not-verified', report.coverage.mustNotVerified.join(',') || 'none'],
         ...(report.partner

@@ -113,7 +113,7 @@ describe('partner-conformance client', () => {
     );
     expect(code, run.out()).toBe(0);
     const out = run.out();
-    const top = out.indexOf('plan      partner-lending-default-v1');
+    const top = out.indexOf('plan      partner-lending-default-v2');
     expect(top).toBeGreaterThan(0);
     expect(top).toBeLessThan(out.indexOf('client-bearer-header'));
     for (const line of [
@@ -121,8 +121,9 @@ describe('partner-conformance client', () => {
       'operation ✓ createLoanDraft',
       'operation ✓ createJournalUpdate',
       'operation ✓ createRepayment',
-      'scenario  ✓ narrowed-grant: met',
-      'scenario  ✓ renewal: met',
+      'scenario  ✓ narrowed-grant: played yes, handled by client-granted-scope-respected (passed)',
+      'scenario  ✓ revocation: played yes, handled by client-revocation-recovery (passed)',
+      'scenario  ✓ renewal: played yes, handled by client-no-expired-token (passed)',
       'must not verified: none',
       'certification: every operation succeeded',
     ])
@@ -130,18 +131,21 @@ describe('partner-conformance client', () => {
     const report = JSON.parse(await readFile(paths.json, 'utf8'));
     expect(Object.keys(report).indexOf('coverage')).toBeLessThan(Object.keys(report).indexOf('checks'));
     expect(report.certification).toEqual({ passed: true, reasons: [] });
-    expect(report.plan.id).toBe('partner-lending-default-v1');
-    expect(await readFile(paths.junit, 'utf8')).toContain('name="scenario:narrowed-grant" value="met"');
+    expect(report.plan.id).toBe('partner-lending-default-v2');
+    expect(await readFile(paths.junit, 'utf8')).toContain(
+      'name="scenario:narrowed-grant" value="met: played, handled (client-granted-scope-respected passed)"',
+    );
     const html = await readFile(paths.html, 'utf8');
     expect(html.indexOf('<h2>Coverage</h2>')).toBeLessThan(html.indexOf('<h2>Decision</h2>'));
     expect(html).toContain('operation ✓ createRepayment');
+    expect(html).toContain('<th>scenario</th><th>played</th><th>judged by</th><th>handled</th><th>why</th>');
 
     const refused = io();
     expect(
       await main(['client', '--certify', '--ttl', '2', '--', process.execPath, referenceClient], refused.io),
     ).toBe(2);
     expect(refused.err()).toContain(
-      '--ttl changes the certification plan, which --certify follows as it is (plan partner-lending-default-v1); drop --ttl, or drop --certify for a practice run',
+      '--ttl changes the certification plan, which --certify follows as it is (plan partner-lending-default-v2); drop --ttl, or drop --certify for a practice run',
     );
   }, 120_000);
 

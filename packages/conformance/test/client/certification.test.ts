@@ -13,6 +13,7 @@ import {
 } from '../../src/index.js';
 
 const referenceClient = fileURLToPath(new URL('../clients/reference-client.mjs', import.meta.url));
+const sdkJourney = fileURLToPath(new URL('../../examples/journey.mjs', import.meta.url));
 
 function journey(
   bug: string,
@@ -100,12 +101,15 @@ describe('certification under the plan', () => {
     ]);
     for (const item of report.coverage.operations)
       expect(item.succeeded, `${item.operationId}: ${JSON.stringify(report.coverage)}`).toBeGreaterThan(0);
-    expect(report.coverage.scenarios.map((item) => [item.id, item.met])).toEqual([
-      ['revocation', true],
-      ['throttle', true],
-      ['unavailable', true],
-      ['narrowed-grant', true],
-      ['renewal', true],
+    // Every scenario played, and handled: the check the plan names for it passed.
+    expect(
+      report.coverage.scenarios.map((item) => [item.id, item.played, item.met, item.outcome, item.check]),
+    ).toEqual([
+      ['revocation', true, true, 'handled', { id: 'client-revocation-recovery', status: 'passed' }],
+      ['throttle', true, true, 'handled', { id: 'client-retry-after', status: 'passed' }],
+      ['unavailable', true, true, 'handled', { id: 'client-retry-after', status: 'passed' }],
+      ['narrowed-grant', true, true, 'handled', { id: 'client-granted-scope-respected', status: 'passed' }],
+      ['renewal', true, true, 'handled', { id: 'client-no-expired-token', status: 'passed' }],
     ]);
     expect(report.checks.find((check) => check.id === 'client-granted-scope-respected')?.status).toBe(
       'passed',
@@ -135,34 +139,69 @@ describe('certification under the plan', () => {
     expect(report.checks.find((check) => check.id === 'client-token-not-in-url')?.status).toBe('passed');
     expect(reportVerdict(control.report).word).toBe('FAIL');
 
-    expect(reasonsOf(noCalls)).toContain('must-not-verified: client-bearer-header');
-    expect(reasonsOf(noCalls)).toContain('operation-not-succeeded: listLoans');
+    // Each reason: a stable code and subject, then ` — ` and one line of what was found.
+    const subjects = (run: ClientConformanceRun) => reasonsOf(run).map((reason) => reason.split(' — ')[0]);
+    expect(subjects(noCalls)).toContain('must-not-verified: client-bearer-header');
+    expect(reasonsOf(noCalls)).toContain('operation-not-succeeded: listLoans — never called');
     expect(reportVerdict(noCalls.report).text).toMatch(/^FAIL — /);
-    expect(reasonsOf(tokenPerCall)).toContain('decisive-check-failed: client-token-reuse');
+    expect(subjects(tokenPerCall)).toContain('decisive-check-failed: client-token-reuse');
+    expect(
+      reasonsOf(tokenPerCall).find((reason) =>
+        reason.startsWith('decisive-check-failed: client-token-reuse — '),
+      ),
+    ).not.toContain('\n');
     expect(reportVerdict(tokenPerCall.report).word).toBe('FAIL');
 
     const judged = (run: ClientConformanceRun) =>
       judgeSession(run.session, { certify: true, plan: certificationPlan }).certification?.reasons ?? [];
-    expect(judged(noScenarios)).toEqual(
+    const judgedSubjects = (run: ClientConformanceRun) => judged(run).map((reason) => reason.split(' — ')[0]);
+    expect(judgedSubjects(noScenarios)).toEqual(
       expect.arrayContaining([
-        'scenario-not-met: revocation',
-        'scenario-not-met: throttle',
-        'scenario-not-met: unavailable',
-        'scenario-not-met: narrowed-grant',
+        'scenario-not-played: revocation',
+        'scenario-not-played: throttle',
+        'scenario-not-played: unavailable',
+        'scenario-not-played: narrowed-grant',
         // No throttle played: Retry-After was never tested, and the plan makes that check decisive.
         'decisive-check-not-verified: client-retry-after',
+        'decisive-check-not-verified: client-revocation-recovery',
       ]),
     );
-    expect(judged(onlyLoans)).toEqual(
+    expect(judged(noScenarios)).toContain(
+      'scenario-not-played: revocation — no token was revoked: the journey made fewer API calls that would have succeeded than the revocation waits for',
+    );
+    expect(judgedSubjects(onlyLoans)).toEqual(
       expect.arrayContaining([
         'operation-not-succeeded: createLoanDraft',
         'operation-not-succeeded: createJournalUpdate',
         'operation-not-succeeded: createRepayment',
       ]),
     );
-    expect(judged(onlyLoans)).not.toContain('operation-not-succeeded: listLoans');
+    expect(judgedSubjects(onlyLoans)).not.toContain('operation-not-succeeded: listLoans');
     // Without --certify a practice run has no certification outcome, and no plan.
     expect(onlyLoans.report.certification).toBeUndefined();
     expect(onlyLoans.report.plan).toBeUndefined();
   }, 180_000);
+
+  it("the SDK's journey certifies under the default plan: its provider reads each token answer's scope and never calls an operation with a token lacking it", async () => {
+    const run = await runClientConformance({
+      command: [process.execPath, sdkJourney],
+      env: { ...process.env, JOURNEY_SECONDS: '18' },
+      certify: true,
+      plan: certificationPlan,
+      stdio: 'pipe',
+      timeoutSeconds: 120,
+    });
+    const { report } = run;
+    expect(report.journey.exitCode, report.journey.note).toBe(0);
+    expect(
+      report.certification,
+      JSON.stringify(report.checks.filter((c) => c.status !== 'passed').map((c) => [c.id, c.details])),
+    ).toEqual({ passed: true, reasons: [] });
+    for (const scenario of report.coverage.scenarios)
+      expect(scenario, scenario.id).toMatchObject({ played: true, met: true, outcome: 'handled' });
+    // No call of an operation with a token lacking its scope, not even one.
+    expect(report.checks.find((c) => c.id === 'client-granted-scope-respected')?.details).not.toContain(
+      'tolerated',
+    );
+  }, 150_000);
 });

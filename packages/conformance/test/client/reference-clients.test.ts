@@ -1,6 +1,12 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { type ClientConformanceRun, clientCheckIds, runClientConformance } from '../../src/index.js';
+import {
+  type ClientConformanceRun,
+  certificationPlan,
+  clientCheckIds,
+  reportVerdict,
+  runClientConformance,
+} from '../../src/index.js';
 
 const referenceClient = fileURLToPath(new URL('../clients/reference-client.mjs', import.meta.url));
 
@@ -151,4 +157,88 @@ describe('client mode against reference clients', () => {
     // The token the client put in the query is there, shortened: the evidence shows where it went.
     expect(text).toMatch(/access_token=…[A-Za-z0-9_-]{6}/);
   }, 60_000);
+});
+
+/** A certification run of the reference client under the default plan (5-s tokens for 15 s): an 18-s journey. */
+function certified(bug: string, extra: Record<string, string> = {}): Promise<ClientConformanceRun> {
+  return runClientConformance({
+    command: [process.execPath, referenceClient],
+    env: { ...process.env, BUG: bug, JOURNEY_SECONDS: '18', ...extra },
+    certify: true,
+    plan: certificationPlan,
+    stdio: 'pipe',
+    timeoutSeconds: 120,
+  });
+}
+
+// The decisive checks a scenario's handling rests on, each with a wrong client under the real plan.
+const decisiveBugs: Array<[bug: string, check: string, scenario: string]> = [
+  // Never drops the token the API refused 401 invalid_token: sends it again until it expires.
+  ['keep-revoked', 'client-revocation-recovery', 'revocation'],
+  // Never reads the token answer's scope: calls the creates with the narrowed read:loans token.
+  ['ignore-scope', 'client-granted-scope-respected', 'narrowed-grant'],
+];
+
+describe('the decisive checks under the default plan', () => {
+  it('each wrong client turns exactly its check red, its scenario not handled, the run FAIL and not certified, naming the check; correct clients certify', async () => {
+    const runs = await Promise.all([
+      ...decisiveBugs.map(([bug]) => certified(bug)),
+      certified(''),
+      certified('', { ASK_ALL: '1' }),
+    ]);
+    decisiveBugs.forEach(([bug, check, scenario], index) => {
+      const { report } = runs[index]!;
+      const failed = report.checks.filter((item) => item.status === 'failed').map((item) => item.id);
+      expect(failed, `${bug}: ${JSON.stringify(report.checks.filter((c) => c.status === 'failed'))}`).toEqual(
+        [check],
+      );
+      const covered = report.coverage.scenarios.find((item) => item.id === scenario)!;
+      expect(covered, bug).toMatchObject({
+        played: true,
+        met: false,
+        outcome: 'not-handled',
+        check: { id: check, status: 'failed' },
+      });
+      expect(report.certification?.passed, bug).toBe(false);
+      const reasons = report.certification!.reasons;
+      expect(
+        reasons.some((reason) => reason.startsWith(`decisive-check-failed: ${check} — `)),
+        bug,
+      ).toBe(true);
+      expect(
+        reasons.some((reason) => reason.startsWith(`scenario-not-handled: ${scenario} (${check}) — `)),
+        bug,
+      ).toBe(true);
+      expect(reportVerdict(report).word, bug).toBe('FAIL');
+    });
+    // The revoked token was sent again and again, the narrowed token used for creates it lacks.
+    expect(runs[0]!.report.checks.find((item) => item.id === 'client-revocation-recovery')!.details).toMatch(
+      /the revoked token T\d+ was sent again \d+ times after its 401/,
+    );
+    expect(
+      runs[1]!.report.checks.find((item) => item.id === 'client-granted-scope-respected')!.details,
+    ).toMatch(/was called \d+ times with a token lacking its scope create:/);
+    for (const [name, run] of [
+      ['per-scope tokens', runs[2]!],
+      ['all four scopes asked', runs[3]!],
+    ] as const) {
+      const { report } = run;
+      expect(
+        report.certification,
+        `${name}: ${JSON.stringify(report.checks.filter((c) => c.status !== 'passed').map((c) => [c.id, c.details]))}`,
+      ).toEqual({ passed: true, reasons: [] });
+      for (const scenario of report.coverage.scenarios)
+        expect(scenario, `${name}: ${scenario.id}`).toMatchObject({
+          played: true,
+          met: true,
+          outcome: 'handled',
+        });
+    }
+    // Asking for all four, it was narrowed to read:loans, and asked again before a create while that token was usable.
+    expect(
+      runs[3]!.report.checks.find((item) => item.id === 'client-granted-scope-respected')!.details,
+    ).toMatch(
+      /granted "read:loans" \(T\d+\).*was called with the new token T\d+.*while T\d+ was still usable/,
+    );
+  }, 180_000);
 });

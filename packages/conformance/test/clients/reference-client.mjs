@@ -3,7 +3,10 @@
 //   token-per-call · cached-past-exp · token-in-query · secret-to-api · ignore-retry-after ·
 //   replay-create · retry-loop-401 · stampede · other-partner · wrong-scheme · no-audience ·
 //   broad-scope · ignore-grant · create-as-text · serialised-herd · reactive-renewal · retry-other-op ·
-//   granted-scope-cache · burst-after-429 · no-calls
+//   granted-scope-cache · burst-after-429 · keep-revoked · ignore-scope · no-calls
+// (keep-revoked asks for all four scopes and never drops a token the API refused 401 invalid_token, sending
+// it until it expires; ignore-scope asks for all four scopes and never reads the token answer's scope: it
+// calls the creates with the narrowed read:loans token.)
 // Correct variants a library may also be: RENEW_AHEAD_SECONDS=300 renews that far ahead of expiry
 // (each worker fetches its own token under a lock, checking the cache again once it holds it),
 // WORKERS=3 makes three calls at a time, ASK_ALL=1 asks every token request for all four scopes.
@@ -13,7 +16,12 @@ const renewAheadMs = Number(process.env.RENEW_AHEAD_SECONDS ?? 0.6) * 1000;
 const locked = process.env.RENEW_AHEAD_SECONDS !== undefined;
 const workers = Math.max(2, Number(process.env.WORKERS ?? 2));
 // granted-scope-cache asks for all four scopes too, as clients written against the whole API do.
-const askAll = process.env.ASK_ALL === '1' || bug === 'granted-scope-cache';
+// keep-revoked does too: one token for every call, so the revoked one is the one it lists loans with.
+const askAll =
+  process.env.ASK_ALL === '1' ||
+  bug === 'granted-scope-cache' ||
+  bug === 'ignore-scope' ||
+  bug === 'keep-revoked';
 const allScopes = 'read:loans create:loan_draft create:journal_update create:repayment';
 const env = (name) => {
   const value = process.env[name];
@@ -152,6 +160,8 @@ async function call(method, path, scope, body) {
     await response.arrayBuffer();
     if (response.status === 401 && /invalid_token/.test(response.headers.get('www-authenticate') ?? '')) {
       if (bug === 'retry-loop-401' && attempts < 6) continue;
+      // keep-revoked gives up on the call but keeps the refused token, sending it until it expires.
+      if (bug === 'keep-revoked') return response.status;
       if (bug === 'cached-past-exp') return response.status;
       if (retriedAuth) return response.status;
       retriedAuth = true;
@@ -204,13 +214,20 @@ const creates =
 if (bug === 'broad-scope') creates.length = 0;
 else if (authorised.length !== 4)
   statuses.push(await call('POST', 'loan_draft', 'create:loan_draft', { amount: 2500, currency: 'EUR' }));
+const grants = (held, scope) => ` ${held.scope ?? (askAll ? allScopes : scope)} `.includes(` ${scope} `);
 let round = 0;
 async function createsRound() {
   round += 1;
   for (const [path, scope] of [...creates]) {
-    const held = await tokenFor(scope).catch(() => undefined);
-    if (!held || !` ${held.scope ?? scope} `.includes(` ${scope} `)) {
-      cache.delete(scope);
+    let held = await tokenFor(scope).catch(() => undefined);
+    // The token answer's scope is the grant (RFC 6749 §5.1: absent, it is what was asked): a token lacking
+    // the scope is never used for the operation; a new token asking for it is (once a round).
+    if (held && !grants(held, scope) && bug !== 'ignore-scope') {
+      if (cache.get(keyOf(scope)) === held) cache.delete(keyOf(scope));
+      held = await tokenFor(scope).catch(() => undefined);
+    }
+    if (!held || (!grants(held, scope) && bug !== 'ignore-scope')) {
+      if (!held || cache.get(keyOf(scope)) === held) cache.delete(keyOf(scope));
       continue;
     }
     const status = await call('POST', path, scope, { amount: 2500, currency: 'EUR', round });

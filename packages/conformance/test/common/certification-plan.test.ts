@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { operations } from '@partner-lending/spec';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, certificationPlan, definePlan, planDigest } from '../../src/index.js';
+import { canonicalJson, certificationPlan, definePlan, planDigest, scenarioJudges } from '../../src/index.js';
 
 describe('the certification plan', () => {
-  it('the default plan: the four operations of the spec with their scopes, all four scopes, every scenario, a renewal, two decisive should checks', () => {
+  it('the default plan (v2): the four operations of the spec with their scopes, all four scopes, every scenario with the check judging it, a renewal, four decisive should checks', () => {
+    expect(certificationPlan.id).toBe('partner-lending-default-v2');
     expect(certificationPlan.operations).toEqual(
       Object.entries(operations)
         .filter(([, operation]) => operation.server === 'api')
@@ -18,7 +19,41 @@ describe('the certification plan', () => {
     ]);
     expect(certificationPlan.scenarios).toEqual(['revocation', 'throttle', 'unavailable', 'narrowed-grant']);
     expect(certificationPlan.renewal).toBe(true);
-    expect(certificationPlan.decisiveShouldChecks).toEqual(['client-token-reuse', 'client-retry-after']);
+    expect(certificationPlan.decisiveShouldChecks).toEqual([
+      'client-token-reuse',
+      'client-retry-after',
+      'client-revocation-recovery',
+      'client-granted-scope-respected',
+    ]);
+    // Each scenario names the check that judges what the client did with it: in the digest.
+    expect(certificationPlan.handledBy).toEqual({
+      revocation: 'client-revocation-recovery',
+      throttle: 'client-retry-after',
+      unavailable: 'client-retry-after',
+      'narrowed-grant': 'client-granted-scope-respected',
+      renewal: 'client-no-expired-token',
+    });
+    expect(canonicalJson(certificationPlan)).toContain(
+      '"handledBy":{"narrowed-grant":"client-granted-scope-respected"',
+    );
+    // Every judging check decides approval: a decisive should check, or a must.
+    for (const check of Object.values(scenarioJudges))
+      expect([...certificationPlan.decisiveShouldChecks, 'client-no-expired-token'], check).toContain(check);
+  });
+
+  it('a plan with fewer scenarios keeps the judges of its own only; one without handledBy gets the defaults; a judge must be a client check', () => {
+    const { digest: _digest, handledBy: _handledBy, ...rest } = certificationPlan;
+    const fewer = definePlan({
+      ...rest,
+      scenarios: ['throttle'],
+      renewal: false,
+      handledBy: { ...certificationPlan.handledBy },
+    });
+    expect(fewer.handledBy).toEqual({ throttle: 'client-retry-after' });
+    expect(definePlan({ ...rest }).handledBy).toEqual(certificationPlan.handledBy);
+    expect(() => definePlan({ ...rest, handledBy: { revocation: 'token-endpoint' } })).toThrow(
+      'handledBy.revocation: "token-endpoint" is not a client check id',
+    );
   });
 
   it('its digest is the SHA-256 of its canonical JSON, and any change changes it', () => {

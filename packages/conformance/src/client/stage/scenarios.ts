@@ -40,7 +40,7 @@ export function phasesPlan(ttlSeconds: number, longTtlSeconds: number, shortPhas
 
 export function scenarioPlans(grant: readonly string[]): Record<ScenarioName, string> {
   return {
-    revocation: `the token of the ${ordinal(revocationCall)} API call that would have succeeded is revoked at that call: it and every later call carrying that token get 401 invalid_token`,
+    revocation: `the token of the ${ordinal(revocationCall)} API call that would have succeeded is revoked at that call (or, when that token is the narrowed grant's, of the first such call after it with another token: the narrowed token stays usable): it and every later call carrying that token get 401 invalid_token`,
     throttle: `the ${ordinal(throttleCall)} API call that would have succeeded gets 429 with Retry-After: ${throttleRetryAfterSeconds}`,
     unavailable: `the first create (POST) that would have succeeded gets 503 with Retry-After: ${unavailableRetryAfterSeconds}; nothing is created`,
     'narrowed-grant': grantsEveryScope(grant)
@@ -182,7 +182,16 @@ export function playScenarios(
       if (!issued.scope.includes(operations[operationId].scope)) return undefined;
       eligibleCalls += 1;
       const revocation = scenario('revocation');
-      if (revocation.enabled && revocation.firedAt === undefined && eligibleCalls >= revocationCall) {
+      // Never the narrowed grant's token: it stays usable, so that a client ignoring the granted scope
+      // would call an operation outside it with that token (client-granted-scope-respected judges it).
+      const narrowed = scenario('narrowed-grant');
+      const narrowedToken = narrowed.firedAt !== undefined && narrowed.seq === issued.seq;
+      if (
+        revocation.enabled &&
+        revocation.firedAt === undefined &&
+        eligibleCalls >= revocationCall &&
+        !narrowedToken
+      ) {
         issued.revokedAt = now;
         return 'revoked';
       }

@@ -31,6 +31,13 @@ export function formatClientHtmlReport(report: ClientReport, session: ClientSess
         }</td><td>${operation.exercised ? 'certified on it' : '<strong>not exercised successfully</strong>: this report certifies nothing about it'}</td></tr>`,
     )
     .join('\n');
+  // Played and handled apart: a scenario is met only when the check the plan names for it passed.
+  const handled = (report.coverage?.scenarios ?? [])
+    .map(
+      (item) =>
+        `<tr class="${item.met ? 'passed' : item.outcome === 'not-handled' ? 'failed' : 'skipped'}"><td><code>${htmlEscape(item.id)}</code></td><td>${item.played === undefined ? '—' : item.played ? 'yes' : '<strong>no</strong>'}</td><td>${item.check ? `<code>${htmlEscape(item.check.id)}</code> ${htmlEscape(item.check.status === 'skipped' ? 'not verified' : item.check.status)}` : '—'}</td><td>${htmlEscape(item.outcome ?? (item.met ? 'met' : 'not met'))}</td><td>${htmlEscape(item.detail ?? '')}</td></tr>`,
+    )
+    .join('\n');
   const { provenance, integration } = report;
   return `<!doctype html>
 <html lang="en">
@@ -47,6 +54,13 @@ ${coverageLines(report)
   .map((line) => `<li>${htmlEscape(line)}</li>`)
   .join('\n')}
 </ul>
+${
+  handled
+    ? `<div class="scroll"><table><thead><tr><th>scenario</th><th>played</th><th>judged by</th><th>handled</th><th>why</th></tr></thead><tbody>
+${handled}
+</tbody></table></div>`
+    : ''
+}
 <h2>Decision</h2>
 <ul class="decision">
 ${decisionLines(report)
