@@ -1,6 +1,7 @@
-// The package boundary as a partner meets it: pack spec, auth, sdk and mock with `pnpm pack`, install
-// the tarballs with npm into a fresh project outside the workspace (no workspace links; third-party
-// dependencies from the npm registry), run an ESM and a CJS consumer against the installed mock, and
+// The package boundary as a partner meets it: pack sdk and mock with the workspace's dependencies (spec,
+// auth) by `pnpm pack:local`'s script (pnpm pack, short names), install the tarballs with npm into a fresh
+// project outside the workspace, os.tmpdir() (no workspace links; the workspace packages from the
+// tarballs alone, third-party dependencies from the npm registry), run an ESM and a CJS consumer against the installed mock, and
 // lint the published shape of every package with publint and @arethetypeswrong/cli.
 // Needs the packages built (`pnpm build`; turbo's test task depends on build).
 import { execFile } from 'node:child_process';
@@ -120,15 +121,26 @@ beforeAll(async () => {
   }
   project = await mkdtemp(join(tmpdir(), 'partner-sdk-consumer-'));
   await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
-  for (const dir of installed) {
-    await run('pnpm', ['pack', '--pack-destination', project], { cwd: join(root, dir), env });
-  }
-  const tarballs = (await readdir(project))
-    .filter((name) => name.endsWith('.tgz'))
-    .map((name) => `./${name}`);
+  // The README's "from a clone" command: `pnpm pack:local` (its script, the build being done), tarballs with
+  // short names whose workspace dependencies are each other's, then the npm install it prints.
+  const packed = await run(
+    process.execPath,
+    [join(root, 'scripts/pack-local.mjs'), '--out', project, 'sdk', 'mock'],
+    { cwd: project, env },
+  );
+  expect(packed.stdout).toContain('sdk: npm install ./sdk.tgz ./auth.tgz ./spec.tgz\n');
+  const tarballs = (await readdir(project)).filter((name) => name.endsWith('.tgz')).sort();
+  expect(tarballs).toEqual(['auth.tgz', 'mock.tgz', 'sdk.tgz', 'spec.tgz']);
   await run(
     'npm',
-    ['install', '--no-audit', '--no-fund', '--no-package-lock', 'typescript@5.9.3', ...tarballs],
+    [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '--no-package-lock',
+      'typescript@5.9.3',
+      ...tarballs.map((name) => `./${name}`),
+    ],
     {
       cwd: project,
       env,
@@ -148,17 +160,15 @@ afterAll(async () => {
 describe('installed from the tarballs', { timeout: 120_000 }, () => {
   it('packs the four packages and installs them without workspace links', async () => {
     const tarballs = (await readdir(project)).filter((name) => name.endsWith('.tgz')).sort();
-    expect(tarballs).toEqual([
-      'partner-lending-auth-0.1.0.tgz',
-      'partner-lending-mock-0.1.0.tgz',
-      'partner-lending-sdk-0.1.0.tgz',
-      'partner-lending-spec-0.1.0.tgz',
-    ]);
+    expect(tarballs).toEqual(['auth.tgz', 'mock.tgz', 'sdk.tgz', 'spec.tgz']);
     const { stdout } = await run('npm', ['ls', '--all', '--json'], { cwd: project, env });
     const tree = JSON.parse(stdout) as { dependencies: Record<string, { resolved?: string }> };
-    expect(tree.dependencies['@partner-lending/sdk']?.resolved).toMatch(
-      /^file:.*partner-lending-sdk-0\.1\.0\.tgz$/,
-    );
+    // Each workspace package from its tarball, never from a registry (the SDK's auth and spec included).
+    for (const name of ['sdk', 'auth', 'spec', 'mock'])
+      expect(tree.dependencies[`@partner-lending/${name}`]?.resolved, name).toMatch(
+        new RegExp(`^file:.*/${name}\\.tgz$`),
+      );
+    expect(stdout).not.toMatch(/"resolved": "https?:[^"]*@partner-lending/);
     expect(stdout).not.toContain('workspace:');
   });
 
