@@ -1,20 +1,25 @@
 // The quick start exactly as the guide shows it, in a project made the way a newcomer makes one
-// (`npm init -y`, which writes "type": "commonjs"): the packed packages installed from their tarballs
-// (their own dependencies and tsx from the npm registry), the guide's first snippet saved under the name
-// the guide gives, a .env with the four variables (pointing at the mock), and the guide's command run.
+// (`npm init -y`, which writes "type": "commonjs") outside the repository: the SDK installed from the
+// clone's tarballs as the guide's "From a clone" says (`pnpm pack:local sdk`'s script, then npm install
+// of sdk, auth and spec together; their third-party dependencies and tsx from the npm registry), the
+// guide's first snippet saved under the name the guide gives, a .env with the four variables (pointing
+// at the mock), and the guide's `sh` block that runs it, through the guide-block runner (a failure names
+// guides/01-quick-start.md and the block's line).
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { docsRoot } from './helpers/build-site.js';
+import { guideBlocks, shellRunner } from './helpers/guide-shell.js';
 
 const run = promisify(execFile);
 const repo = join(docsRoot, '..', '..');
 const env = { ...process.env, NO_COLOR: '1', npm_config_update_notifier: 'false', npm_config_fund: 'false' };
 const guide = await readFile(join(docsRoot, 'guides', '01-quick-start.md'), 'utf8');
+const quickStart = await guideBlocks('quick-start');
 
 /** The file name the guide says to save the first snippet as, the snippet, and the command that runs it. */
 function firstCall(): { file: string; code: string; command: string } {
@@ -32,12 +37,17 @@ beforeAll(async () => {
   mock = await startMock();
   project = await mkdtemp(join(tmpdir(), 'quick-start-'));
   await run('npm', ['init', '-y'], { cwd: project, env });
-  for (const dir of ['spec', 'packages/auth', 'packages/sdk'])
-    await run('pnpm', ['pack', '--pack-destination', project], { cwd: join(repo, dir), env });
-  const tarballs = (await readdir(project))
-    .filter((name) => name.endsWith('.tgz'))
-    .map((name) => `./${name}`);
-  await run('npm', ['install', '--no-audit', ...tarballs], { cwd: project, env });
+  const packed = await run(
+    process.execPath,
+    [join(repo, 'scripts/pack-local.mjs'), '--out', 'packed', 'sdk'],
+    {
+      cwd: project,
+      env,
+    },
+  );
+  const install = /sdk: npm install (.+)\n/.exec(packed.stdout)?.[1];
+  expect(install).toBe('./packed/sdk.tgz ./packed/auth.tgz ./packed/spec.tgz');
+  await run('npm', ['install', '--no-audit', ...install!.split(' ')], { cwd: project, env });
   await run('npm', ['install', '--no-audit', '--save-dev', 'tsx@4.23.15'], { cwd: project, env });
 }, 300_000);
 afterAll(async () => {
@@ -56,7 +66,10 @@ describe('the quick start, as written', () => {
       join(project, '.env'),
       `PARTNER_AUTH_URL=${mock.authUrl}\nPARTNER_BASE_URL=${mock.baseUrl}\nPARTNER_CLIENT_ID=${client.clientId}\nPARTNER_CLIENT_SECRET=${client.clientSecret}\n`,
     );
-    const { stdout } = await run('sh', ['-c', command], { cwd: project, env, timeout: 120_000 });
+    const block = quickStart.shellBlocks.find((each) => each.code.trim() === command);
+    if (!block) throw new Error(`guides/01-quick-start.md: no sh block is exactly "${command}"`);
+    const shell = shellRunner({ cwd: project, env: () => env as Record<string, string>, timeoutMs: 120_000 });
+    const { stdout } = await shell.run(block);
     expect(stdout).toContain('first page of loans:');
     expect(stdout).toMatch(/items: \[/);
   }, 180_000);
