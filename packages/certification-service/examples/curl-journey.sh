@@ -4,9 +4,9 @@
 # scopes the client is authorised for, space-separated; default read:loans) and calls every operation
 # those scopes open: listLoans, createLoanDraft, createJournalUpdate, createRepayment.
 # One token, asked for those scopes and reused until a second before it expires, shared by two calls in
-# flight at once (one curl with --parallel: curl 7.68 or later). The token answer's `scope` is what was granted: an operation the token lacks is not
-# called; a new token is asked for first, and when that one lacks it too, the operation waits for a
-# later round. 401 → the token is dropped (never sent again) and the next call gets a new one; 429 and
+# flight at once (one curl with --parallel: curl 7.68 or later). The token answer's `scope` is what was
+# granted: an operation the token lacks is not called; a new token is asked for first, and when that
+# one lacks it too, the operation waits for a later round. 401 → the token is dropped (never sent again) and the next call gets a new one; 429 and
 # 503 → wait as long as Retry-After says before any further call; a create that failed is never sent
 # again by itself (the next attempt is a new draft). The client secret goes to curl on standard input
 # and the token in a header file, never on a command line (`ps`).
