@@ -9,6 +9,7 @@ import { createLogger } from './observability/logger.js';
 import { type MetricsServer, serveMetrics } from './observability/metrics.js';
 import { startTracing } from './observability/tracing.js';
 import { checkOidcOptions, type OidcOptions, parseAllowRule } from './oidc/oidc.js';
+import { parseEventList } from './outbox/events.js';
 import { loadPlanFile } from './plan/plan.js';
 import { addRegisterReader } from './production/register/register.js';
 import { addWebhook } from './production/webhooks/admin.js';
@@ -16,7 +17,6 @@ import type { RunLimits } from './runs/runs.js';
 import { secretsKeyFrom } from './secrets.js';
 import { startService } from './server.js';
 import { tool } from './version.js';
-import { parseEventList } from './webhooks/events.js';
 
 const usage = `Usage:
   partner-certification-service serve [--host H] [--port N] [--public-url URL] [--data-dir DIR] [--plan FILE] [--trust-forwarded-for]

@@ -1,8 +1,8 @@
 import type { ScenarioName, ScenarioState } from '@partner-lending/conformance';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../src/index.js';
-import { runJournal } from '../src/runs/journal.js';
-import { databaseLedger, storableJson } from '../src/runs/ledger.js';
+import { openJournal } from '../src/recording/journal.js';
+import { databaseLedger, storableJson } from '../src/recording/ledger.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { api, type CreatedRun } from './support/service.js';
@@ -55,7 +55,7 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
     const [capped, plain, ended] = [await newRun(), await newRun(), await newRun()];
     await svc.db.query('UPDATE runs SET max_exchanges = 3 WHERE id = $1', [capped]);
     await api(svc.service.url, apiKey, 'POST', `/api/runs/${ended}/finish`, {});
-    const journal = runJournal(svc.db);
+    const journal = openJournal(svc.db);
     // Issued in one turn of the event loop: one batch.
     const results = await Promise.all([
       ...[1, 2, 3, 4, 5].map((seq) => journal.record(capped, seq, exchange(seq))),
@@ -76,7 +76,7 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
 
   it("one call's bad data fails no other call of its batch; a NUL in a body is kept as visible text", async () => {
     const [hostile, other] = [await newRun(), await newRun()];
-    const journal = runJournal(svc.db);
+    const journal = openJournal(svc.db);
     const nul = JSON.stringify({ seq: 1, body: { text: 'a\u0000b \\u0000 c' } });
     // Unsanitised, jsonb refuses it: that item alone fails, the other run's call in the batch is kept.
     const [refused, kept] = await Promise.allSettled([
@@ -163,7 +163,7 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
   if (storage === 'embedded')
     it('numbers in memory from the highest number recorded, so a restarted instance goes on after it', async () => {
       const id = await newRun();
-      const journal = runJournal(svc.db);
+      const journal = openJournal(svc.db);
       expect(journal.exclusive).toBe(true);
       const first = await Promise.all([1, 2, 3].map(() => journal.nextSeq(id, 0)));
       expect(first).toEqual([1, 2, 3]);
@@ -171,7 +171,7 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
       await Promise.all([journal.record(id, 1, exchange(1)), journal.record(id, 3, exchange(3))]);
       const { seq } = await stored(svc.db, id);
       expect(seq).toBe(3);
-      const restarted = runJournal(svc.db);
+      const restarted = openJournal(svc.db);
       expect(await restarted.nextSeq(id, seq)).toBe(4);
     });
 
@@ -190,7 +190,7 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
         // state are counted: written, or refused because the row held another state.
         const writes: boolean[] = [];
         const ledgers = [svc.db, other].map((db) => {
-          const journal = runJournal(db);
+          const journal = openJournal(db);
           return databaseLedger(
             db,
             {
@@ -257,7 +257,7 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
         );
         expect(revoked.map((item) => item.number)).toEqual([1]);
         // A write expecting a state the row no longer holds is refused, and so is one on an ended run.
-        const journal = runJournal(svc.db);
+        const journal = openJournal(svc.db);
         const current = JSON.stringify(after!.scenario_state);
         expect(await journal.play(id, { before: JSON.stringify(initial), after: current })).toBe(false);
         expect(await journal.play(id, { before: current, after: current })).toBe(true);
@@ -274,7 +274,7 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
       // Two instances (two pools), each numbering every run, in opposite orders, many calls at once.
       const other = await openDatabase({ databaseUrl, dataDir: '' });
       try {
-        const journals = [runJournal(svc.db), runJournal(other)];
+        const journals = [openJournal(svc.db), openJournal(other)];
         expect(journals.map((journal) => journal.exclusive)).toEqual([false, false]);
         const given = await Promise.all(
           Array.from({ length: 200 }, (_, index) => {

@@ -6,8 +6,9 @@ import { importedFiles, sourceFiles } from '../../../test-support/layers.js';
 
 // Imports point one way, down this list (src/README.md is the map): the entry points (cli.ts, index.ts) ←
 // server.ts ← ui/, oidc/ ← http/, retention/ ← production/ (the production wing: decisions, approvability,
-// the decide rule, the register, its pages, webhook delivery) ← runs/ ← plan/, judging/, keys.ts, admin.ts
-// ← webhooks/ (the outbox and the events it holds: runs/ and production/ both enqueue) ← db/, observability/
+// the decide rule, the register, its pages, webhook delivery) ← runs/ ← recording/ (the journal, its file,
+// the drain, replay, a stage's ledger) ← plan/, judging/, keys.ts, admin.ts ← outbox/ (the outbox and the
+// events it holds: runs/ and production/ both enqueue) ← db/, observability/
 // ← web/ (problem answers, the pages' frame); errors.ts, secrets.ts and version.ts serve every layer.
 // Biome's noImportCycles catches cycles between files; this catches an import that reaches up, and a
 // cycle between folders.
@@ -17,9 +18,10 @@ const rank = (file: string): number => {
   if (['errors.ts', 'secrets.ts', 'version.ts'].includes(file)) return 0;
   if (file.startsWith('web/')) return 0.5;
   if (file.startsWith('db/') || file.startsWith('observability/')) return 1;
-  if (file.startsWith('webhooks/')) return 1.5;
+  if (file.startsWith('outbox/')) return 1.5;
   if (file === 'keys.ts' || file === 'admin.ts') return 2;
   if (file.startsWith('plan/') || file.startsWith('judging/')) return 2;
+  if (file.startsWith('recording/')) return 2.5;
   if (file.startsWith('runs/')) return 3;
   if (file.startsWith('production/')) return 3.5;
   if (file.startsWith('http/') || file.startsWith('retention/')) return 4;
@@ -99,10 +101,13 @@ describe('imports point one way', () => {
     expect(upward(join(src, 'runs/runs.ts'), "import { x } from '../http/api.js';")).toEqual(['http/api.ts']);
     expect(upward(join(src, 'db/database.ts'), "import { x } from '../keys.js';")).toEqual(['keys.ts']);
     expect(upward(join(src, 'http/api.ts'), "import { x } from '../runs/runs.js';")).toEqual([]);
+    expect(upward(join(src, 'recording/ledger.ts'), "import { x } from '../runs/types.js';")).toEqual([
+      'runs/types.ts',
+    ]);
     expect(upward(join(src, 'production/pages.ts'), "import { x } from '../ui/routes.js';")).toEqual([
       'ui/routes.ts',
     ]);
-    expect(upward(join(src, 'webhooks/outbox.ts'), "import { x } from '../production/index.js';")).toEqual([
+    expect(upward(join(src, 'outbox/outbox.ts'), "import { x } from '../production/index.js';")).toEqual([
       'production/index.ts',
     ]);
     expect(

@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, migrate, openEmbedded, openPostgres } from '../src/index.js';
+import { enqueueEvent } from '../src/outbox/outbox.js';
 import { addWebhook, resendDelivery } from '../src/production/webhooks/admin.js';
 import { postWebhook } from '../src/production/webhooks/deliver.js';
 import { createDispatcher } from '../src/production/webhooks/dispatcher.js';
 import { openSecret } from '../src/production/webhooks/seal.js';
 import { secretsKeyFrom } from '../src/secrets.js';
-import { enqueueEvent } from '../src/webhooks/outbox.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { type Receiver, startReceiver } from './support/receiver.js';
 

@@ -1,4 +1,4 @@
-import { webhookEventTypes } from '../webhooks/events.js';
+import { webhookEventTypes } from '../outbox/events.js';
 
 const problem = (description: string) => ({
   description,

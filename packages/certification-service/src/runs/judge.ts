@@ -1,9 +1,9 @@
 import type { JourneyRecord } from '@partner-lending/conformance';
 import { JudgingUnavailableError } from '../judging/pool.js';
 import type { JudgeOutput } from '../judging/work.mjs';
+import { enqueueEvent } from '../outbox/outbox.js';
+import { ledgerContents } from '../recording/contents.js';
 import { tool } from '../version.js';
-import { enqueueEvent } from '../webhooks/outbox.js';
-import { ledgerContents } from './ledger.js';
 import type { RunRow, RunsContext } from './types.js';
 
 /** How a run ended: finished by its partner, idle, past its deadline, or past it while the service was down. */

@@ -2,11 +2,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type HostedStage, openHostedStage, type StageServer } from '@partner-lending/conformance';
 import { observeJudge } from '../observability/judging.js';
 import { defaultPlan } from '../plan/plan.js';
+import { openJournal } from '../recording/journal.js';
+import { databaseLedger } from '../recording/ledger.js';
 import { secretsKeyFrom } from '../secrets.js';
 import { createRun } from './create.js';
-import { runJournal } from './journal.js';
 import { judgeRun, type RunEnding } from './judge.js';
-import { databaseLedger } from './ledger.js';
 import { openRunSecrets } from './run-secrets.js';
 import { stageKeyPool } from './stage-keys.js';
 import type { RunRequest, RunRow, RunsContext, RunsOptions } from './types.js';
@@ -35,9 +35,9 @@ export function createRuns(options: RunsOptions) {
   /** The partner of each run this instance holds a stage for. */
   const owners = new Map<string, string>();
   // Where one process owns the database, a call is answered once written to the journal file, and the
-  // database is filled from it in the background (see spool.ts).
-  const journal = runJournal(db, {
-    ...(db.journalDir !== undefined && options.journalFile !== false && { spoolDir: db.journalDir }),
+  // database is filled from it in the background (see recording/journal-file.ts).
+  const journal = openJournal(db, {
+    ...(db.journalDir !== undefined && options.journalFile !== false && { journalDir: db.journalDir }),
     log: options.log,
   });
   const stageKeys = stageKeyPool({ size: options.preparedStageKeys ?? 4 });

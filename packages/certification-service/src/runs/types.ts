@@ -10,7 +10,7 @@ import type { Database } from '../db/database.js';
 import type { JudgingPool } from '../judging/pool.js';
 import type { SigningKey } from '../keys.js';
 import type { DigestedPlan } from '../plan/plan.js';
-import type { RunJournal } from './journal.js';
+import type { Journal } from '../recording/journal.js';
 import type { SealedStageKey } from './run-secrets.js';
 import type { StageKeyPool } from './stage-keys.js';
 
@@ -138,7 +138,7 @@ export interface RunsOptions {
 /** What the parts of the runs room share: the options, the journal, and this instance's stages. */
 export interface RunsContext extends RunsOptions {
   plan: DigestedPlan;
-  journal: RunJournal;
+  journal: Journal;
   /** Stage keys generated ahead, off the request path. */
   stageKeys: StageKeyPool;
   /** Seals and opens a run's client secret and stage key. */

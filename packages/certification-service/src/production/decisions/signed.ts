@@ -1,7 +1,7 @@
 import type { Database, Queryable } from '../../db/database.js';
 import type { SigningKey } from '../../keys.js';
-import { eventOfDecision } from '../../webhooks/events.js';
-import { enqueueEvent } from '../../webhooks/outbox.js';
+import { eventOfDecision } from '../../outbox/events.js';
+import { enqueueEvent } from '../../outbox/outbox.js';
 import { type DecisionInput, type DecisionValue, recordDecision } from './decisions.js';
 import { signDecision } from './statement.js';
 

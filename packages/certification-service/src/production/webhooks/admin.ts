@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Database } from '../../db/database.js';
-import type { WebhookEventType } from '../../webhooks/events.js';
+import type { WebhookEventType } from '../../outbox/events.js';
 import { sealSecret } from './seal.js';
 
 /** Checks a webhook URL: http(s), no credentials or fragment, at most 2000 characters. */

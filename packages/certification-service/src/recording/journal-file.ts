@@ -28,7 +28,7 @@ import { join } from 'node:path';
  * - a token revoked: `{"revoked": runId, "number": n}`, then the token's JSON as it is now.
  * A torn last line (the process killed in the middle of a write) was never answered, and is skipped.
  */
-export type SpoolEntry = ExchangeEntry | IssuedEntry | RevokedEntry;
+export type JournalEntry = ExchangeEntry | IssuedEntry | RevokedEntry;
 
 export interface ExchangeEntry {
   kind?: undefined;
@@ -58,9 +58,9 @@ export interface RevokedEntry {
   token: string;
 }
 
-export interface Spool {
+export interface JournalFile {
   /** Appends entries to the current segment; returns once the system has them. */
-  append(entries: readonly SpoolEntry[]): void;
+  append(entries: readonly JournalEntry[]): void;
   /**
    * Starts a new segment for what comes next; the function it returns deletes the segments before it
    * (call it once everything they hold is committed). Neither creates nor deletes a file on the
@@ -98,7 +98,7 @@ function segmentsOf(dir: string, names: readonly string[]): { number: number; pa
     .sort((a, b) => a.number - b.number);
 }
 
-export const spoolLine = (entry: SpoolEntry): string => {
+export const journalLine = (entry: JournalEntry): string => {
   switch (entry.kind) {
     case 'issued':
       return `${JSON.stringify({ issued: entry.runId, number: entry.number, sha256: entry.sha256 })}\t${entry.token}\n`;
@@ -112,7 +112,7 @@ export const spoolLine = (entry: SpoolEntry): string => {
 const isNumber = (value: unknown): value is number => Number.isInteger(value) && (value as number) > 0;
 
 /** One line's entry; undefined for a line that is not one (a torn write). */
-function entryOf(header: unknown, body: string): SpoolEntry | undefined {
+function entryOf(header: unknown, body: string): JournalEntry | undefined {
   if (Array.isArray(header)) {
     const [runId, seq, scenarioState] = header as unknown[];
     if (typeof runId !== 'string' || !Number.isInteger(seq)) return undefined;
@@ -133,8 +133,8 @@ function entryOf(header: unknown, body: string): SpoolEntry | undefined {
 }
 
 /** Reads one segment's text back; a line that does not parse (a torn last write) is skipped. */
-export function parseSpool(text: string): SpoolEntry[] {
-  const entries: SpoolEntry[] = [];
+export function parseJournalFile(text: string): JournalEntry[] {
+  const entries: JournalEntry[] = [];
   for (const line of text.split('\n')) {
     const tab = line.indexOf('\t');
     if (tab < 0) continue;
@@ -152,10 +152,10 @@ export function parseSpool(text: string): SpoolEntry[] {
 }
 
 /** What earlier processes left in `dir`, oldest first, and a function deleting those segments. */
-export function readSpool(dir: string): { entries: SpoolEntry[]; remove: () => void } {
+export function readJournalFile(dir: string): { entries: JournalEntry[]; remove: () => void } {
   const found = segments(dir);
   return {
-    entries: found.flatMap((segment) => parseSpool(readFileSync(segment.path, 'utf8'))),
+    entries: found.flatMap((segment) => parseJournalFile(readFileSync(segment.path, 'utf8'))),
     remove: () => {
       for (const segment of found) unlinkSync(segment.path);
     },
@@ -163,7 +163,7 @@ export function readSpool(dir: string): { entries: SpoolEntry[]; remove: () => v
 }
 
 /** Opens a new segment in `dir` (created, mode 0700), after any left there. */
-export function openSpool(dir: string): Spool {
+export function openJournalFile(dir: string): JournalFile {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   let number = (segments(dir).at(-1)?.number ?? 0) + 1;
   const pathOf = (n: number) => join(dir, segmentName(n));
@@ -203,7 +203,7 @@ export function openSpool(dir: string): Spool {
     append(entries) {
       if (closed) throw new Error('the journal file is closed');
       let text = '';
-      for (const entry of entries) text += spoolLine(entry);
+      for (const entry of entries) text += journalLine(entry);
       const bytes = Buffer.from(text, 'utf8');
       for (let written = 0; written < bytes.length; )
         written += writeSync(fd, bytes, written, bytes.length - written);
