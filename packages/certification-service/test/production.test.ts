@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jwksOf } from '../src/index.js';
 import { recordSignedDecision, standingApproval } from '../src/production/decisions/signed.js';
 import { decisionPredicateType } from '../src/production/decisions/statement.js';
-import { addRegisterReader } from '../src/production/register/register.js';
+import { addRegisterReader, createRegister } from '../src/production/register/register.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 
@@ -65,7 +65,12 @@ describe.each(stores)('the production flow on the %s store', (store) => {
       issuer: svc.service.publicUrl,
     });
     expect(protectedHeader.kid).toBeTruthy();
-    return payload as unknown as { partners: Array<Record<string, unknown>>; exp: number; iat: number };
+    return payload as unknown as {
+      partners: Array<Record<string, unknown>>;
+      exp: number;
+      iat: number;
+      seq: number;
+    };
   };
 
   it('signs an approval as a DSSE decision statement on the run attestation, served to its partner only', async () => {
@@ -158,8 +163,12 @@ describe.each(stores)('the production flow on the %s store', (store) => {
         scopes: ['create:loan_draft', 'read:loans'],
       }),
     ]);
+    // Every signed register takes the next seq; the same copy again keeps its own (a re-delivery).
+    expect(Number.isSafeInteger(payload.seq) && payload.seq > 0).toBe(true);
+    expect((await registerPayload()).seq).toBe(payload.seq);
     const one = await registerPayload(`/register/partners/${partner.partnerId}`);
     expect(one.partners).toHaveLength(1);
+    expect(one.seq).toBeGreaterThan(payload.seq);
     // A partner never approved is absent; a signature by another key does not verify.
     const absent = await register(`/register/partners/${other.partnerId}`);
     expect(absent.status).toBe(404);
@@ -170,7 +179,23 @@ describe.each(stores)('the production flow on the %s store', (store) => {
     await expect(compactVerify(forged, jwks)).rejects.toThrow();
   });
 
+  it('never hands out a copy a reader could hold past its exp, whatever --register-max-age says', async () => {
+    const key = deps().key;
+    // A day of max-age against the longest life a register gets (a day): the copy's rest decides.
+    const long = createRegister({ db: svc.db, key, issuer: svc.service.publicUrl, maxAgeSeconds: 86_400 });
+    const copy = (await long.document())!;
+    const now = Math.floor(Date.now() / 1000);
+    expect(copy.exp - now).toBeLessThanOrEqual(86_400);
+    expect(long.maxAgeOf(copy, now)).toBe(copy.exp - now);
+    expect(long.maxAgeOf(copy, copy.exp - 10)).toBe(10);
+    expect(long.maxAgeOf(copy, copy.exp + 5)).toBe(0);
+    // Negative control: a short max-age is served as it is.
+    const short = createRegister({ db: svc.db, key, issuer: svc.service.publicUrl, maxAgeSeconds: 60 });
+    expect(short.maxAgeOf((await short.document())!)).toBe(60);
+  });
+
   it('revokes at once in the register, and a new approved run replaces the approval', async () => {
+    const before = await registerPayload();
     const revoked = await svc.db.transaction(async (tx) => {
       const approval = (await standingApproval(tx, partner.partnerId))!;
       return recordSignedDecision(
@@ -189,6 +214,8 @@ describe.each(stores)('the production flow on the %s store', (store) => {
       );
     });
     const after = await registerPayload();
+    // What changed is signed under a higher seq: the copy from before can never be taken again.
+    expect(after.seq).toBeGreaterThan(before.seq);
     expect(after.partners).toEqual([
       expect.objectContaining({
         partnerId: partner.partnerId,
@@ -261,5 +288,52 @@ describe.each(stores)('the production flow on the %s store', (store) => {
       JSON.parse(Buffer.from(parseEnvelope(statement!.envelope).payload, 'base64').toString()).predicate
         .decision,
     ).toBe('expired');
+  });
+
+  it('numbers registers in the order of what they say, across instances signing at once', async () => {
+    const key = deps().key;
+    const instances = [0, 1].map(() =>
+      createRegister({ db: svc.db, key, issuer: svc.service.publicUrl, maxAgeSeconds: 60 }),
+    );
+    const third = await svc.partner('Order Lending');
+    const runId = await attestedRun(svc.db, third.partnerId, '{"order":"attestation"}\n');
+    const signed: Array<{ seq: number; status: unknown }> = [];
+    const read = async (register: (typeof instances)[number]) => {
+      const jws = (await register.document(third.partnerId))?.jws;
+      if (!jws) return;
+      const payload = JSON.parse(Buffer.from(jws.split('.')[1]!, 'base64url').toString('utf8'));
+      signed.push({ seq: payload.seq, status: payload.partners[0].status });
+    };
+    // Approve, revoke, approve again… while both instances sign the partner's entry as fast as they can.
+    for (let round = 0; round < 6; round += 1) {
+      const change =
+        round % 2 === 0
+          ? decide({
+              partnerId: third.partnerId,
+              runId,
+              reviewerId,
+              decision: 'approved',
+              note: `round ${round}`,
+              scopes: ['read:loans'],
+              validUntil: svc.service.production.validUntil(),
+            })
+          : svc.service.production.decide({
+              decision: 'revoked',
+              partnerId: third.partnerId,
+              reviewer: { id: reviewerId, name: 'Rita' },
+              note: `round ${round}`,
+            });
+      await Promise.all([change, ...instances.flatMap((register) => [read(register), read(register)])]);
+      await read(instances[round % 2]!);
+    }
+    // Seqs never repeat across instances but for the very same copy; the last numbered says the last state.
+    const bySeq = new Map<number, unknown>();
+    for (const item of signed) {
+      if (bySeq.has(item.seq)) expect(bySeq.get(item.seq)).toBe(item.status);
+      bySeq.set(item.seq, item.status);
+    }
+    const highest = Math.max(...bySeq.keys());
+    expect(bySeq.get(highest)).toBe('revoked');
+    expect(signed.length).toBeGreaterThan(12);
   });
 });

@@ -239,6 +239,28 @@ CREATE INDEX runs_retention ON runs (finished_at) WHERE purged_at IS NULL AND st
 ALTER TABLE runs SET (fillfactor = 50)
 `,
   },
+  {
+    id: 7,
+    name: 'register sequence',
+    // Every signed register carries the next number of this one row, taken under its row lock in the
+    // transaction that reads what the register says: a production gate takes only a strictly higher
+    // number, so a copy captured before a revocation can never be replayed to it, and a number's order
+    // is the order of what was read, across every instance sharing the database. The copy last signed
+    // of each document (the whole register, or one partner's entry) is kept, so that every instance
+    // hands out the same newest copy rather than an older one of its own.
+    sql: `
+CREATE TABLE register_sequence (id integer PRIMARY KEY CHECK (id = 1), seq bigint NOT NULL);
+INSERT INTO register_sequence (id, seq) VALUES (1, 0);
+CREATE TABLE register_documents (
+  slot text PRIMARY KEY,
+  seq bigint NOT NULL,
+  content text NOT NULL,
+  iat bigint NOT NULL,
+  exp bigint NOT NULL,
+  jws text NOT NULL
+)
+`,
+  },
 ];
 
 /**

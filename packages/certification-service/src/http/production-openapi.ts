@@ -8,7 +8,7 @@ const problem = (description: string) => ({
 const registerAnswer = {
   '200': {
     description:
-      'A compact JWS (typ partner-register+jwt) signed with the attestation key (kid in /.well-known/jwks.json) of {iss, iat, exp, partners}; ETag and Cache-Control: max-age=<--register-max-age>.',
+      'A compact JWS (typ partner-register+jwt) signed with the attestation key (kid in /.well-known/jwks.json) of {iss, iat, exp, seq, partners}; seq is strictly higher in every register the service signs (a reader takes only a higher one, so no older copy can be replayed to it); ETag and Cache-Control: max-age=<--register-max-age>, never beyond what is left of the copy’s life.',
     content: { 'application/jwt': { schema: { type: 'string' } } },
     headers: {
       ETag: { schema: { type: 'string' } },
@@ -76,11 +76,17 @@ export const productionSchemas = {
   RegisterPayload: {
     type: 'object',
     description: 'The payload of the register JWS.',
-    required: ['iss', 'iat', 'exp', 'partners'],
+    required: ['iss', 'iat', 'exp', 'seq', 'partners'],
     properties: {
       iss: { type: 'string' },
       iat: { type: 'integer' },
       exp: { type: 'integer' },
+      seq: {
+        type: 'integer',
+        minimum: 1,
+        description:
+          'Strictly increasing over every register this service signs (all its instances), never reused: a production gate takes only a copy with a higher seq than the last it took (or that very copy again).',
+      },
       partners: {
         type: 'array',
         items: {

@@ -2,7 +2,12 @@ import type { Database, Queryable } from '../db/database.js';
 import { planScopes } from '../plan/plan.js';
 import { approvalOf, type RunRowForApproval } from './approvability.js';
 import { DecisionRefusal } from './decisions/decisions.js';
-import { type ProductionDeps, recordSignedDecision, revokeApproval } from './decisions/signed.js';
+import {
+  type ProductionDeps,
+  recordSignedDecision,
+  revokeApproval,
+  standingApproval,
+} from './decisions/signed.js';
 
 /** A run as `decide` reads it: its row (the reviewer pages' `UiRun` is one). */
 export interface RunToDecide extends RunRowForApproval {
@@ -27,7 +32,19 @@ export type DecisionOutcome =
   /** The same decision as the run's latest (DecisionRefusal's message). */
   | { recorded: false; refusal: 'repeated'; message: string }
   /** A revocation of a partner without a standing approval. */
-  | { recorded: false; refusal: 'nothing-to-revoke' };
+  | { recorded: false; refusal: 'nothing-to-revoke' }
+  /**
+   * A rejection of the run the partner's standing approval rests on: refused, since a rejection judges
+   * a run and does not end production access — revoking does (`approvalId` is the approval to revoke).
+   */
+  | { recorded: false; refusal: 'approval-in-force'; approvalId: string; message: string };
+
+/** Thrown inside the decision's transaction to roll it back with a refusal. */
+class InForce extends Error {
+  constructor(readonly approvalId: string) {
+    super(`the partner's approval ${approvalId} rests on this run`);
+  }
+}
 
 /** What `decide` needs: startProduction binds it (`production.decide`). */
 export interface DecideDeps extends ProductionDeps {
@@ -48,10 +65,14 @@ const audit = (db: Queryable, actor: string, action: string, subject: string | n
 
 /**
  * The production rule, in one place: approve or reject a judged, attested run, or revoke a partner's
- * standing approval. An approval of a run that is not approvable, and the same decision again, are
+ * standing approval. An approval of a run that is not approvable, the same decision again, and a
+ * rejection of the run the partner's standing approval rests on (revoke ends an approval; a rejection
+ * only judges a run, so the register, the decisions API and the webhooks never disagree about it) are
  * refused with a `decision.refused` audit line; otherwise the decision is signed, its webhook event
  * queued and its audit line written in one transaction (a revocation's line is the signed decision's
- * own), and the dispatcher is nudged once it commits. The note is already checked (`checkNote`).
+ * own), and the dispatcher is nudged once it commits. Every decision on a partner takes the partner's
+ * lock first, as revocation and expiry do, so that the standing approval it reads is the one that
+ * holds when it commits. The note is already checked (`checkNote`).
  */
 export async function decide(deps: DecideDeps, request: DecisionRequest): Promise<DecisionOutcome> {
   const actor = `reviewer:${request.reviewer.id}`;
@@ -76,6 +97,11 @@ export async function decide(deps: DecideDeps, request: DecisionRequest): Promis
   let decisionId: string;
   try {
     decisionId = await deps.db.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`decision:${run.partner_id}`]);
+      if (decision === 'rejected') {
+        const standing = await standingApproval(tx, run.partner_id);
+        if (standing && standing.run_id === run.id) throw new InForce(String(standing.id));
+      }
       const recorded = await recordSignedDecision(
         tx,
         {
@@ -99,6 +125,11 @@ export async function decide(deps: DecideDeps, request: DecisionRequest): Promis
       return recorded.decisionId;
     });
   } catch (error) {
+    if (error instanceof InForce) {
+      const message = `${error.message}: a rejection does not end it. To end the partner's production access, revoke the approval on the partner's production page`;
+      await audit(deps.db, actor, 'decision.refused', run.id, { decision, reasons: [message] });
+      return { recorded: false, refusal: 'approval-in-force', approvalId: error.approvalId, message };
+    }
     if (!(error instanceof DecisionRefusal)) throw error;
     await audit(deps.db, actor, 'decision.refused', run.id, { decision, reasons: [error.message] });
     return { recorded: false, refusal: 'repeated', message: error.message };

@@ -5,7 +5,7 @@ import { h, page, uiContentSecurityPolicy, wantsProblem } from '../web/html.js';
 import { problem } from '../web/problem.js';
 import type { DecisionOutcome, DecisionRequest } from './decide.js';
 import { checkNote } from './decisions/note.js';
-import { entryOf } from './register/register.js';
+import { registerEntries } from './register/register.js';
 import { resendDelivery } from './webhooks/admin.js';
 
 type Env = { Variables: { reviewer: { id: string; name: string; csrf: string } } };
@@ -61,13 +61,8 @@ export function mountProductionUi(
        WHERE d.partner_id = $1 ORDER BY d.created_at DESC, d.id DESC LIMIT 200`,
       [partner.id],
     );
-    const latest = decisions.find((d) => d.decision !== 'rejected');
-    const entry = latest
-      ? entryOf(
-          { ...latest, partner_id: partner.id, name: partner.name, decision: latest.decision as 'approved' },
-          new Date(),
-        )
-      : undefined;
+    // The standing as the register says it: one source for the register, the API and every page.
+    const [entry] = await registerEntries(db, new Date(), partner.id);
     const expiring =
       entry?.status === 'active' &&
       entry.validUntil !== null &&

@@ -6,6 +6,7 @@ import { type Audit, reportResponse } from '../http/api.js';
 import type { OidcSignIn } from '../oidc/oidc.js';
 import { checkNote } from '../production/decisions/note.js';
 import type { Production } from '../production/index.js';
+import { registerEntries } from '../production/register/register.js';
 import { iso } from '../runs/runs.js';
 import { derivedSecret, hashSecret, newSecret, sameText } from '../secrets.js';
 import { h, page, stylesheet, uiContentSecurityPolicy, wantsProblem } from '../web/html.js';
@@ -187,9 +188,20 @@ export function mountUi(
                           ORDER BY created_at DESC, id DESC LIMIT 1) d ON true
        ORDER BY p.name, p.id`,
     );
+    // Production access as the register says it (one source for the register, the API and this page).
+    const standing = new Map(
+      (await registerEntries(db, new Date())).map((entry) => [entry.partnerId, entry]),
+    );
+    const production = (id: string) => {
+      const entry = standing.get(id);
+      return entry
+        ? `<span class="${h(entry.status)}" data-production="${h(entry.status)}">${h(entry.status)}</span>${entry.scopes.length > 0 ? ` <span class="muted">${h(entry.scopes.join(' '))}</span>` : ''}`
+        : '<span class="muted" data-production="none">none</span>';
+    };
     const rows = partners
       .map(
-        (p) => `<tr><td><a href="/partners/${h(p.id)}">${h(p.name)}</a></td>
+        (p) => `<tr data-partner="${h(p.id)}"><td><a href="/partners/${h(p.id)}">${h(p.name)}</a></td>
+<td>${production(p.id)}</td>
 <td>${p.run_id ? `<a href="/ui/runs/${h(p.run_id)}">${h(p.run_id)}</a> <span class="${h(p.verdict)}">${h(p.verdict)}</span> <span class="muted">${h(iso(p.finished_at))}</span>` : '<span class="muted">no attested run yet</span>'}</td>
 <td>${p.decision ? `<span class="${h(p.decision)}">${h(p.decision)}</span> on run <a href="/ui/runs/${h(p.decided_run)}">${h(p.decided_run)}</a> <span class="muted">${h(iso(p.decided_at))}</span>` : '<span class="muted">undecided</span>'}</td></tr>`,
       )
@@ -198,7 +210,7 @@ export function mountUi(
       c,
       page(
         'Partners',
-        `<table><thead><tr><th>Partner</th><th>Latest attested run</th><th>Production (latest decision, on which run)</th></tr></thead><tbody>${rows || '<tr><td colspan="3" class="muted">No partner yet: add one with <code>partner-certification-service admin add-partner</code>.</td></tr>'}</tbody></table>`,
+        `<table><thead><tr><th>Partner</th><th>Production</th><th>Latest attested run</th><th>Latest decision (on which run)</th></tr></thead><tbody>${rows || '<tr><td colspan="4" class="muted">No partner yet: add one with <code>partner-certification-service admin add-partner</code>.</td></tr>'}</tbody></table>`,
         c.get('reviewer'),
       ),
     );
@@ -321,6 +333,19 @@ export function mountUi(
           page('Not recorded', `<p class="error">Not recorded: ${h(outcome.message)}.</p>${back}`, reviewer),
           409,
         );
+      if (outcome.refusal === 'approval-in-force') {
+        if (wantsProblem(c)) return problem(c, 409, 'Decision not recorded', `${outcome.message}.`);
+        const production = `/ui/partners/${encodeURIComponent(run.partner_id)}/production`;
+        return html(
+          c,
+          page(
+            'Not recorded',
+            `<p class="error" id="in-force">Not recorded: ${h(outcome.message)}: <a href="${h(production)}">Revoke it there</a>.</p>${back}`,
+            reviewer,
+          ),
+          409,
+        );
+      }
     }
     return c.redirect(`/partners/${encodeURIComponent(run.partner_id)}`, 303);
   });

@@ -1,9 +1,10 @@
 import { keysOf, parseEnvelope, verifyAttestation } from '@partner-lending/conformance';
 import type { Database } from '../db/database.js';
 import { jwksOf } from '../keys.js';
-import type { DigestedPlan } from '../plan/plan.js';
+import { type DigestedPlan, planScopes } from '../plan/plan.js';
 import { approvalOf, type Coverage, coverageOf } from '../production/approvability.js';
 import { listDecisions } from '../production/decisions/decisions.js';
+import { standingApproval } from '../production/decisions/signed.js';
 import { iso } from '../runs/runs.js';
 import { h } from '../web/html.js';
 
@@ -87,9 +88,21 @@ export async function runPageBody(
   const signature = await signatureOf(db, run);
   const decisions = (await listDecisions(db, run.partner_id)).filter((item) => item.runId === run.id);
   const open = run.status === 'open' || run.status === 'closing';
+  // The partner's production access rests on this run: a rejection would not end it, revoking does.
+  const standing = await standingApproval(db, run.partner_id);
+  const inForce = standing !== undefined && standing.run_id === run.id;
+  const production = `/ui/partners/${h(run.partner_id)}/production`;
+  const opens =
+    approvable && run.plan
+      ? `<p id="opens">Approving opens production for the scopes this run certified: ${planScopes(run.plan)
+          .map((scope) => `<code>${h(scope)}</code>`)
+          .join(' ')}.</p>`
+      : '';
   const form = open
     ? '<p class="muted">The run is still open: it can be decided on once it is judged.</p>'
-    : `<form method="post" action="/ui/runs/${h(run.id)}/decision">
+    : inForce
+      ? `<p id="in-force">The partner's production approval <code>${h(String(standing.id))}</code> rests on this run: to end it, <a href="${production}">revoke it on the partner's production page</a> (a rejection does not end an approval).</p>`
+      : `${opens}<form method="post" action="/ui/runs/${h(run.id)}/decision">
 <input type="hidden" name="csrf" value="${h(reviewer.csrf)}">
 <p><label for="note">Note (required, recorded with your name and the time)</label><textarea id="note" name="note" maxlength="2000" required></textarea></p>
 ${approvable ? '<button name="decision" value="approved">Approve for production</button>' : ''}

@@ -54,7 +54,7 @@ export async function registerEntries(
   return rows.map((row) => entryOf(row, now));
 }
 
-export function entryOf(row: LatestRow, now: Date): RegisterEntry {
+function entryOf(row: LatestRow, now: Date): RegisterEntry {
   const validUntil = row.valid_until === null ? null : new Date(row.valid_until);
   const status: RegisterStatus =
     row.decision === 'approved'
@@ -72,10 +72,20 @@ export function entryOf(row: LatestRow, now: Date): RegisterEntry {
   };
 }
 
+/** What a signed register says: its issuer, times, sequence number and entries. */
+export interface RegisterPayload {
+  iss: string;
+  iat: number;
+  exp: number;
+  /** Strictly increasing over every register this service (all its instances) signs; never reused. */
+  seq: number;
+  partners: RegisterEntry[];
+}
+
 /** Signs a register document: a compact JWS, `typ` partner-register+jwt, with the attestation key. */
 export async function signRegister(
   key: Pick<SigningKey, 'privateKey' | 'kid'>,
-  payload: { iss: string; iat: number; exp: number; partners: RegisterEntry[] },
+  payload: RegisterPayload,
 ): Promise<string> {
   const alg = key.privateKey.asymmetricKeyType === 'ed25519' ? 'EdDSA' : 'ES256';
   return new CompactSign(Buffer.from(JSON.stringify(payload), 'utf8'))
@@ -83,10 +93,45 @@ export async function signRegister(
     .sign(key.privateKey);
 }
 
+/** A signed copy of one register document, as kept in `register_documents`. */
+export interface SignedCopy {
+  content: string;
+  iat: number;
+  exp: number;
+  seq: number;
+  jws: string;
+  etag: string;
+}
+
+const etagOf = (jws: string) => `"${createHash('sha256').update(jws).digest('base64url').slice(0, 32)}"`;
+
+async function storedCopy(db: Queryable, slot: string): Promise<SignedCopy | undefined> {
+  const [row] = await db.query<{
+    seq: string | number;
+    content: string;
+    iat: string | number;
+    exp: string | number;
+    jws: string;
+  }>('SELECT seq, content, iat, exp, jws FROM register_documents WHERE slot = $1', [slot]);
+  return row
+    ? {
+        content: row.content,
+        iat: Number(row.iat),
+        exp: Number(row.exp),
+        seq: Number(row.seq),
+        jws: row.jws,
+        etag: etagOf(row.jws),
+      }
+    : undefined;
+}
+
 /**
- * Serves signed registers: one document is signed again only when what it says changed or half its
- * lifetime passed, so its `ETag` (of the JWS bytes) lets a reader revalidate cheaply, and a 304 never
- * hands back a copy close to its `exp`.
+ * Serves signed registers: a document is signed again only when what it says changed, half its
+ * lifetime passed, or less than a max-age of it is left — so its `ETag` (of the JWS bytes) lets a
+ * reader revalidate cheaply, and no copy is handed out that a reader could hold past its `exp`. Each
+ * signing takes the next `seq` under the sequence row's lock, in the transaction that reads the
+ * entries, so that a higher `seq` never says something older; the copy is kept in the database, so
+ * every instance hands out the newest one (see migration 7).
  */
 export function createRegister(deps: {
   db: Database;
@@ -95,30 +140,53 @@ export function createRegister(deps: {
   maxAgeSeconds: number;
 }) {
   const lifetime = registerLifetimeSeconds(deps.maxAgeSeconds);
-  const cache = new Map<string, { content: string; iat: number; jws: string; etag: string }>();
+  /** Whether a copy may still be handed out at `now` (epoch seconds) for what it says. */
+  const reusable = (copy: SignedCopy | undefined, content: string, now: number): copy is SignedCopy =>
+    copy !== undefined &&
+    copy.content === content &&
+    now - copy.iat < lifetime / 2 &&
+    copy.exp - now >= Math.min(deps.maxAgeSeconds, lifetime / 2);
   return {
     maxAgeSeconds: deps.maxAgeSeconds,
+    /** The `Cache-Control` max-age of a copy at `now`: never beyond what is left of it. */
+    maxAgeOf(copy: { exp: number }, now = Math.floor(Date.now() / 1000)) {
+      return Math.max(0, Math.min(deps.maxAgeSeconds, copy.exp - now));
+    },
     /** The signed register (all partners, or one); undefined for a partner that is absent. */
-    async document(partnerId?: string): Promise<{ jws: string; etag: string } | undefined> {
+    async document(partnerId?: string): Promise<SignedCopy | undefined> {
+      const slot = partnerId ?? '*';
       const now = new Date();
       const partners = await registerEntries(deps.db, now, partnerId);
       if (partnerId !== undefined && partners.length === 0) return undefined;
-      const content = JSON.stringify(partners);
-      const slot = partnerId ?? '*';
-      const nowSeconds = Math.floor(now.getTime() / 1000);
-      const cached = cache.get(slot);
-      if (cached && cached.content === content && nowSeconds - cached.iat < lifetime / 2) return cached;
-      const iat = nowSeconds;
-      const jws = await signRegister(deps.key, { iss: deps.issuer, iat, exp: iat + lifetime, partners });
-      const entry = {
-        content,
-        iat,
-        jws,
-        etag: `"${createHash('sha256').update(jws).digest('base64url').slice(0, 32)}"`,
-      };
-      if (cache.size > 1000) cache.clear();
-      cache.set(slot, entry);
-      return entry;
+      const stored = await storedCopy(deps.db, slot);
+      if (reusable(stored, JSON.stringify(partners), Math.floor(now.getTime() / 1000))) return stored;
+      return deps.db.transaction(async (tx) => {
+        const [row] = await tx.query<{ seq: string | number }>(
+          'UPDATE register_sequence SET seq = seq + 1 WHERE id = 1 RETURNING seq',
+        );
+        const at = new Date();
+        const iat = Math.floor(at.getTime() / 1000);
+        const fresh = await registerEntries(tx, at, partnerId);
+        if (partnerId !== undefined && fresh.length === 0) return undefined;
+        const content = JSON.stringify(fresh);
+        // Another instance signed the same while this one waited for the lock: hand out its copy.
+        const current = await storedCopy(tx, slot);
+        if (reusable(current, content, iat)) return current;
+        const payload = {
+          iss: deps.issuer,
+          iat,
+          exp: iat + lifetime,
+          seq: Number(row!.seq),
+          partners: fresh,
+        };
+        const jws = await signRegister(deps.key, payload);
+        await tx.query(
+          `INSERT INTO register_documents (slot, seq, content, iat, exp, jws) VALUES ($1, $2, $3, $4, $5, $6)
+           ON CONFLICT (slot) DO UPDATE SET seq = $2, content = $3, iat = $4, exp = $5, jws = $6`,
+          [slot, payload.seq, content, iat, payload.exp, jws],
+        );
+        return { content, iat, exp: payload.exp, seq: payload.seq, jws, etag: etagOf(jws) };
+      });
     },
   };
 }

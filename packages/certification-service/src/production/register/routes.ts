@@ -29,7 +29,7 @@ export function mountRegister(app: Hono<any>, deps: { db: Database; register: Re
       );
     const headers = {
       etag: document.etag,
-      'cache-control': `max-age=${deps.register.maxAgeSeconds}`,
+      'cache-control': `max-age=${deps.register.maxAgeOf(document)}`,
       vary: 'authorization',
     };
     const match = c.req.header('if-none-match');
