@@ -87,7 +87,7 @@ export {
   certificationPlan,
   type DigestedPlan,
   definePlan,
-  judgeOfScenario,
+  judgesOfScenario,
   type PlanRef,
   type PlanScenarioId,
   planDigest,

@@ -1,4 +1,4 @@
-import { type DigestedPlan, judgeOfScenario, planScenarioIds } from '../common/certification-plan.js';
+import { type DigestedPlan, judgesOfScenario, planScenarioIds } from '../common/certification-plan.js';
 import type { ClientReport } from '../common/report.js';
 import {
   type CheckResult,
@@ -116,46 +116,63 @@ function stepJudged(id: CoverageScenarioId, view: SessionView): string | undefin
     : `the journey made no API call after ${line(answered.exchange)}, so whether it waited was never shown`;
 }
 
-/** One scenario: played or not, then handled, not handled or not verified by the check judging it. */
+/** One scenario: played or not, then handled, not handled or not verified by the checks judging it. */
 function scenarioCoverage(
   id: CoverageScenarioId,
   view: SessionView,
-  checks: readonly CheckResult[],
+  results: readonly CheckResult[],
   plan: DigestedPlan | undefined,
 ): CoverageScenario {
   const played = scenarioPlayed(id, view);
-  const checkId = judgeOfScenario(plan, id);
-  const check = checks.find((item) => item.id === checkId);
-  const status: CheckStatus | 'not-judged' = check?.status ?? 'not-judged';
-  const base = { id, played: played.met, check: { id: checkId, status } };
+  const judges = judgesOfScenario(plan, id).map((checkId) => {
+    const result = results.find((item) => item.id === checkId);
+    const status: CheckStatus | 'not-judged' = result?.status ?? 'not-judged';
+    // A check judging several steps (Retry-After after the 429 and the 503) says a line of each: this one's.
+    const step =
+      played.seq === undefined
+        ? undefined
+        : result?.details.split('\n').find((text) => text.startsWith(`#${played.seq} `));
+    return { id: checkId, status, line: firstLine(step ?? result?.details) };
+  });
+  const failed = judges.filter((item) => item.status === 'failed' || item.status === 'errored');
+  const unverified = judges.filter((item) => item.status === 'skipped' || item.status === 'not-judged');
+  const decider = failed[0] ?? unverified[0] ?? judges[0]!;
+  const base = {
+    id,
+    played: played.met,
+    check: { id: decider.id, status: decider.status },
+    checks: judges.map((item) => ({ id: item.id, status: item.status })),
+  };
+  const said = (list: typeof judges) =>
+    list
+      .map((item) =>
+        item.status === 'not-judged'
+          ? `${item.id} was not judged`
+          : `${item.id} ${item.status === 'skipped' ? 'not verified' : item.status} — ${item.line}`,
+      )
+      .join('; ');
   if (!played.met)
     return { ...base, met: false, outcome: 'not-played', detail: `not played: ${played.detail}` };
-  // A check judging several steps (Retry-After after the 429 and the 503) says a line of each: this one's.
-  const step =
-    played.seq === undefined
-      ? undefined
-      : check?.details.split('\n').find((text) => text.startsWith(`#${played.seq} `));
-  const judged = firstLine(step ?? check?.details);
-  if (status === 'failed' || status === 'errored')
+  if (failed.length > 0)
     return {
       ...base,
       met: false,
       outcome: 'not-handled',
-      detail: `played (${played.detail}); not handled: ${checkId} ${status} — ${judged}`,
+      detail: `played (${played.detail}); not handled: ${said(failed)}`,
     };
-  const gap = status === 'passed' ? stepJudged(id, view) : undefined;
-  if (status !== 'passed' || gap !== undefined)
+  const gap = unverified.length === 0 ? stepJudged(id, view) : undefined;
+  if (unverified.length > 0 || gap !== undefined)
     return {
       ...base,
       met: false,
       outcome: 'not-verified',
-      detail: `played (${played.detail}); not verified: ${gap ?? `${checkId} ${status === 'not-judged' ? 'was not judged' : judged}`}`,
+      detail: `played (${played.detail}); not verified: ${gap ?? said(unverified)}`,
     };
   return {
     ...base,
     met: true,
     outcome: 'handled',
-    detail: `played (${played.detail}); handled: ${checkId} passed — ${judged}`,
+    detail: `played (${played.detail}); handled: ${said(judges)}`,
   };
 }
 
@@ -224,7 +241,16 @@ export function certificationReasons(
   }
   for (const scenario of report.coverage.scenarios) {
     if (scenario.met) continue;
-    const by = scenario.check ? ` (${scenario.check.id})` : '';
+    // The checks that decided it: every failed one when it was not handled, else the one not verified.
+    const failedChecks = scenario.checks?.filter(
+      (item) => item.status === 'failed' || item.status === 'errored',
+    );
+    const by =
+      scenario.outcome === 'not-handled' && failedChecks && failedChecks.length > 0
+        ? ` (${failedChecks.map((item) => item.id).join(', ')})`
+        : scenario.check
+          ? ` (${scenario.check.id})`
+          : '';
     const why = firstLine(scenario.detail);
     if (scenario.outcome === 'not-handled')
       reasons.push(reason('scenario-not-handled', `${scenario.id}${by}`, why));

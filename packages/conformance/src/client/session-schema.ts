@@ -158,7 +158,9 @@ const plan = z.strictObject({
   renewal: z.boolean(),
   decisiveShouldChecks: z.array(text(100)).max(64),
   // Absent in sessions of plans that predate it (partner-lending-default-v1).
-  handledBy: z.partialRecord(z.enum([...scenarioName.options, 'renewal']), text(100)).optional(),
+  handledBy: z
+    .partialRecord(z.enum([...scenarioName.options, 'renewal']), z.array(text(100)).min(1).max(8))
+    .optional(),
 });
 
 export const sessionSchema = z.strictObject({

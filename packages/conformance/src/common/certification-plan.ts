@@ -26,36 +26,38 @@ export interface CertificationPlan {
   /** `should` checks that decide certification like `must` checks (a failure or a "not verified" blocks it). */
   decisiveShouldChecks: string[];
   /**
-   * For each scenario the plan plays (and `renewal` when it asks for one), the check that judges what the
-   * client did with it: the scenario is handled only when that check passed. `definePlan` fills it from
-   * `scenarioJudges` when absent; a plan recorded before it existed (`partner-lending-default-v1`) is
+   * For each scenario the plan plays (and `renewal` when it asks for one), the checks that judge what the
+   * client did with it: the scenario is handled only when every one of them passed. `definePlan` fills it
+   * from `scenarioJudges` when absent; a plan recorded before it existed (`partner-lending-default-v1`) is
    * read with `scenarioJudges`.
    */
-  handledBy?: Partial<Record<PlanScenarioId, string>>;
+  handledBy?: Partial<Record<PlanScenarioId, string[]>>;
 }
 
 /** A scenario a plan names: its fault scenarios, and `renewal` when it asks for one. */
 export type PlanScenarioId = ScenarioName | 'renewal';
 
 /**
- * The check that judges each scenario: a scenario counts as handled only when this check passed on the
- * run's traffic, and as not verified when the client had no chance to show the behaviour.
+ * The checks that judge each scenario: a scenario counts as handled only when each passed on the run's
+ * traffic, and as not verified when the client had no chance to show the behaviour.
  * - revocation: the revoked token is never sent again and one new token recovers
  *   (`client-revocation-recovery`);
  * - narrowed-grant: no operation outside a token's grant is called with it, shown by an operation
  *   outside the narrowed grant called with a new token while the narrowed one was usable
  *   (`client-granted-scope-respected`);
- * - throttle and unavailable: no API call of any operation before Retry-After — the create answered 503
- *   included, so a create re-sent early fails it (`client-retry-after`; whether a create answered 503 is
- *   re-sent at all is `client-create-not-replayed`'s, a recommendation the plan does not make decisive);
+ * - throttle: no API call of any operation before Retry-After (`client-retry-after`);
+ * - unavailable: the same, and the create answered 503 not re-sent — `client-retry-after` judges every
+ *   call before the time given but counts a concurrent client's calls of the same moment as in flight
+ *   (a busy machine holds them up), so the re-sent create itself is judged by
+ *   `client-create-not-replayed`;
  * - renewal: never an expired token (`client-no-expired-token`).
  */
-export const scenarioJudges: Readonly<Record<PlanScenarioId, string>> = {
-  revocation: 'client-revocation-recovery',
-  throttle: 'client-retry-after',
-  unavailable: 'client-retry-after',
-  'narrowed-grant': 'client-granted-scope-respected',
-  renewal: 'client-no-expired-token',
+export const scenarioJudges: Readonly<Record<PlanScenarioId, readonly string[]>> = {
+  revocation: ['client-revocation-recovery'],
+  throttle: ['client-retry-after'],
+  unavailable: ['client-retry-after', 'client-create-not-replayed'],
+  'narrowed-grant': ['client-granted-scope-respected'],
+  renewal: ['client-no-expired-token'],
 };
 
 /** The scenario ids a plan lists, in order: its fault scenarios, then `renewal` when it asks for one. */
@@ -64,9 +66,10 @@ export const planScenarioIds = (plan: CertificationPlan): PlanScenarioId[] => [
   ...(plan.renewal ? (['renewal'] as const) : []),
 ];
 
-/** The check judging `id` under `plan`: the plan's own word, else `scenarioJudges` (plans that predate it). */
-export const judgeOfScenario = (plan: CertificationPlan | undefined, id: PlanScenarioId): string =>
-  plan?.handledBy?.[id] ?? scenarioJudges[id];
+/** The checks judging `id` under `plan`: the plan's own word, else `scenarioJudges` (plans that predate it). */
+export const judgesOfScenario = (plan: CertificationPlan | undefined, id: PlanScenarioId): string[] => [
+  ...(plan?.handledBy?.[id] ?? scenarioJudges[id]),
+];
 
 /** A plan and its digest. */
 export interface DigestedPlan extends CertificationPlan {
@@ -139,13 +142,16 @@ export function definePlan(plan: CertificationPlan): DigestedPlan {
   const ids = planScenarioIds(plan);
   // Entries for scenarios the plan does not play are left out (a plan made from the default one with
   // fewer scenarios keeps only its own); each named check must be a client check id.
-  for (const [id, check] of Object.entries(plan.handledBy ?? {})) {
+  for (const [id, checks] of Object.entries(plan.handledBy ?? {})) {
     if (!(id in scenarioJudges))
       fail(
         `handledBy names ${JSON.stringify(String(id).slice(0, 80))}, which is not a scenario (${Object.keys(scenarioJudges).join(', ')})`,
       );
-    if (!/^client-[a-z0-9-]{1,60}$/.test(String(check)))
-      fail(`handledBy.${id}: ${JSON.stringify(String(check).slice(0, 80))} is not a client check id`);
+    if (!Array.isArray(checks) || checks.length === 0)
+      fail(`handledBy.${id} must list at least one client check id`);
+    for (const check of checks)
+      if (!/^client-[a-z0-9-]{1,60}$/.test(String(check)))
+        fail(`handledBy.${id}: ${JSON.stringify(String(check).slice(0, 80))} is not a client check id`);
   }
   const copy: CertificationPlan = {
     id: plan.id,
@@ -156,7 +162,7 @@ export function definePlan(plan: CertificationPlan): DigestedPlan {
     longTtlSeconds: plan.longTtlSeconds,
     renewal: plan.renewal,
     decisiveShouldChecks: [...plan.decisiveShouldChecks],
-    handledBy: Object.fromEntries(ids.map((id) => [id, judgeOfScenario(plan, id)])),
+    handledBy: Object.fromEntries(ids.map((id) => [id, judgesOfScenario(plan, id)])),
   };
   return { ...copy, digest: planDigest(copy) };
 }
@@ -169,8 +175,8 @@ export function definePlan(plan: CertificationPlan): DigestedPlan {
  * recovery and the granted scope deciding like `must` checks.
  *
  * Changes (a change of the plan changes its digest, and its id):
- * - `partner-lending-default-v2`: `handledBy` names the check judging each scenario (a scenario is met
- *   when that check passed, not when the stage played it; not verified blocks certification);
+ * - `partner-lending-default-v2`: `handledBy` names the checks judging each scenario (a scenario is met
+ *   when they passed, not when the stage played it; not verified blocks certification);
  *   `client-revocation-recovery` and `client-granted-scope-respected` decide; the revocation never
  *   revokes the token of the narrowed grant.
  * - `partner-lending-default-v1`: the four operations, every scenario played, a renewal; token reuse
@@ -193,7 +199,7 @@ export const certificationPlan: DigestedPlan = definePlan({
     'client-revocation-recovery',
     'client-granted-scope-respected',
   ],
-  handledBy: { ...scenarioJudges },
+  handledBy: Object.fromEntries(Object.entries(scenarioJudges).map(([id, checks]) => [id, [...checks]])),
 });
 
 /** The id and digest of a plan. */

@@ -92,8 +92,13 @@ export interface CoverageScenario {
   /** The stage played it on the journey's traffic (a token revoked, a 429 sent, a grant narrowed, a renewal). */
   played?: boolean;
   outcome?: 'handled' | 'not-handled' | 'not-verified' | 'not-played';
-  /** The check that judges it (the plan's `handledBy`), and that check's status in this report. */
+  /**
+   * The check that decided its outcome — the first of its judges that failed, else the first not
+   * verified, else the first — with its status in this report.
+   */
   check?: { id: string; status: CheckStatus | 'not-judged' };
+  /** Every check that judges it (the plan's `handledBy`), each with its status: handled when all passed. */
+  checks?: { id: string; status: CheckStatus | 'not-judged' }[];
   /** What was played (or why not), then how the check judged it. */
   detail?: string;
 }

@@ -8,9 +8,11 @@ export function scenarioLine(item: CoverageScenario): string {
   const detail = item.detail ? ` — ${item.detail}` : '';
   if (item.played === undefined || item.outcome === undefined)
     return `scenario  ${item.met ? '✓' : '✗'} ${item.id}: ${item.met ? 'met' : 'not met'}${detail}`;
-  const judged = item.check
-    ? ` by ${item.check.id} (${item.check.status === 'skipped' ? 'not verified' : item.check.status})`
-    : '';
+  const judges = item.checks ?? (item.check ? [item.check] : []);
+  const judged =
+    judges.length > 0
+      ? ` by ${judges.map((check) => `${check.id} (${check.status === 'skipped' ? 'not verified' : check.status})`).join(' and ')}`
+      : '';
   const word =
     item.outcome === 'handled'
       ? `handled${judged}`

@@ -81,8 +81,8 @@ export function formatJunitReport(report: AnyReport): string {
           `scenario:${item.id}`,
           // "met" / "not met" first, as before scenarios were judged; then played and handled apart.
           item.met
-            ? item.check
-              ? `met: played, handled (${item.check.id} passed)`
+            ? item.checks
+              ? `met: played, handled (${item.checks.map((check) => `${check.id} passed`).join(', ')})`
               : 'met'
             : `not met: ${item.outcome ? `${item.outcome}${item.check ? ` (${item.check.id} ${item.check.status})` : ''} — ` : ''}${item.detail ?? ''}`,
         ]),

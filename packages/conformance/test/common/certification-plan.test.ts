@@ -27,18 +27,24 @@ describe('the certification plan', () => {
     ]);
     // Each scenario names the check that judges what the client did with it: in the digest.
     expect(certificationPlan.handledBy).toEqual({
-      revocation: 'client-revocation-recovery',
-      throttle: 'client-retry-after',
-      unavailable: 'client-retry-after',
-      'narrowed-grant': 'client-granted-scope-respected',
-      renewal: 'client-no-expired-token',
+      revocation: ['client-revocation-recovery'],
+      throttle: ['client-retry-after'],
+      // Retry-After counts a concurrent client's calls of the same moment as in flight: the re-sent create
+      // itself is client-create-not-replayed's.
+      unavailable: ['client-retry-after', 'client-create-not-replayed'],
+      'narrowed-grant': ['client-granted-scope-respected'],
+      renewal: ['client-no-expired-token'],
     });
     expect(canonicalJson(certificationPlan)).toContain(
-      '"handledBy":{"narrowed-grant":"client-granted-scope-respected"',
+      '"handledBy":{"narrowed-grant":["client-granted-scope-respected"]',
     );
-    // Every judging check decides approval: a decisive should check, or a must.
-    for (const check of Object.values(scenarioJudges))
-      expect([...certificationPlan.decisiveShouldChecks, 'client-no-expired-token'], check).toContain(check);
+    // Every judging check decides approval through its scenario; the should ones are decisive checks too,
+    // but client-create-not-replayed, which decides through the unavailable scenario only.
+    for (const check of Object.values(scenarioJudges).flat())
+      expect(
+        [...certificationPlan.decisiveShouldChecks, 'client-no-expired-token', 'client-create-not-replayed'],
+        check,
+      ).toContain(check);
   });
 
   it('a plan with fewer scenarios keeps the judges of its own only; one without handledBy gets the defaults; a judge must be a client check', () => {
@@ -49,9 +55,9 @@ describe('the certification plan', () => {
       renewal: false,
       handledBy: { ...certificationPlan.handledBy },
     });
-    expect(fewer.handledBy).toEqual({ throttle: 'client-retry-after' });
+    expect(fewer.handledBy).toEqual({ throttle: ['client-retry-after'] });
     expect(definePlan({ ...rest }).handledBy).toEqual(certificationPlan.handledBy);
-    expect(() => definePlan({ ...rest, handledBy: { revocation: 'token-endpoint' } })).toThrow(
+    expect(() => definePlan({ ...rest, handledBy: { revocation: ['token-endpoint'] } })).toThrow(
       'handledBy.revocation: "token-endpoint" is not a client check id',
     );
   });

@@ -35,7 +35,14 @@ export function formatClientHtmlReport(report: ClientReport, session: ClientSess
   const handled = (report.coverage?.scenarios ?? [])
     .map(
       (item) =>
-        `<tr class="${item.met ? 'passed' : item.outcome === 'not-handled' ? 'failed' : 'skipped'}"><td><code>${htmlEscape(item.id)}</code></td><td>${item.played === undefined ? '—' : item.played ? 'yes' : '<strong>no</strong>'}</td><td>${item.check ? `<code>${htmlEscape(item.check.id)}</code> ${htmlEscape(item.check.status === 'skipped' ? 'not verified' : item.check.status)}` : '—'}</td><td>${htmlEscape(item.outcome ?? (item.met ? 'met' : 'not met'))}</td><td>${htmlEscape(item.detail ?? '')}</td></tr>`,
+        `<tr class="${item.met ? 'passed' : item.outcome === 'not-handled' ? 'failed' : 'skipped'}"><td><code>${htmlEscape(item.id)}</code></td><td>${item.played === undefined ? '—' : item.played ? 'yes' : '<strong>no</strong>'}</td><td>${
+          (item.checks ?? (item.check ? [item.check] : []))
+            .map(
+              (check) =>
+                `<code>${htmlEscape(check.id)}</code> ${htmlEscape(check.status === 'skipped' ? 'not verified' : check.status)}`,
+            )
+            .join('<br>') || '—'
+        }</td><td>${htmlEscape(item.outcome ?? (item.met ? 'met' : 'not met'))}</td><td>${htmlEscape(item.detail ?? '')}</td></tr>`,
     )
     .join('\n');
   const { provenance, integration } = report;
