@@ -21,4 +21,4 @@ export {
 export { type PurgeResult, purgeExpired } from './retention/retention.js';
 export { defaultRunLimits, type RunLimits, type RunRequest } from './runs/runs.js';
 export { type RunningService, type ServiceOptions, startService } from './server.js';
-export { defaultSigninLimits, type SigninLimits } from './ui/signin-guard.js';
+export { defaultSigninLimits, type SigninLimits } from './signin/signin-guard.js';

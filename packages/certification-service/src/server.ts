@@ -22,13 +22,19 @@ import type { Logger } from './observability/logger.js';
 import { notePartner, requestObserver } from './observability/requests.js';
 import { type OidcOptions, oidcSignIn } from './oidc/oidc.js';
 import type { DigestedPlan } from './plan/plan.js';
-import { type Production, type ProductionOptions, startProduction } from './production/index.js';
+import {
+  type Production,
+  type ProductionOptions,
+  registerProductionMetrics,
+  startProduction,
+} from './production/index.js';
 import { replayJournal } from './recording/replay.js';
 import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
+import { registerRunMetrics } from './runs/metrics.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
 import { secretsKeyFrom } from './secrets.js';
+import { defaultSigninLimits, type SigninLimits, signinGuard } from './signin/signin-guard.js';
 import { mountUi } from './ui/routes.js';
-import { defaultSigninLimits, type SigninLimits, signinGuard } from './ui/signin-guard.js';
 import { problem, unavailable } from './web/problem.js';
 
 export interface ServiceOptions {
@@ -152,6 +158,9 @@ const stagePath = /^\/runs\/([A-Za-z0-9_-]{1,64})\/(auth|api)(\/.*)?$/s;
 /** Starts one instance of the certification service on an open database. */
 export async function startService(options: ServiceOptions): Promise<RunningService> {
   const { db } = options;
+  // The gauges read from the database at each scrape, registered by the parts that own their tables.
+  registerRunMetrics();
+  registerProductionMetrics();
   const { logger } = options;
   const log =
     options.log ??

@@ -4,32 +4,63 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { importedFiles, sourceFiles } from '../../../test-support/layers.js';
 
-// Imports point one way, down this list (src/README.md is the map): the entry points (cli.ts, index.ts) ←
-// server.ts ← ui/, oidc/ ← http/, retention/ ← production/ (the production wing: decisions, approvability,
-// the decide rule, the register, its pages, webhook delivery) ← runs/ ← recording/ (the journal, its file,
-// the drain, replay, a stage's ledger) ← plan/, judging/, keys.ts, admin.ts ← outbox/ (the outbox and the
-// events it holds: runs/ and production/ both enqueue) ← db/, observability/
-// ← web/ (problem answers, the pages' frame); errors.ts, secrets.ts and version.ts serve every layer.
-// Biome's noImportCycles catches cycles between files; this catches an import that reaches up, and a
-// cycle between folders.
+// Imports point one way, down this list (src/README.md is the map), one part of src/ (a top folder or a
+// root file) to a rank: the entry points (cli.ts, index.ts) ← server.ts ← ui/ ← oidc/ ← signin/ (the
+// sign-in guard both use) ← http/ ← retention/ ← production/ (the production wing: decisions,
+// approvability, the decide rule, the register, its pages, webhook delivery and its gauges) ← runs/ (its
+// gauges too) ← recording/ (the journal, its file, the drain, replay, a stage's ledger) ← judging/ ← plan/
+// ← admin.ts ← keys.ts ← outbox/ (the outbox and the events it holds: runs/ and production/ both enqueue)
+// ← db/ ← observability/ ← web/ (problem answers, the pages' frame) ← secrets.ts ← version.ts ← errors.ts.
+// Biome's noImportCycles catches cycles between files; this catches an import that reaches up, a cycle
+// between folders, and two parts given one rank (a tie lets them import each other both ways).
 const src = fileURLToPath(new URL('../src/', import.meta.url));
 
+/** The parts of src/, lowest first: each part's rank is its place here. */
+const layers = [
+  'errors.ts',
+  'version.ts',
+  'secrets.ts',
+  'web',
+  'observability',
+  'db',
+  'outbox',
+  'keys.ts',
+  'admin.ts',
+  'plan',
+  'judging',
+  'recording',
+  'runs',
+  'production',
+  'retention',
+  'http',
+  'signin',
+  'oidc',
+  'ui',
+  'server.ts',
+  'index.ts',
+  'cli.ts',
+];
+
 const rank = (file: string): number => {
-  if (['errors.ts', 'secrets.ts', 'version.ts'].includes(file)) return 0;
-  if (file.startsWith('web/')) return 0.5;
-  if (file.startsWith('db/') || file.startsWith('observability/')) return 1;
-  if (file.startsWith('outbox/')) return 1.5;
-  if (file === 'keys.ts' || file === 'admin.ts') return 2;
-  if (file.startsWith('plan/') || file.startsWith('judging/')) return 2;
-  if (file.startsWith('recording/')) return 2.5;
-  if (file.startsWith('runs/')) return 3;
-  if (file.startsWith('production/')) return 3.5;
-  if (file.startsWith('http/') || file.startsWith('retention/')) return 4;
-  if (file.startsWith('ui/') || file.startsWith('oidc/')) return 5;
-  if (file === 'server.ts') return 6;
-  if (file === 'cli.ts' || file === 'index.ts') return 7;
-  throw new Error(`src/${file} has no layer: add it to test/layers.test.ts and to src/README.md`);
+  const at = layers.indexOf(part(file));
+  if (at < 0) throw new Error(`src/${file} has no layer: add it to test/layers.test.ts and to src/README.md`);
+  return at;
 };
+
+/** The entry points: nothing imports them. */
+const entryPoints = ['cli.ts', 'index.ts'];
+
+/**
+ * The ranks that two parts or more share, as `rank: a, b`, given the parts (with their rank as
+ * `rankOf` says); [] when each part has a rank of its own.
+ */
+export function rankTies(parts: readonly string[], rankOf: (part: string) => number): string[] {
+  const byRank = new Map<number, string[]>();
+  for (const name of new Set(parts)) byRank.set(rankOf(name), [...(byRank.get(rankOf(name)) ?? []), name]);
+  return [...byRank]
+    .filter(([, names]) => names.length > 1)
+    .map(([at, names]) => `${at}: ${names.sort().join(', ')}`);
+}
 
 /** The folder (or root file) a file of src/ belongs to: `production/decisions/signed.ts` → `production`. */
 const part = (file: string): string => file.split('/')[0]!;
@@ -72,7 +103,7 @@ export function upward(file: string, text: string): string[] {
   const own = relative(src, file);
   return importedFiles(file, text)
     .map((target) => relative(src, target))
-    .filter((target) => rank(target) > rank(own) || (rank(target) === 7 && own !== target));
+    .filter((target) => rank(target) > rank(own) || (entryPoints.includes(target) && own !== target));
 }
 
 describe('imports point one way', () => {
@@ -86,15 +117,27 @@ describe('imports point one way', () => {
     ).toEqual([]);
   });
 
-  it('no folder imports back a folder that imports it (but the two cycles issue 50 removes next)', () => {
+  it('no folder imports back a folder that imports it', () => {
     const imports = new Map(
       sourceFiles(src).map((file) => [
         relative(src, file),
         importedFiles(file, readFileSync(file, 'utf8')).map((target) => relative(src, target)),
       ]),
     );
-    // Left for issue 50, item 3: ui/ ↔ oidc/ (type imports one way, values back) and the metrics' SQL.
-    expect(partCycles(imports)).toEqual(['db ↔ observability', 'oidc ↔ ui']);
+    expect(partCycles(imports)).toEqual([]);
+  });
+
+  it('each part of src/ has a rank of its own, and every rank a part', () => {
+    const parts = [...new Set(sourceFiles(src).map((file) => part(relative(src, file))))];
+    expect(rankTies(parts, (name) => layers.indexOf(name))).toEqual([]);
+    expect(layers.filter((name) => !parts.includes(name))).toEqual([]);
+    for (const name of parts) expect(layers, `src/${name} has no layer`).toContain(name);
+  });
+
+  it('would catch a rank tie (negative control)', () => {
+    const tied = (name: string) => (name === 'oidc' ? layers.indexOf('ui') : layers.indexOf(name));
+    expect(rankTies(['ui', 'oidc', 'http'], tied)).toEqual([`${layers.indexOf('ui')}: oidc, ui`]);
+    expect(rankTies(['ui', 'oidc', 'http'], (name) => layers.indexOf(name))).toEqual([]);
   });
 
   it('would catch an import that reaches up (negative control)', () => {
@@ -110,6 +153,13 @@ describe('imports point one way', () => {
     expect(upward(join(src, 'outbox/outbox.ts'), "import { x } from '../production/index.js';")).toEqual([
       'production/index.ts',
     ]);
+    expect(upward(join(src, 'oidc/oidc.ts'), "import type { x } from '../ui/routes.js';")).toEqual([
+      'ui/routes.ts',
+    ]);
+    expect(
+      upward(join(src, 'observability/metrics.ts'), "import type { x } from '../db/database.js';"),
+    ).toEqual(['db/database.ts']);
+    expect(upward(join(src, 'runs/runs.ts'), "import { x } from '../index.js';")).toEqual(['index.ts']);
     expect(
       partCycles(
         new Map([
@@ -118,5 +168,14 @@ describe('imports point one way', () => {
         ]),
       ),
     ).toEqual(['production ↔ ui']);
+    expect(
+      partCycles(
+        new Map([
+          ['db/batched.ts', ['observability/metrics.ts']],
+          ['observability/metrics.ts', ['runs/metrics.ts']],
+          ['runs/metrics.ts', ['db/database.ts']],
+        ]),
+      ),
+    ).toEqual(['db ↔ observability', 'db ↔ runs', 'observability ↔ runs']);
   });
 });

@@ -1,6 +1,5 @@
 import { createServer, type Server } from 'node:http';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { Queryable } from '../db/database.js';
 
 /**
  * The service's Prometheus metrics. They are recorded by every instance in this process into one
@@ -87,25 +86,44 @@ export const signInFailures = new Counter({
   registers: [registry],
 });
 
-/** The databases whose runs `certification_runs` counts (those of the instances serving metrics). */
-const counted = new Set<Queryable>();
-const runStates = ['open', 'closing', 'judged', 'interrupted'] as const;
+/**
+ * What a gauge read at each scrape queries: the database of the instances serving metrics. (Described
+ * here rather than imported: observability sits below db/, which reports to it.)
+ */
+export interface MetricsDatabase {
+  query<T extends object>(text: string, params?: readonly unknown[]): Promise<T[]>;
+}
 
-export const runsByState = new Gauge({
-  name: 'certification_runs',
-  help: 'Runs in the database by state (open, closing, judged, interrupted), read at each scrape.',
-  labelNames: ['state'] as const,
-  registers: [registry],
-  async collect() {
-    const [db] = counted;
-    if (!db) return;
-    const rows = await db.query<{ status: string; count: string }>(
-      'SELECT status, count(*) AS count FROM runs GROUP BY status',
-    );
-    for (const state of runStates)
-      this.set({ state }, Number(rows.find((row) => row.status === state)?.count ?? 0));
-  },
-});
+/** The databases the gauges read (those of the instances serving metrics): the first is read. */
+const counted = new Set<MetricsDatabase>();
+
+/**
+ * Registers, once by its name, a gauge read from the database at each scrape. The part of the service
+ * that owns the table registers it (runs/metrics.ts: the runs; production/index.ts: the webhook outbox),
+ * so that observability never reads a table of theirs.
+ */
+export function databaseGauge<L extends string = never>(gauge: {
+  name: string;
+  help: string;
+  labelNames?: readonly L[];
+  read: (
+    db: MetricsDatabase,
+    set: (value: number, labels?: Partial<Record<L, string>>) => void,
+  ) => Promise<void>;
+}): void {
+  if (registry.getSingleMetric(gauge.name)) return;
+  new Gauge<L>({
+    name: gauge.name,
+    help: gauge.help,
+    labelNames: gauge.labelNames ?? [],
+    registers: [registry],
+    async collect() {
+      const [db] = counted;
+      if (!db) return;
+      await gauge.read(db, (value, labels) => (labels ? this.set(labels, value) : this.set(value)));
+    },
+  });
+}
 
 /** How a webhook delivery attempt ended: a 2xx, another answer (a 3xx included: never followed), or none. */
 export type WebhookAttemptOutcome = 'delivered' | 'http_error' | 'no_answer';
@@ -138,36 +156,6 @@ export const webhookDeliveriesFailed = new Counter({
   registers: [registry],
 });
 
-export const webhookOutbox = new Gauge({
-  name: 'certification_webhook_outbox',
-  help: 'Webhook deliveries in the outbox by status: pending (not yet delivered, retries left) and failed (retries used up), read at each scrape.',
-  labelNames: ['status'] as const,
-  registers: [registry],
-  async collect() {
-    const [db] = counted;
-    if (!db) return;
-    const rows = await db.query<{ status: string; count: string }>(
-      "SELECT status, count(*) AS count FROM webhook_deliveries WHERE status IN ('pending', 'failed') GROUP BY status",
-    );
-    for (const status of ['pending', 'failed'] as const)
-      this.set({ status }, Number(rows.find((row) => row.status === status)?.count ?? 0));
-  },
-});
-
-export const webhookOldestPending = new Gauge({
-  name: 'certification_webhook_oldest_pending_seconds',
-  help: 'Age of the oldest pending webhook delivery (0 when none is pending), read at each scrape: alert on it for a receiver down.',
-  registers: [registry],
-  async collect() {
-    const [db] = counted;
-    if (!db) return;
-    const [row] = await db.query<{ age: string | null }>(
-      "SELECT EXTRACT(EPOCH FROM now() - min(created_at)) AS age FROM webhook_deliveries WHERE status = 'pending'",
-    );
-    this.set(Math.max(0, Number(row?.age ?? 0)));
-  },
-});
-
 /** Sorts a stage call by its target below the run's prefix. */
 export function stageKind(server: 'auth' | 'api', target: string): StageKind {
   if (server === 'api') return 'api';
@@ -193,7 +181,7 @@ export interface MetricsServer {
  * traffic: by default on 127.0.0.1, for a Prometheus on the same host or a sidecar.
  */
 export async function serveMetrics(options: {
-  db: Queryable;
+  db: MetricsDatabase;
   host?: string;
   port: number;
 }): Promise<MetricsServer> {

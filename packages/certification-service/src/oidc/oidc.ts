@@ -4,7 +4,7 @@ import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie';
 import * as client from 'openid-client';
 import type { Database } from '../db/database.js';
 import type { Audit } from '../http/api.js';
-import type { SigninGuard } from '../ui/signin-guard.js';
+import type { SigninGuard } from '../signin/signin-guard.js';
 import { h, page, uiContentSecurityPolicy } from '../web/html.js';
 
 /** One `--oidc-allow CLAIM=VALUE` rule; a reviewer is allowed when any rule matches. */

@@ -1,6 +1,7 @@
 import type { Hono } from 'hono';
 import type { Database } from '../db/database.js';
 import type { SigningKey } from '../keys.js';
+import { databaseGauge } from '../observability/metrics.js';
 import { type DecisionRequest, decide } from './decide.js';
 import { sweepApprovals } from './decisions/signed.js';
 import { mountProductionUi } from './pages.js';
@@ -114,3 +115,32 @@ export function startProduction(deps: {
 }
 
 export type Production = ReturnType<typeof startProduction>;
+
+/**
+ * Registers the webhook outbox's gauges (once), read at each scrape: deliveries by status
+ * (`certification_webhook_outbox`) and the age of the oldest pending one.
+ */
+export function registerProductionMetrics(): void {
+  databaseGauge({
+    name: 'certification_webhook_outbox',
+    help: 'Webhook deliveries in the outbox by status: pending (not yet delivered, retries left) and failed (retries used up), read at each scrape.',
+    labelNames: ['status'],
+    async read(db, set) {
+      const rows = await db.query<{ status: string; count: string }>(
+        "SELECT status, count(*) AS count FROM webhook_deliveries WHERE status IN ('pending', 'failed') GROUP BY status",
+      );
+      for (const status of ['pending', 'failed'] as const)
+        set(Number(rows.find((row) => row.status === status)?.count ?? 0), { status });
+    },
+  });
+  databaseGauge({
+    name: 'certification_webhook_oldest_pending_seconds',
+    help: 'Age of the oldest pending webhook delivery (0 when none is pending), read at each scrape: alert on it for a receiver down.',
+    async read(db, set) {
+      const [row] = await db.query<{ age: string | null }>(
+        "SELECT EXTRACT(EPOCH FROM now() - min(created_at)) AS age FROM webhook_deliveries WHERE status = 'pending'",
+      );
+      set(Math.max(0, Number(row?.age ?? 0)));
+    },
+  });
+}

@@ -9,11 +9,11 @@ import type { Production } from '../production/index.js';
 import { registerEntries } from '../production/register/register.js';
 import { iso } from '../runs/runs.js';
 import { derivedSecret, hashSecret, newSecret, sameText } from '../secrets.js';
+import type { SigninGuard } from '../signin/signin-guard.js';
 import { h, page, stylesheet, uiContentSecurityPolicy, wantsProblem } from '../web/html.js';
 import { problem } from '../web/problem.js';
 import { auditPage } from './audit.js';
 import { runForUi, runPageBody } from './run-page.js';
-import type { SigninGuard } from './signin-guard.js';
 
 const cookieName = 'pcs_session';
 /** A reviewer's sign-in lasts this long. */
