@@ -155,6 +155,9 @@ describe.each(['embedded', 'postgres'] as const)(
       expect(perCall.notApprovable.join('\n')).toContain('client-token-reuse');
       expect(burst.approvable).toBe(false);
       expect(burst.notApprovable.join('\n')).toContain('client-retry-after');
+      // The correct client handled every scenario its plan plays (played and judged apart).
+      for (const scenario of correct.coverage.scenarios)
+        expect(scenario, scenario.id).toMatchObject({ played: true, met: true, outcome: 'handled' });
     }, 240_000);
 
     it('scopes as one string is refused with a message that shows the array', async () => {
@@ -202,9 +205,9 @@ describe.each(['embedded', 'postgres'] as const)(
       expect(listLoans.succeeded).toBeGreaterThan(0);
       const reasons = view.notApprovable.join('\n');
       for (const operation of ['createLoanDraft', 'createJournalUpdate', 'createRepayment'])
-        expect(reasons).toContain(`operation ${operation}`);
-      expect(reasons).not.toContain('operation listLoans');
-      expect(reasons).toContain('scenario narrowed-grant was not met');
+        expect(reasons).toContain(`operation-not-succeeded: ${operation}`);
+      expect(reasons).not.toContain('operation-not-succeeded: listLoans');
+      expect(reasons).toMatch(/^scenario-not-[a-z]+: narrowed-grant/m);
       expect(view.decision).toBeNull();
     });
 

@@ -40,7 +40,7 @@ const fields = [
 
 /**
  * The vendor's certification plan from the operator's fields: the suite's default plan
- * (`partner-lending-default-v1`: the four operations with the scopes production grants, every fault
+ * (`partner-lending-default-v2`: the four operations with the scopes production grants, every fault
  * scenario, a renewal, token reuse and Retry-After deciding like musts) with the fields given replaced,
  * checked and digested by the suite. Throws a ConformanceError naming what is wrong.
  */

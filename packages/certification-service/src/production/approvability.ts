@@ -9,7 +9,7 @@ interface StoredReport {
   operations?: Array<{ operationId: string; calls: number; successes: number }>;
   scenarios?: Array<{ name: string; enabled: boolean; firedAt?: number }>;
   notVerified?: string[];
-  checks?: Array<{ id: string; severity: string; status: string }>;
+  checks?: Array<{ id: string; severity: string; status: string; details?: string }>;
   certification?: { passed: boolean; reasons: string[] };
 }
 
@@ -67,39 +67,7 @@ export function approvability(run: ApprovableRun): { approvable: boolean; notApp
   else if (run.status !== 'judged') reasons.push('the run is not judged yet');
   if (run.status === 'judged' && !run.attestation) reasons.push('the run has no attestation');
   if (run.verdict !== null && run.verdict !== 'PASS') reasons.push(`the verdict is ${run.verdict}, not PASS`);
-  if (run.report && run.plan) {
-    const coverage = coverageOf(run.report);
-    for (const wanted of run.plan.operations) {
-      const done = coverage.operations.find((item) => item.operationId === wanted.operationId);
-      if (!done || done.succeeded === 0)
-        reasons.push(
-          `operation ${wanted.operationId} (${wanted.scope}) never succeeded (${done?.calls ?? 0} calls): the plan requires at least one success`,
-        );
-    }
-    const scenarios = [...new Set([...run.plan.scenarios, ...coverage.scenarios.map((item) => item.id)])];
-    for (const wanted of scenarios) {
-      const met = coverage.scenarios.find((item) => item.id === wanted);
-      if (!met?.met)
-        reasons.push(
-          `scenario ${wanted} was not met${met?.detail ? ` (${met.detail})` : ''}: the plan requires every scenario`,
-        );
-    }
-    if (coverage.mustNotVerified.length > 0)
-      reasons.push(
-        `must checks not verified: ${coverage.mustNotVerified.join(', ')} (a must that was not verified is not a pass)`,
-      );
-    for (const id of run.plan.decisiveShouldChecks) {
-      const check = run.report.checks?.find((item) => item.id === id);
-      if (check?.status !== 'passed')
-        reasons.push(
-          `${id} ${check ? (check.status === 'skipped' ? 'was not verified' : check.status) : 'was not judged'}: the plan makes it decide approval`,
-        );
-    }
-  }
-  // What the suite found against the plan that the reasons above do not already say.
-  for (const reason of run.report?.certification?.reasons ?? [])
-    if (/^(journey-not-completed|plan-digest-mismatch):/.test(reason))
-      reasons.push(`certification: ${reason}`);
+  if (run.report && run.plan) reasons.push(...planReasons(run.report, run.plan));
   return { approvable: reasons.length === 0, notApprovable: reasons };
 }
 
@@ -123,4 +91,58 @@ export function approvalOf(run: RunRowForApproval) {
     plan: run.plan,
     report: run.report_json ? JSON.parse(run.report_json) : null,
   });
+}
+
+/** The first line of a check's details, bounded, for a one-line reason. */
+const firstLine = (text: string | undefined) => (text ?? '').split('\n')[0]!.slice(0, 300);
+
+/**
+ * What the plan finds missing in a judged report, every reason named: the suite's own certification
+ * reasons (`<code>: <subject> — <detail>`, the strings its report and `verify` show: each failed must
+ * and decisive check by id with its detail, each coverage gap, each scenario not handled or not
+ * verified), then anything the plan requires that those do not name — a report of an earlier version
+ * has no such reasons, and what a report says of itself is checked, never trusted alone.
+ */
+function planReasons(report: StoredReport, plan: DigestedPlan): string[] {
+  const judged = Array.isArray(report.certification?.reasons)
+    ? report.certification.reasons.filter((item): item is string => typeof item === 'string').map(firstLine)
+    : [];
+  const reasons = [...judged];
+  const named = (id: string) => judged.some((reason) => reason.includes(id));
+  const add = (id: string, reason: string) => {
+    if (!named(id)) reasons.push(reason);
+  };
+  const coverage = coverageOf(report);
+  for (const check of report.checks ?? [])
+    if (check.severity === 'must' && (check.status === 'failed' || check.status === 'errored'))
+      add(check.id, `must-failed: ${check.id} — ${firstLine(check.details)}`);
+  for (const wanted of plan.operations) {
+    const done = coverage.operations.find((item) => item.operationId === wanted.operationId);
+    if (!done || done.succeeded === 0)
+      add(
+        wanted.operationId,
+        `operation-not-succeeded: ${wanted.operationId} (${wanted.scope}) — ${done?.calls ?? 0} calls, none succeeded: the plan requires at least one success`,
+      );
+  }
+  for (const wanted of [...new Set([...plan.scenarios, ...coverage.scenarios.map((item) => item.id)])]) {
+    const scenario = coverage.scenarios.find((item) => item.id === wanted);
+    if (
+      !scenario?.met &&
+      !judged.some((reason) => new RegExp(`^scenario-not-[a-z]+: ${wanted}\\b`).test(reason))
+    )
+      reasons.push(
+        `${scenario?.outcome === 'not-verified' ? 'scenario-not-verified' : scenario?.played ? 'scenario-not-handled' : 'scenario-not-met'}: ${wanted} — ${firstLine(scenario?.detail) || 'not in the report'}: the plan requires every scenario handled`,
+      );
+  }
+  for (const id of coverage.mustNotVerified)
+    add(id, `must-not-verified: ${id} — a must that was not verified is not a pass`);
+  for (const id of plan.decisiveShouldChecks) {
+    const check = report.checks?.find((item) => item.id === id);
+    if (check?.status !== 'passed')
+      add(
+        id,
+        `${check && check.status !== 'skipped' ? 'decisive-check-failed' : 'decisive-check-not-verified'}: ${id} — ${check ? firstLine(check.details) || check.status : 'not judged'}: the plan makes it decide approval`,
+      );
+  }
+  return reasons;
 }
