@@ -20,9 +20,9 @@ export const inFlightWindowMs = (apiDelayMs: number) => Math.max(0, Math.min(inF
  * How long after the 429/503 a call of a client that makes several calls at once may still arrive and
  * count as set out before the answer reached it: its other calls of the same moment, held up by a busy
  * machine (a process forked, a thread scheduled late; 30 ms and more measured under CPU contention). At
- * most as many as the client ever had open at once, less the one answered, and each arriving before
- * any of them was answered — so a client making one call at a time gets none, and a worker that sends
- * again after an answer is judged on that call.
+ * most as many as the client ever had open at once, less the one answered and those that did arrive in
+ * flight with it, and each arriving before any of them was answered — so a client making one call at a
+ * time gets none, and a worker that sends again after an answer is judged on that call.
  */
 export const concurrentSetOutMs = 1000;
 
@@ -30,10 +30,12 @@ export const concurrentSetOutMs = 1000;
  * Of the calls that came before the time given, those a concurrent client had set out on before the
  * answer arrived (see `concurrentSetOutMs`), and the rest.
  */
-function inFlightOf(early: readonly ApiCall[], sent: number, slots: number) {
+function inFlightOf(early: readonly ApiCall[], sent: number, slots: number, concurrent: readonly ApiCall[]) {
   const inFlight: ApiCall[] = [];
   const rest: ApiCall[] = [];
-  let firstAnswer = Number.POSITIVE_INFINITY;
+  // Calls already in flight with the answered one took their slots; one answered since freed none.
+  slots -= concurrent.length;
+  let firstAnswer = Math.min(...concurrent.map((call) => call.exchange.end));
   for (const call of early) {
     const { at, end } = call.exchange;
     if (inFlight.length < slots && at < sent + concurrentSetOutMs && at < firstAnswer) {
@@ -94,6 +96,7 @@ export default defineClientCheck({
         followUps.filter((call) => call.exchange.at < sent + wait - retryAfterGraceMs),
         sent,
         slots,
+        apiCalls.slice(apiCalls.indexOf(episode) + 1, Math.max(from, apiCalls.indexOf(episode) + 1)),
       );
       const next = followUps.find((call) => !inFlight.includes(call));
       evidence.push(
