@@ -193,6 +193,15 @@ export async function verifyMain(argv: readonly string[], io: CliIo): Promise<nu
               ]
             : []),
           ...(predicate?.plan ? [`plan ${predicate.plan.id} sha256:${predicate.plan.digest}`] : []),
+          // With the session judged again: what the plan found missing, as the service's notApprovable names it.
+          ...(result.report?.certification
+            ? result.report.certification.passed
+              ? ['certified under the plan: nothing it requires is missing']
+              : [
+                  `not certified under the plan (${result.report.certification.reasons.length} reason${result.report.certification.reasons.length === 1 ? '' : 's'}):`,
+                  ...result.report.certification.reasons.map((reason) => `  - ${reason}`),
+                ]
+            : []),
           ...(predicate?.service ? [`service ${predicate.service.url} ${predicate.service.version}`] : []),
         ]
       : ['attestation does NOT hold:', ...result.problems.map((problem) => `  - ${problem}`)];

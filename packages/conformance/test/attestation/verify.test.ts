@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import {
+  certificationPlan,
   formatSession,
   judgeSession,
   keysOf,
@@ -23,12 +24,13 @@ import { capturedIo } from '../helpers.js';
 async function attested(
   algorithm: 'ed25519' | 'ec',
   session = sessionOf([tokenRequest(0, 'T1'), loans(10, 'T1')], [{ ref: 'T1', issuedAt: 5, expAt: 4000 }]),
+  certify = false,
 ) {
   const { privateKey } =
     algorithm === 'ec' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('ed25519');
   const jwk = await publicJwk(privateKey);
   const sessionBytes = Buffer.from(formatSession(session));
-  const report = judgeSession(session, { certify: false });
+  const report = judgeSession(session, { certify });
   const statement = testResultStatement({ sessionBytes, report });
   const envelope = signEnvelope(Buffer.from(JSON.stringify(statement)), privateKey, jwk.kid);
   return { envelope, jwks: { keys: [jwk] }, sessionBytes, statement };
@@ -116,7 +118,7 @@ describe('attestations: DSSE envelopes of in-toto test results, verified offline
     expect(parseEnvelope(changed).payload).not.toBe(envelope.payload);
     const bad = capturedIo();
     expect(await main(['verify', files.envelope, '--keys', files.keys], bad.io)).toBe(1);
-    expect(bad.out()).toContain('attestation does NOT hold');
+    expect(bad.out()).toContain('does NOT hold: its payload does not parse as JSON');
     const usage = capturedIo();
     expect(await main(['verify', files.envelope], usage.io)).toBe(2);
     expect(usage.err()).toContain('--keys is needed');
@@ -168,6 +170,33 @@ describe('attestations: DSSE envelopes of in-toto test results, verified offline
     // The signature holds on a failed run (exit 0), but the gate refuses it.
     expect(results.failing).toMatchObject({ plain: 0, gated: 1 });
     expect(results.failing!.out).toContain('--require-pass: the attested run did not pass (result FAILED)');
+  });
+
+  it('lists what the plan found missing when the session is judged again, as the service names it', async () => {
+    const session = {
+      ...sessionOf([tokenRequest(0, 'T1'), loans(10, 'T1')], [{ ref: 'T1', issuedAt: 5, expAt: 4000 }]),
+      plan: certificationPlan,
+    };
+    const { envelope, jwks, sessionBytes } = await attested('ed25519', session, true);
+    const dir = await mkdtemp(join(tmpdir(), 'verify-plan-'));
+    const [file, keys, sessionFile] = ['attestation.json', 'jwks.json', 'session.json'].map((name) =>
+      join(dir, name),
+    ) as [string, string, string];
+    await writeFile(file, JSON.stringify(envelope));
+    await writeFile(keys, JSON.stringify(jwks));
+    await writeFile(sessionFile, sessionBytes);
+    const io = capturedIo();
+    expect(await main(['verify', file, '--keys', keys, '--session', sessionFile], io.io)).toBe(0);
+    const reasons = judgeSession(parseSession(sessionBytes.toString('utf8')), { certify: true })
+      .certification!.reasons;
+    expect(reasons.length).toBeGreaterThan(3);
+    expect(io.out()).toContain(`not certified under the plan (${reasons.length} reasons):\n`);
+    for (const reason of reasons) expect(io.out()).toContain(`  - ${reason}\n`);
+    expect(io.out()).toContain('  - operation-not-succeeded: createLoanDraft');
+    // Negative control: without the session nothing is judged again, and nothing is claimed.
+    const bare = capturedIo();
+    expect(await main(['verify', file, '--keys', keys], bare.io)).toBe(0);
+    expect(bare.out()).not.toContain('certified under the plan');
   });
 
   it('marks the report judged again attested only when the signature verifies and the session is the subject', async () => {
