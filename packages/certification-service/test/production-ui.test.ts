@@ -209,3 +209,55 @@ describe('notes of decisions and revocations', () => {
     });
   });
 });
+
+describe('the reviewer UI as one site', () => {
+  it('links every page from the header, and no page overflows a 1280-px window, long content included', async () => {
+    // Long unbroken content where pages show it: a webhook address, an audit detail, a note.
+    const long = `https://hooks.partner-lending.example/${'receiver-path-segment-'.repeat(12)}end`;
+    await svc.db.query(
+      "INSERT INTO webhooks (id, url, events, secret_sealed) VALUES ('whk_long', $1, '[\"partner.approved\"]', 'v1.x.y.z')",
+      [long],
+    );
+    await svc.db.query(
+      "INSERT INTO audit_log (actor, action, subject, detail) VALUES ('admin', 'webhook.added', 'whk_long', $1)",
+      [JSON.stringify({ url: long, events: ['partner.approved'], note: 'x'.repeat(400) })],
+    );
+    const page = await signedIn();
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const pages = [
+      '/',
+      `/partners/${soon.partnerId}`,
+      `/ui/runs/${soonRun}`,
+      `/ui/partners/${soon.partnerId}/production`,
+      '/ui/webhooks',
+      '/audit',
+    ];
+    const seen: Record<string, { width: number; links: string[] }> = {};
+    for (const path of pages) {
+      const answer = await page.goto(`${svc.service.url}${path}`);
+      expect(answer?.status(), path).toBe(200);
+      seen[path] = await page.evaluate(() => ({
+        width: document.documentElement.scrollWidth,
+        links: [...document.querySelectorAll('header a')].map((a) => a.getAttribute('href') ?? ''),
+      }));
+    }
+    for (const path of pages) {
+      expect(seen[path]!.width, path).toBeLessThanOrEqual(1280);
+      expect(seen[path]!.links, path).toEqual(['/', '/ui/webhooks', '/audit']);
+    }
+    // Not vacuous: the long address is on the webhooks page, and the audit detail is shown as fields.
+    await page.goto(`${svc.service.url}/ui/webhooks`);
+    expect(await page.textContent('main')).toContain('receiver-path-segment-receiver');
+    await page.goto(`${svc.service.url}/audit`);
+    expect(await page.locator('dl.fields dt', { hasText: 'url' }).count()).toBeGreaterThan(0);
+    // And a page that would overflow does: the measure can fail.
+    await page.evaluate(() => {
+      const wide = document.createElement('div');
+      wide.style.width = '2000px';
+      wide.textContent = 'wide';
+      document.body.append(wide);
+    });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeGreaterThan(1280);
+    await page.close();
+  });
+});

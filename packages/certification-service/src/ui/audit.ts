@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/database.js';
 import { iso } from '../runs/runs.js';
-import { h, page } from '../web/html.js';
+import { fields, h, page } from '../web/html.js';
 
 /** Entries per page of the audit log. */
 export const auditPageSize = 100;
@@ -48,7 +48,7 @@ export async function auditPage(
   const rows = shown
     .map(
       (e) =>
-        `<tr><td>${h(iso(e.at))}</td><td>${e.actor_name ? `${h(e.actor_name)} <span class="muted">${h(e.actor)}</span>` : h(e.actor)}</td><td>${h(e.action)}</td><td>${h(e.subject ?? '')}</td><td><code>${h(JSON.stringify(e.detail ?? {}))}</code></td></tr>`,
+        `<tr><td>${h(iso(e.at))}</td><td>${e.actor_name ? `${h(e.actor_name)} <span class="muted">${h(e.actor)}</span>` : h(e.actor)}</td><td>${h(e.action)}</td><td>${h(e.subject ?? '')}</td><td>${fields(e.detail)}</td></tr>`,
     )
     .join('\n');
   const link = (extra: Record<string, string>) =>
