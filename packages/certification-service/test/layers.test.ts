@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { importedFiles, sourceFiles } from '../../../test-support/layers.js';
 
 // Imports point one way, down this list (src/README.md is the map), one part of src/ (a top folder or a
-// root file) to a rank: the entry points (cli.ts, index.ts) ← server.ts ← ui/ ← oidc/ ← signin/ (the
+// root file) to a rank: the entry points (cli.ts ← cli/, the command; index.ts) ← server.ts ← ui/ ← oidc/ ← signin/ (the
 // sign-in guard both use) ← http/ ← retention/ ← production/ (the production wing: decisions,
 // approvability, the decide rule, the register, its pages, webhook delivery and its gauges) ← runs/ (its
 // gauges too) ← recording/ (the journal, its file, the drain, replay, a stage's ledger) ← judging/ ← plan/
@@ -38,6 +38,7 @@ const layers = [
   'ui',
   'server.ts',
   'index.ts',
+  'cli',
   'cli.ts',
 ];
 

@@ -38,63 +38,143 @@ export interface DrainOptions {
  * answers (runs started together renew their tokens together, and their calls arrive together).
  * Whether a run may still record is known here (`track`, `settle`) rather than read under its row's
  * lock: this process is the only one that ends runs.
+ *
+ * A class rather than one closure: each step (scheduling, draining, one statement, writing, flushing) is a
+ * method of its own.
  */
-export function journalFileDrain(db: Database, dir: string, options: DrainOptions) {
-  const drainMs = options.drainMs ?? 200;
-  const drainItems = options.drainItems ?? 64;
-  const maxPending = options.maxPending ?? 50_000;
-  const maxDeferMs = options.maxDeferMs ?? 10_000;
-  const quietMs = options.quietMs ?? 5;
-  const busyThreshold = 0.7;
-  const log = options.log ?? (() => {});
-  const file: JournalFile = openJournalFile(dir);
+export function journalFileDrain(db: Database, dir: string, options: DrainOptions): JournalFileDrain {
+  return new JournalFileDrain(db, openJournalFile(dir), options);
+}
+
+/** A token written to the file and not yet committed: its number and its JSON as it is now. */
+type UnsettledToken = { number: number; token: string };
+
+export class JournalFileDrain {
+  private readonly drainMs: number;
+  private readonly drainItems: number;
+  private readonly maxPending: number;
+  private readonly maxDeferMs: number;
+  private readonly quietMs: number;
+  private readonly busyThreshold = 0.7;
+  private readonly log: (line: string) => void;
   /** Runs that may record, until when (epoch ms). */
-  const open = new Map<string, number>();
+  private readonly open = new Map<string, number>();
   /** Written to the file, not yet committed to the database, in the order written. */
-  let pending: StoreItem[] = [];
+  private pending: StoreItem[] = [];
   /**
    * Tokens written to the file and not yet committed, by run and by the SHA-256 of their value: their
    * number and their JSON as it is now (its reference added when one is looked up, rarely: a stage
    * remembers the tokens it issued).
    */
-  const unsettledTokens = new Map<string, Map<string, { number: number; token: string }>>();
-  let timer: NodeJS.Timeout | undefined;
-  let draining: Promise<void> | undefined;
-  let failures = 0;
-  let closed = false;
-
+  private readonly unsettledTokens = new Map<string, Map<string, UnsettledToken>>();
+  private timer: NodeJS.Timeout | undefined;
+  private draining: Promise<void> | undefined;
+  private failures = 0;
+  private closed = false;
   /** The thread's use since the last look (0..1): a drain waits while requests keep it busy. */
-  let lastLook = performance.eventLoopUtilization();
-  let oldestPendingAt = 0;
+  private lastLook = performance.eventLoopUtilization();
+  private oldestPendingAt = 0;
   /** When the last call was written (performance.now()). */
-  let lastWriteAt = 0;
-  const quiet = () => performance.now() - lastWriteAt >= quietMs;
-  const schedule = (delay = drainMs, waitingSince?: number) => {
-    if (timer || draining || closed) return;
-    timer = setTimeout(() => {
-      timer = undefined;
+  private lastWriteAt = 0;
+
+  constructor(
+    private readonly db: Database,
+    private readonly file: JournalFile,
+    options: DrainOptions,
+  ) {
+    this.drainMs = options.drainMs ?? 200;
+    this.drainItems = options.drainItems ?? 64;
+    this.maxPending = options.maxPending ?? 50_000;
+    this.maxDeferMs = options.maxDeferMs ?? 10_000;
+    this.quietMs = options.quietMs ?? 5;
+    this.log = options.log ?? (() => {});
+  }
+
+  /** Writes a call, or a token issued or revoked, of a run that may record; false when it may not. */
+  write(item: StoreItem): Promise<boolean> {
+    const until = this.open.get(item.runId);
+    if (this.closed || until === undefined || Date.now() >= until) return Promise.resolve(false);
+    if (this.pending.length >= this.maxPending)
+      return Promise.reject(
+        new StorageUnavailableError(
+          this.db.where,
+          new Error(`${this.pending.length} answered calls wait for the database`),
+        ),
+      );
+    item.writtenAt = performance.now();
+    this.lastWriteAt = item.writtenAt;
+    item.context = context.active();
+    try {
+      this.file.append([item]);
+    } catch (error) {
+      return Promise.reject(new StorageUnavailableError(this.db.where, error));
+    }
+    if (this.pending.length === 0 && !this.draining) this.oldestPendingAt = Date.now();
+    this.pending.push(item);
+    if (item.kind === 'issued') {
+      const run = this.unsettledTokens.get(item.runId) ?? new Map<string, UnsettledToken>();
+      this.unsettledTokens.set(item.runId, run);
+      run.set(item.sha256, { number: item.number, token: item.token });
+    } else if (item.kind === 'revoked') {
+      for (const entry of this.unsettledTokens.get(item.runId)?.values() ?? [])
+        if (entry.number === item.number) entry.token = item.token;
+    }
+    this.schedule();
+    return Promise.resolve(true);
+  }
+
+  pendingToken(runId: string, sha256: string): string | undefined {
+    const found = this.unsettledTokens.get(runId)?.get(sha256);
+    return found && JSON.stringify({ ...(JSON.parse(found.token) as object), ref: `T${found.number}` });
+  }
+
+  track(runId: string, expiresAt: number): void {
+    this.open.set(runId, expiresAt);
+  }
+
+  async settle(runId: string): Promise<void> {
+    this.open.delete(runId);
+    await this.flush();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.flush();
+    await this.file.close(this.pending.length === 0);
+  }
+
+  private quiet(): boolean {
+    return performance.now() - this.lastWriteAt >= this.quietMs;
+  }
+
+  private schedule(delay = this.drainMs, waitingSince?: number): void {
+    if (this.timer || this.draining || this.closed) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
       // Calls are being written (a burst): wait for a pause, `drainMs` at most.
       const since = waitingSince ?? performance.now();
-      if (!quiet() && performance.now() - since < drainMs) {
-        schedule(quietMs, since);
+      if (!this.quiet() && performance.now() - since < this.drainMs) {
+        this.schedule(this.quietMs, since);
         return;
       }
       const look = performance.eventLoopUtilization();
-      const busy = performance.eventLoopUtilization(look, lastLook).utilization;
-      lastLook = look;
+      const busy = performance.eventLoopUtilization(look, this.lastLook).utilization;
+      this.lastLook = look;
       // While requests keep this thread busy (a burst of calls), what is written waits in the file,
       // up to `maxDeferMs` and half of `maxPending`: the drain runs when the burst has passed.
       if (
-        busy > busyThreshold &&
-        Date.now() - oldestPendingAt < maxDeferMs &&
-        pending.length < maxPending / 2
+        busy > this.busyThreshold &&
+        Date.now() - this.oldestPendingAt < this.maxDeferMs &&
+        this.pending.length < this.maxPending / 2
       ) {
-        schedule();
+        this.schedule();
         return;
       }
-      void drain();
+      void this.drain();
     }, delay);
-  };
+  }
 
   /**
    * Commits what is written; on a failure, keeps it (file and memory) and tries again later. What is
@@ -103,159 +183,111 @@ export function journalFileDrain(db: Database, dir: string, options: DrainOption
    * the calls a few at a time (each costs the database's thread a statement, and a segment of the file).
    * A statement's worth goes on once calls pause (`quietMs`), not in the middle of a burst.
    */
-  function drain(all = false): Promise<void> {
-    if (draining) return draining;
-    if (pending.length === 0) return Promise.resolve();
+  private drain(all = false): Promise<void> {
+    if (this.draining) return this.draining;
+    if (this.pending.length === 0) return Promise.resolve();
     let resume = false;
     const running = (async () => {
       try {
-        while (pending.length > 0) {
-          // By run (in order within each), so that a statement touches few runs' rows.
-          const batch = pending.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
-          pending = [];
-          const release = file.rotate();
-          // After a failure, part of what goes again may be in already.
-          const check = failures > 0;
-          try {
-            for (let index = 0; index < batch.length; index += drainItems) {
-              await storeChunk(batch.slice(index, index + drainItems), check);
-              // Requests read while the statement held the thread are served before the next one.
-              if (index + drainItems < batch.length)
-                await new Promise<void>((resolve) => setImmediate(resolve));
-            }
-          } catch (error) {
-            // Nothing of the failed chunk's statement was kept; the chunks before it were, and go again:
-            // a run's numbers already recorded are skipped (see storeChunk).
-            pending = batch.concat(pending);
-            throw error;
-          }
-          await release();
-          failures = 0;
-          if (!all && pending.length < drainItems) break;
+        while (this.pending.length > 0) {
+          await this.drainBatch();
+          if (!all && this.pending.length < this.drainItems) break;
           // A statement's worth written meanwhile goes on in this drain, once calls pause.
-          if (!all && !quiet()) {
+          if (!all && !this.quiet()) {
             resume = true;
             break;
           }
-          if (pending.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+          if (this.pending.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
         }
       } catch (error) {
-        failures += 1;
-        log(
-          `recording answered calls from the journal file failed (${failures} in a row), retrying: ${(error as Error).message}`,
+        this.failures += 1;
+        this.log(
+          `recording answered calls from the journal file failed (${this.failures} in a row), retrying: ${(error as Error).message}`,
         );
       }
     })().finally(() => {
       // (Asynchronous: `draining` is this drain until it has ended.)
-      draining = undefined;
-      if (pending.length > 0)
-        schedule(resume ? quietMs : Math.min(5000, drainMs * 2 ** Math.min(failures, 8)));
+      this.draining = undefined;
+      if (this.pending.length > 0)
+        this.schedule(resume ? this.quietMs : Math.min(5000, this.drainMs * 2 ** Math.min(this.failures, 8)));
     });
-    draining = running;
+    this.draining = running;
     return running;
+  }
+
+  /** Commits what is pending now, a statement of `drainItems` at a time, and deletes the file's segments. */
+  private async drainBatch(): Promise<void> {
+    // By run (in order within each), so that a statement touches few runs' rows.
+    const batch = this.pending.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+    this.pending = [];
+    const release = this.file.rotate();
+    // After a failure, part of what goes again may be in already.
+    const check = this.failures > 0;
+    try {
+      for (let index = 0; index < batch.length; index += this.drainItems) {
+        await this.storeChunk(batch.slice(index, index + this.drainItems), check);
+        // Requests read while the statement held the thread are served before the next one.
+        if (index + this.drainItems < batch.length)
+          await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    } catch (error) {
+      // Nothing of the failed chunk's statement was kept; the chunks before it were, and go again:
+      // a run's numbers already recorded are skipped (see storeChunk).
+      this.pending = batch.concat(this.pending);
+      throw error;
+    }
+    await release();
+    this.failures = 0;
   }
 
   /**
    * One statement of journal entries; entries already in the database (a statement that committed
    * before a failure of the next) are left out, and a data error goes item by item.
    */
-  async function storeChunk(items: StoreItem[], check: boolean): Promise<void> {
-    const fresh = check ? await notStored(db, items) : items;
+  private async storeChunk(items: StoreItem[], check: boolean): Promise<void> {
+    const fresh = check ? await notStored(this.db, items) : items;
     if (fresh.length === 0) return;
     // Observed and traced as the grouped record statement is (batch "record"), the wait from the write.
     try {
       await observedStatement(
         'record',
         fresh.map((item) => ({ queuedAt: item.writtenAt, context: item.context })),
-        () => storeEntries(db, fresh, false),
+        () => storeEntries(this.db, fresh, false),
       );
     } catch (error) {
       if (fresh.length === 1 || !dataError(error)) {
         if (fresh.length === 1 && dataError(error)) {
-          log(
+          this.log(
             `run ${fresh[0]!.runId}: ${described(fresh[0]!)} cannot be stored and is left out: ${(error as Error).message}`,
           );
-          settled(fresh);
+          this.settled(fresh);
           return;
         }
         throw error;
       }
-      for (const item of fresh) await storeChunk([item], true);
+      for (const item of fresh) await this.storeChunk([item], true);
       return;
     }
-    settled(fresh);
+    this.settled(fresh);
   }
 
   /** Tokens committed (or left out): read from the database from now on. */
-  function settled(items: readonly StoreItem[]): void {
+  private settled(items: readonly StoreItem[]): void {
     for (const item of items) {
       if (item.kind !== 'issued') continue;
-      const run = unsettledTokens.get(item.runId);
+      const run = this.unsettledTokens.get(item.runId);
       if (run?.get(item.sha256)?.number === item.number) run.delete(item.sha256);
-      if (run?.size === 0) unsettledTokens.delete(item.runId);
+      if (run?.size === 0) this.unsettledTokens.delete(item.runId);
     }
   }
 
-  return {
-    /** Writes a call, or a token issued or revoked, of a run that may record; false when it may not. */
-    write(item: StoreItem): Promise<boolean> {
-      const until = open.get(item.runId);
-      if (closed || until === undefined || Date.now() >= until) return Promise.resolve(false);
-      if (pending.length >= maxPending)
-        return Promise.reject(
-          new StorageUnavailableError(
-            db.where,
-            new Error(`${pending.length} answered calls wait for the database`),
-          ),
-        );
-      item.writtenAt = performance.now();
-      lastWriteAt = item.writtenAt;
-      item.context = context.active();
-      try {
-        file.append([item]);
-      } catch (error) {
-        return Promise.reject(new StorageUnavailableError(db.where, error));
-      }
-      if (pending.length === 0 && !draining) oldestPendingAt = Date.now();
-      pending.push(item);
-      if (item.kind === 'issued') {
-        const run = unsettledTokens.get(item.runId) ?? new Map<string, { number: number; token: string }>();
-        unsettledTokens.set(item.runId, run);
-        run.set(item.sha256, { number: item.number, token: item.token });
-      } else if (item.kind === 'revoked') {
-        for (const entry of unsettledTokens.get(item.runId)?.values() ?? [])
-          if (entry.number === item.number) entry.token = item.token;
-      }
-      schedule();
-      return Promise.resolve(true);
-    },
-    pendingToken(runId: string, sha256: string): string | undefined {
-      const found = unsettledTokens.get(runId)?.get(sha256);
-      return found && JSON.stringify({ ...(JSON.parse(found.token) as object), ref: `T${found.number}` });
-    },
-    track(runId: string, expiresAt: number) {
-      open.set(runId, expiresAt);
-    },
-    async settle(runId: string) {
-      open.delete(runId);
-      await flush();
-    },
-    async close() {
-      closed = true;
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-      await flush();
-      await file.close(pending.length === 0);
-    },
-  };
-
   /** Every call written so far is committed (waits for a drain running, then drains the rest). */
-  async function flush(): Promise<void> {
-    for (let attempt = 0; pending.length > 0 || draining; attempt += 1) {
-      if (draining) await draining;
-      else await drain(true);
-      if (pending.length > 0 && attempt >= 3)
-        throw new StorageUnavailableError(db.where, new Error('answered calls could not be recorded'));
+  private async flush(): Promise<void> {
+    for (let attempt = 0; this.pending.length > 0 || this.draining; attempt += 1) {
+      if (this.draining) await this.draining;
+      else await this.drain(true);
+      if (this.pending.length > 0 && attempt >= 3)
+        throw new StorageUnavailableError(this.db.where, new Error('answered calls could not be recorded'));
     }
   }
 }

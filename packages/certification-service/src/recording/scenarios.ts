@@ -196,7 +196,6 @@ function memoryPlay(journal: Journal, id: string, live: ScenarioPlayer, sight: S
  */
 function sharedPlay(db: Database, journal: Journal, run: ScenarioRun, sight: Sight, tokens: RunTokens) {
   const { id } = run;
-  let known: ScenarioState | undefined = run.state;
   /** Calls of this instance waiting to play: they play one at a time, in arrival order. */
   let turn: Promise<unknown> = Promise.resolve();
   /** A committed scenario state: `seen` follows it; the revocation seen clears the tokens. */
@@ -212,10 +211,11 @@ function sharedPlay(db: Database, journal: Journal, run: ScenarioRun, sight: Sig
       [id, issued ? Number(issued.ref.slice(1)) : null],
     );
     if (!row?.open) throw new RunClosedError();
-    known = row.scenario_state;
+    ctx.known = row.scenario_state;
     learn(row.scenario_state);
     return { state: row.scenario_state, token: issued && (row.token ?? issued), read: true };
   }
+  const ctx: SharedContext = { run, journal, tokens, known: run.state, read: readScenarios, learn };
   /**
    * Plays `change` on the run's scenario state, optimistically: the state is the one this instance last
    * knew (`known`), or read afresh (with `issued`'s token as the database has it) when it knows none or
@@ -243,62 +243,9 @@ function sharedPlay(db: Database, journal: Journal, run: ScenarioRun, sight: Sig
       await previous;
       const skipped = skip?.();
       if (skipped) return skipped.value;
-      return await attempts(change, issued);
+      return await attempts(ctx, change, issued);
     } finally {
       done();
-    }
-  }
-  /** The attempts of one call, in its turn (see `withScenarios`). */
-  async function attempts<T>(
-    change: (player: ScenarioPlayer, token: IssuedToken | undefined) => T,
-    issued: IssuedToken | undefined,
-  ): Promise<T> {
-    // The token this instance holds is the database's while no revocation fired in the state the
-    // write expects (the revocation writes the token with the state), or once it is `fresh`.
-    const tokenCurrent = (state: ScenarioState) =>
-      !issued ||
-      !run.enabled.has('revocation') ||
-      !firedIn(playScenarios(run.enabled, run.grant, state), 'revocation') ||
-      tokens.trusted(issued);
-    let base: { state: ScenarioState; token: IssuedToken | undefined; read: boolean } | undefined =
-      known && tokenCurrent(known) ? { state: known, token: issued, read: false } : undefined;
-    for (let attempt = 1; ; attempt += 1) {
-      if (attempt > maxPlayAttempts)
-        throw new Error(
-          `run ${id}: the scenario state changed under each of ${maxPlayAttempts} attempts to play a call; expected other instances to let one through`,
-        );
-      base ??= await readScenarios(issued);
-      const player = playScenarios(run.enabled, run.grant, base.state);
-      const before = JSON.stringify(player.state());
-      // A copy: revoking sets `revokedAt` on it, and an attempt that loses keeps nothing.
-      const token = base.token && { ...base.token };
-      const wasRevoked = token?.revokedAt !== undefined;
-      const result = change(player, token);
-      const state = player.state();
-      const after = JSON.stringify(state);
-      if (after === before) {
-        // Nothing to write: the decision stands if the state it rests on was read just now.
-        if (base.read) return result;
-        base = undefined;
-        continue;
-      }
-      const revoked = token && !wasRevoked && token.revokedAt !== undefined ? token : undefined;
-      const written = await journal.play(id, {
-        before,
-        after,
-        ...(revoked && {
-          revoked: { number: Number(revoked.ref.slice(1)), token: JSON.stringify(revoked) },
-        }),
-      });
-      if (written) {
-        // Committed: what it fired is now every instance's (and stays so).
-        known = state;
-        learn(state);
-        return result;
-      }
-      // Another instance played first (or the run closed): read what the row holds and play again.
-      known = undefined;
-      base = undefined;
     }
   }
   return {
@@ -320,4 +267,74 @@ function sharedPlay(db: Database, journal: Journal, run: ScenarioRun, sight: Sig
       );
     },
   };
+}
+
+/** What the attempts of a call on the shared row use (see `sharedPlay`). */
+interface SharedContext {
+  run: ScenarioRun;
+  journal: Journal;
+  tokens: RunTokens;
+  /** The run's scenario state as this instance last read or wrote it (see `sharedPlay`). */
+  known: ScenarioState | undefined;
+  /** The run's scenario state and a token as the database holds them now (`known` follows). */
+  read(
+    issued: IssuedToken | undefined,
+  ): Promise<{ state: ScenarioState; token: IssuedToken | undefined; read: boolean }>;
+  /** A committed scenario state (see `learn` in `sharedPlay`). */
+  learn(state: ScenarioState): void;
+}
+
+/** The attempts of one call on the shared row, in its turn (see `withScenarios` in `sharedPlay`). */
+async function attempts<T>(
+  ctx: SharedContext,
+  change: (player: ScenarioPlayer, token: IssuedToken | undefined) => T,
+  issued: IssuedToken | undefined,
+): Promise<T> {
+  // The token this instance holds is the database's while no revocation fired in the state the
+  // write expects (the revocation writes the token with the state), or once it is `fresh`.
+  const tokenCurrent = (state: ScenarioState) =>
+    !issued ||
+    !ctx.run.enabled.has('revocation') ||
+    !firedIn(playScenarios(ctx.run.enabled, ctx.run.grant, state), 'revocation') ||
+    ctx.tokens.trusted(issued);
+  let base: { state: ScenarioState; token: IssuedToken | undefined; read: boolean } | undefined =
+    ctx.known && tokenCurrent(ctx.known) ? { state: ctx.known, token: issued, read: false } : undefined;
+  for (let attempt = 1; ; attempt += 1) {
+    if (attempt > maxPlayAttempts)
+      throw new Error(
+        `run ${ctx.run.id}: the scenario state changed under each of ${maxPlayAttempts} attempts to play a call; expected other instances to let one through`,
+      );
+    base ??= await ctx.read(issued);
+    const player = playScenarios(ctx.run.enabled, ctx.run.grant, base.state);
+    const before = JSON.stringify(player.state());
+    // A copy: revoking sets `revokedAt` on it, and an attempt that loses keeps nothing.
+    const token = base.token && { ...base.token };
+    const wasRevoked = token?.revokedAt !== undefined;
+    const result = change(player, token);
+    const state = player.state();
+    const after = JSON.stringify(state);
+    if (after === before) {
+      // Nothing to write: the decision stands if the state it rests on was read just now.
+      if (base.read) return result;
+      base = undefined;
+      continue;
+    }
+    const revoked = token && !wasRevoked && token.revokedAt !== undefined ? token : undefined;
+    const written = await ctx.journal.play(ctx.run.id, {
+      before,
+      after,
+      ...(revoked && {
+        revoked: { number: Number(revoked.ref.slice(1)), token: JSON.stringify(revoked) },
+      }),
+    });
+    if (written) {
+      // Committed: what it fired is now every instance's (and stays so).
+      ctx.known = state;
+      ctx.learn(state);
+      return result;
+    }
+    // Another instance played first (or the run closed): read what the row holds and play again.
+    ctx.known = undefined;
+    base = undefined;
+  }
 }
