@@ -15,8 +15,6 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
  * too long fails it too, until it is struck off.
  */
 const notYetSplit = [
-  'packages/certification-service/src/db/database.ts',
-  'packages/certification-service/src/db/database.ts: openPostgres',
   'packages/certification-service/src/http/api.ts: mountApi',
   'packages/certification-service/src/http/listen.ts: listenOn',
   'packages/certification-service/src/http/openapi.ts: openApiDocument',
