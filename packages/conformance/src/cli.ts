@@ -26,4 +26,7 @@ void main(argv, {
   signal: controller.signal,
 }).then((code) => {
   process.exitCode = code;
+  // Interrupted: the reports are written and the journey stopped — exit now, so that another Ctrl-C
+  // cannot land while the process winds down (it ended the process by SIGINT, 130, on busy machines).
+  if (controller.signal.aborted) process.exit(code);
 });
