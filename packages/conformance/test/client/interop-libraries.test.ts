@@ -6,13 +6,17 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type ClientConformanceRun, certificationPlan, runClientConformance } from '../../src/index.js';
 
-// Partner programs on mainstream OAuth libraries, in three languages, at their defaults (renewal
+// Partner programs on mainstream OAuth libraries, in five languages, at their defaults (renewal
 // windows included): Go's golang.org/x/oauth2/clientcredentials (10 s ahead, renewals serialised,
 // HTTP Basic), Python's Authlib (60 s ahead by default, and 300 s: the top of the range; HTTP Basic),
 // Ruby's oauth2 gem (30 s ahead, HTTP Basic), Java 17's java.net.http with renewal at expiry (a window
 // of 0 s, renewals behind a lock that re-checks the cache, form credentials), compiled once before the
 // runs (the source launcher compiled it at every start: 7-10 s on a loaded machine, past the 9-s short
-// phase, which left 'never an expired token' unverified). Installed from Debian and the machine's package index
+// phase, which left 'never an expired token' unverified); and Node's openid-client 6 (clientCredentialsGrant
+// and a small cache, renewed under a second before expiry, client_secret_post: its default), oauth4webapi 3
+// (one token, one token request at a time, client_secret_post) and @badgateway/oauth2-client 3's
+// OAuth2Fetch (renewal at expiry, a new token on 401, HTTP Basic: its default), devDependencies of this
+// package (simple-oauth2 is in interop-clients.test.ts). Installed from Debian and the machine's package index
 // (`pnpm prerequisites --install`); the Python interpreter with Authlib is PARTNER_TEST_PYTHON (which
 // `pnpm test` sets to the venv that command made), default python3.
 const clients = fileURLToPath(new URL('../clients/', import.meta.url));
@@ -76,7 +80,7 @@ const statusOf = (run: ClientConformanceRun, id: string) =>
 const byStatus = (run: ClientConformanceRun, status: string) =>
   run.report.checks.filter((check) => check.status === status).map((check) => check.id);
 
-describe('client mode against mainstream OAuth libraries in Go, Python and Ruby', () => {
+describe('client mode against mainstream OAuth libraries in Go, Python, Ruby, Java and Node', () => {
   it('each correct program certifies under the default plan, every scenario handled (the narrowed grant read from the token answer); a token per call fails client-token-reuse', async () => {
     const [go, authlib60, authlib300, ruby, java, goPerCall, authlibPerCall] = await Promise.all([
       certify([goBinary]),
@@ -144,4 +148,53 @@ describe('client mode against mainstream OAuth libraries in Go, Python and Ruby'
       );
     }
   }, 240_000);
+
+  it('each correct Node program on openid-client, oauth4webapi and OAuth2Fetch certifies under the default plan, every scenario handled', async () => {
+    const node = (file: string) => [process.execPath, `${clients}${file}`];
+    const [openidClient, oauth4webapi, oauth2Fetch] = await Promise.all([
+      certify(node('openid-client-journey.mjs')),
+      certify(node('oauth4webapi-journey.mjs')),
+      certify(node('oauth2fetch-journey.mjs')),
+    ]);
+    const runs = { openidClient, oauth4webapi, oauth2Fetch };
+    for (const [name, run] of Object.entries(runs)) {
+      expect(run.report.journey.exitCode, `${name}: ${run.report.journey.note ?? ''}`).toBe(0);
+      expect(byStatus(run, 'failed'), name).toEqual([]);
+      expect(
+        run.report.certification,
+        `${name}: ${JSON.stringify(run.report.checks.filter((c) => c.status !== 'passed').map((c) => [c.id, c.details]))}`,
+      ).toEqual({ passed: true, reasons: [] });
+      for (const scenario of run.report.coverage.scenarios)
+        expect(scenario, `${name}: ${scenario.id}`).toMatchObject({
+          played: true,
+          met: true,
+          outcome: 'handled',
+        });
+      // Asked for all four scopes, granted read:loans once: a new token before the first create, never the narrowed one.
+      expect(
+        run.report.checks.find((check) => check.id === 'client-granted-scope-respected')!.details,
+        name,
+      ).toMatch(/granted "read:loans".*while T\d+ was still usable$/);
+      expect(run.report.notVerified, name).toEqual([]);
+      for (const id of [
+        'client-token-reuse',
+        'client-no-expired-token',
+        'client-revocation-recovery',
+        'client-retry-after',
+        'client-create-not-replayed',
+      ])
+        expect(statusOf(run, id), `${name}: ${id}`).toBe('passed');
+      expect(run.session.tokens.filter((token) => token.phase === 'short').length, name).toBeGreaterThan(1);
+      expect(run.session.tokens.filter((token) => token.phase === 'long').length, name).toBeGreaterThan(0);
+    }
+    // oauth4webapi's and OAuth2Fetch's journeys list loans two at a time first: one token request serves both.
+    expect(statusOf(oauth4webapi, 'client-single-flight')).toBe('passed');
+    expect(statusOf(oauth2Fetch, 'client-single-flight')).toBe('passed');
+    // How each authenticated by default: openid-client (and oauth4webapi, as its example) in the body, OAuth2Fetch with HTTP Basic.
+    const auth = (run: ClientConformanceRun) =>
+      new Set(run.session.exchanges.flatMap((e) => (e.form ? [e.form.clientAuth] : [])));
+    expect([...auth(openidClient)]).toEqual(['body']);
+    expect([...auth(oauth4webapi)]).toEqual(['body']);
+    expect([...auth(oauth2Fetch)]).toEqual(['basic']);
+  }, 180_000);
 });
