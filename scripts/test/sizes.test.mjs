@@ -27,8 +27,6 @@ const notYetSplit = [
   'packages/certification-service/src/runs/stage-keys.ts: stageKeyPool',
   'packages/certification-service/src/server.ts: startService',
   'packages/certification-service/src/ui/routes.ts: mountUi',
-  'packages/conformance/src/cli/client.ts',
-  'packages/conformance/src/cli/client.ts: parseClientArgs',
   'packages/conformance/src/cli/hosted.ts: hostedClientMain',
   'packages/conformance/src/cli/server.ts: parseCliArgs',
   'packages/conformance/src/cli/verify.ts: verifyMain',
