@@ -187,9 +187,9 @@ describe('client mode against mainstream OAuth libraries in Go, Python, Ruby, Ja
       expect(run.session.tokens.filter((token) => token.phase === 'short').length, name).toBeGreaterThan(1);
       expect(run.session.tokens.filter((token) => token.phase === 'long').length, name).toBeGreaterThan(0);
     }
-    // oauth4webapi's and OAuth2Fetch's journeys list loans two at a time first: one token request serves both.
-    expect(statusOf(oauth4webapi, 'client-single-flight')).toBe('passed');
-    expect(statusOf(oauth2Fetch, 'client-single-flight')).toBe('passed');
+    // oauth4webapi's and OAuth2Fetch's journeys list loans two at a time first, one token request serving
+    // both: client-single-flight never fails (above); whether their two calls overlapped at the stage, so
+    // that it passes rather than goes unverified, is a race of a few milliseconds, not asserted.
     // How each authenticated by default: openid-client (and oauth4webapi, as its example) in the body, OAuth2Fetch with HTTP Basic.
     const auth = (run: ClientConformanceRun) =>
       new Set(run.session.exchanges.flatMap((e) => (e.form ? [e.form.clientAuth] : [])));
