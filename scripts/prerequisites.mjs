@@ -171,12 +171,12 @@ export const prerequisites = [
   },
   {
     id: 'authlib',
-    why: "the client-mode interop bed: partner programs on Python's Authlib (and requests)",
+    why: "the client-mode interop bed: partner programs on Python's Authlib (and requests), on the local stage and through the hosted service",
     foundBy: `$PARTNER_TEST_PYTHON, else ${authlibVenv.replace(homedir(), '~')}/bin/python3, able to import authlib and requests`,
     pip: ['authlib', 'requests'],
     // python3 -m venv needs ensurepip, which Debian ships apart.
     apt: ['python3-venv'],
-    projects: ['conformance'],
+    projects: ['conformance', 'certification-service'],
     present: (env) => Boolean(authlibPython(env)),
   },
   {
