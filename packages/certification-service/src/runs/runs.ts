@@ -1,14 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type HostedStage, openHostedStage, type StageServer } from '@partner-lending/conformance';
+import type { HostedStage, StageServer } from '@partner-lending/conformance';
+import type { Database } from '../db/database.js';
 import { observeJudge } from '../observability/judging.js';
 import { defaultPlan } from '../plan/plan.js';
 import { openJournal } from '../recording/journal.js';
-import { databaseLedger } from '../recording/ledger.js';
 import { secretsKeyFrom } from '../secrets.js';
 import { createRun } from './create.js';
 import { judgeRun, type RunEnding } from './judge.js';
-import { openRunSecrets } from './run-secrets.js';
+import { openRunStage } from './stage.js';
 import { stageKeyPool } from './stage-keys.js';
+import { sweepRuns } from './sweep.js';
 import type { RunRequest, RunRow, RunsContext, RunsOptions } from './types.js';
 
 export {
@@ -43,48 +44,13 @@ export function createRuns(options: RunsOptions) {
   const stageKeys = stageKeyPool({ size: options.preparedStageKeys ?? 4 });
   const secretsKey = options.secretsKey ?? secretsKeyFrom(options.key.privateKey);
 
-  async function row(id: string): Promise<RunRow | undefined> {
-    const [found] = await db.query<RunRow & Record<string, unknown>>('SELECT * FROM runs WHERE id = $1', [
-      id,
-    ]);
-    return found;
-  }
+  const row = (id: string) => runRow(db, id);
 
   /** This instance's stage of an open run (opened on first use, from the run's row). */
   function stageOf(run: RunRow): Promise<HostedStage> {
     let stage = stages.get(run.id);
     if (!stage) {
-      const secrets = openRunSecrets(secretsKey, run);
-      stage = openHostedStage({
-        ledger: databaseLedger(
-          db,
-          journal,
-          {
-            id: run.id,
-            enabled: new Set(run.stage.enabled),
-            grant: run.stage.grant,
-            seq: run.seq,
-            tokenCount: run.token_count,
-            state: run.scenario_state,
-            expiresAt: new Date(run.expires_at).getTime(),
-          },
-          (error) => options.log(`run ${run.id}: ${error.message}`),
-        ),
-        client: {
-          clientId: run.client_id,
-          clientSecret: secrets.clientSecret,
-          partnerId: run.stage.partnerId,
-          authorizedScopes: run.stage.authorizedScopes,
-        },
-        authUrl: run.stage.authUrl,
-        baseUrl: run.stage.baseUrl,
-        startedAtEpoch: Number(run.started_epoch_ms),
-        ttlSeconds: run.stage.ttlSeconds,
-        longTtlSeconds: run.stage.longTtlSeconds,
-        signingKey: secrets.signingKey,
-        tokenDelayMs: run.stage.tokenDelayMs,
-        apiDelayMs: run.stage.apiDelayMs,
-      });
+      stage = openRunStage(db, journal, secretsKey, run, options.log);
       stages.set(run.id, stage);
       held.set(run.address ?? run.id, run.id);
       owners.set(run.id, run.partner_id);
@@ -119,40 +85,6 @@ export function createRuns(options: RunsOptions) {
   };
 
   /**
-   * Serves a request of a run's stage, reached at its address: `server` and the target below the run's
-   * prefix. A run that is not open (unknown, ended, past its deadline) is answered 404 and recorded nowhere.
-   */
-  async function serveStage(
-    address: string,
-    server: StageServer,
-    req: IncomingMessage,
-    res: ServerResponse,
-    target: string,
-  ): Promise<void> {
-    // A stage this instance holds needs no read: its ledger refuses the call (404) once the run ended
-    // or passed its deadline.
-    const heldId = held.get(address);
-    const stage = heldId === undefined ? undefined : stages.get(heldId);
-    if (stage) {
-      await (await stage).handle(server, req, res, target);
-      return;
-    }
-    // Runs made before addresses existed are reached at their id.
-    const [run] = await db.query<RunRow & Record<string, unknown>>(
-      'SELECT * FROM runs WHERE address = $1 OR (address IS NULL AND id = $1)',
-      [address],
-    );
-    if (run?.status !== 'open' || new Date(run.expires_at).getTime() <= Date.now()) {
-      if (run) void closeStage(run.id);
-      req.resume();
-      res.writeHead(404, { 'content-type': 'application/json' });
-      res.end(closedAnswer);
-      return;
-    }
-    await (await stageOf(run)).handle(server, req, res, target);
-  }
-
-  /**
    * Judges a run once, whichever instance asks first (see `judgeRun`), in a span and timed by outcome;
    * resolves with false when another claim won.
    */
@@ -160,35 +92,6 @@ export function createRuns(options: RunsOptions) {
     async (id: string, ending: RunEnding) => (await judgeRun(ctx, id, ending)) !== undefined,
     (_, ending) => (ending.how === 'interrupted' ? 'interrupted' : 'judged'),
   );
-
-  /** Judges the runs that idled or passed their deadline; run by every instance now and then. */
-  async function sweep(startedAt: number): Promise<void> {
-    // The stages this instance holds for runs another instance ended.
-    if (stages.size > 0) {
-      const ended = await db.query<{ id: string }>(
-        "SELECT id FROM runs WHERE id = ANY($1) AND status <> 'open'",
-        [[...stages.keys()]],
-      );
-      for (const { id } of ended) await closeStage(id);
-    }
-    const due = await db.query<{ id: string; expired: boolean; expires_at: Date | string }>(
-      `SELECT id, expires_at < now() AS expired, expires_at
-       FROM runs WHERE (status = 'open' AND (expires_at < now() OR last_activity_at < now() - make_interval(secs => idle_seconds)))
-          OR (status = 'closing' AND closing_since < now() - interval '2 minutes')`,
-    );
-    for (const run of due) {
-      // Its deadline passed before this instance started: the service was down when the run should
-      // have ended, and nobody served it to the end.
-      const how: RunEnding['how'] = !run.expired
-        ? 'idle'
-        : new Date(run.expires_at).getTime() < startedAt
-          ? 'interrupted'
-          : 'duration';
-      await judge(run.id, { how }).catch((error: unknown) =>
-        options.log(`run ${run.id}: judging failed: ${(error as Error).message}`),
-      );
-    }
-  }
 
   async function close(): Promise<void> {
     stageKeys.close();
@@ -200,7 +103,17 @@ export function createRuns(options: RunsOptions) {
     plan: ctx.plan,
     create: (partnerId: string, request: RunRequest) => createRun(ctx, partnerId, request),
     row,
-    serveStage,
+    /**
+     * Serves a request of a run's stage, reached at its address: `server` and the target below the run's
+     * prefix (see `serveRunStage`).
+     */
+    serveStage: (
+      address: string,
+      server: StageServer,
+      req: IncomingMessage,
+      res: ServerResponse,
+      target: string,
+    ) => serveRunStage({ db, held, stages, stageOf, closeStage }, { address, server, req, res, target }),
     /** The run and partner behind a stage address this instance holds, with no read (for its logs). */
     heldAt(address: string): { runId: string; partnerId: string } | undefined {
       const runId = held.get(address);
@@ -208,9 +121,71 @@ export function createRuns(options: RunsOptions) {
       return runId === undefined || partnerId === undefined ? undefined : { runId, partnerId };
     },
     judge,
-    sweep,
+    /** Judges the runs that idled or passed their deadline; run by every instance now and then. */
+    sweep: (startedAt: number) => sweepRuns({ db, stages, closeStage, judge, log: options.log }, startedAt),
     close,
   };
 }
 
 export type Runs = ReturnType<typeof createRuns>;
+
+/**
+ * Serves a request of a run's stage, reached at its address: `server` and the target below the run's
+ * prefix. A run that is not open (unknown, ended, past its deadline) is answered 404 and recorded nowhere.
+ */
+async function serveRunStage(
+  {
+    db,
+    held,
+    stages,
+    stageOf,
+    closeStage,
+  }: {
+    db: Database;
+    held: ReadonlyMap<string, string>;
+    stages: ReadonlyMap<string, Promise<HostedStage>>;
+    stageOf: (run: RunRow) => Promise<HostedStage>;
+    closeStage: (id: string) => Promise<void>;
+  },
+  {
+    address,
+    server,
+    req,
+    res,
+    target,
+  }: {
+    address: string;
+    server: StageServer;
+    req: IncomingMessage;
+    res: ServerResponse;
+    target: string;
+  },
+): Promise<void> {
+  // A stage this instance holds needs no read: its ledger refuses the call (404) once the run ended
+  // or passed its deadline.
+  const heldId = held.get(address);
+  const stage = heldId === undefined ? undefined : stages.get(heldId);
+  if (stage) {
+    await (await stage).handle(server, req, res, target);
+    return;
+  }
+  // Runs made before addresses existed are reached at their id.
+  const [run] = await db.query<RunRow & Record<string, unknown>>(
+    'SELECT * FROM runs WHERE address = $1 OR (address IS NULL AND id = $1)',
+    [address],
+  );
+  if (run?.status !== 'open' || new Date(run.expires_at).getTime() <= Date.now()) {
+    if (run) void closeStage(run.id);
+    req.resume();
+    res.writeHead(404, { 'content-type': 'application/json' });
+    res.end(closedAnswer);
+    return;
+  }
+  await (await stageOf(run)).handle(server, req, res, target);
+}
+
+/** A run's row, by id. */
+async function runRow(db: Database, id: string): Promise<RunRow | undefined> {
+  const [found] = await db.query<RunRow & Record<string, unknown>>('SELECT * FROM runs WHERE id = $1', [id]);
+  return found;
+}
