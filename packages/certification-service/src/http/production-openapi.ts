@@ -45,6 +45,56 @@ export const productionPaths = {
       responses: registerAnswer,
     },
   },
+  '/register/changes': {
+    get: {
+      operationId: 'getRegisterChanges',
+      summary: 'Whether the register changed: a long poll for the production side',
+      description:
+        'Held until the whole register’s seq is above `after` (what the register says changed since the copy the reader holds: a decision recorded on any instance), then `{changed: true, seq}`; without `after`, answered at once. After the hold (25 s) `{changed: false, seq}`: ask again. It carries no entry and no secret — read GET /register (or the partner’s entry) again, which stays the signed, fail-closed source.',
+      security: [{ registerKey: [] }],
+      parameters: [
+        {
+          name: 'after',
+          in: 'query',
+          required: false,
+          description: 'The seq of the register copy held, or of the last answer.',
+          schema: { type: 'integer', minimum: 0 },
+        },
+      ],
+      responses: {
+        '200': {
+          description: 'Changed (read the register again), or not within the hold (ask again).',
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['changed', 'seq'],
+                properties: {
+                  changed: { type: 'boolean' },
+                  seq: {
+                    type: 'integer',
+                    minimum: 0,
+                    description: 'The seq of the whole register’s current copy: the next poll’s after.',
+                  },
+                },
+              },
+            },
+          },
+          headers: { 'Cache-Control': { schema: { type: 'string', example: 'no-store' } } },
+        },
+        '400': problem('after is not an integer.'),
+        '401': problem('No register reader key, or an unknown one.'),
+        '429': {
+          ...problem('This register reader key holds too many polls already (one per gate is enough).'),
+          headers: { 'Retry-After': { schema: { type: 'integer' } } },
+        },
+        '503': {
+          ...problem('This instance holds as many polls as it allows, or is shutting down.'),
+          headers: { 'Retry-After': { schema: { type: 'integer' } } },
+        },
+      },
+    },
+  },
   '/register/partners/{partnerId}': {
     get: {
       operationId: 'getRegisterEntry',

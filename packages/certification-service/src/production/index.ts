@@ -5,6 +5,7 @@ import { databaseGauge } from '../observability/metrics.js';
 import { type DecisionRequest, decide } from './decide.js';
 import { sweepApprovals } from './decisions/signed.js';
 import { mountProductionUi } from './pages.js';
+import { type ChangeOptions, createRegisterChanges } from './register/changes.js';
 import { createRegister, registerEntries } from './register/register.js';
 import { mountRegister } from './register/routes.js';
 import type { DeliveryLimits } from './webhooks/deliver.js';
@@ -24,6 +25,8 @@ export interface ProductionOptions {
   webhookLimits?: DeliveryLimits;
   /** How often the outbox is polled, in ms. Default 1000. */
   webhookPollMs?: number;
+  /** The register's change notice (`GET /register/changes`): hold, poll interval, waiter bounds. */
+  registerChanges?: ChangeOptions;
 }
 
 export const defaultProductionOptions = {
@@ -52,6 +55,12 @@ export function startProduction(deps: {
     issuer: deps.publicUrl,
     maxAgeSeconds: settings.registerMaxAgeSeconds,
   });
+  const changes = createRegisterChanges({
+    db: deps.db,
+    register,
+    ...(settings.registerChanges && { options: settings.registerChanges }),
+    log: deps.log,
+  });
   const dispatcher = createDispatcher({
     db: deps.db,
     secretsKey: deps.secretsKey,
@@ -64,11 +73,17 @@ export function startProduction(deps: {
   /** When a new approval ends. */
   const validUntil = (from = new Date()) =>
     new Date(from.getTime() + settings.approvalValidDays * 86_400_000);
+  /** A decision committed here: the webhooks leave, and the gates holding a change poll hear of it. */
+  const nudge = () => {
+    dispatcher.nudge();
+    changes.nudge();
+  };
   const decideHere = (request: DecisionRequest) =>
-    decide({ db: deps.db, key: deps.key, validUntil: () => validUntil(), nudge: dispatcher.nudge }, request);
+    decide({ db: deps.db, key: deps.key, validUntil: () => validUntil(), nudge }, request);
   return {
     settings,
     register,
+    changes,
     dispatcher,
     /** The key every decision is signed with (the attestation key). */
     key: deps.key,
@@ -77,7 +92,7 @@ export function startProduction(deps: {
     decide: decideHere,
     // biome-ignore lint/suspicious/noExplicitAny: mounted on the service's one app
     mount(app: Hono<any>) {
-      mountRegister(app, { db: deps.db, register });
+      mountRegister(app, { db: deps.db, register, changes });
     },
     // biome-ignore lint/suspicious/noExplicitAny: mounted on the service's one app, after the UI's sign-in
     mountUi(app: Hono<any>) {
@@ -107,10 +122,13 @@ export function startProduction(deps: {
     /** Records due expiries and expiry notices; run by every instance with the run sweep. */
     async sweep() {
       const swept = await sweepApprovals(deps.db, { key: deps.key, noticeDays: settings.expiryNoticeDays });
-      if (swept.expired + swept.noticed > 0) dispatcher.nudge();
+      if (swept.expired + swept.noticed > 0) nudge();
       return swept;
     },
-    close: () => dispatcher.close(),
+    close: async () => {
+      await changes.close();
+      await dispatcher.close();
+    },
   };
 }
 

@@ -1,7 +1,9 @@
+import type { Server } from 'node:http';
 import type { Context, Hono } from 'hono';
 import type { Database } from '../../db/database.js';
 import { problem } from '../../web/problem.js';
 import { statementResponse } from '../pages.js';
+import { ChangeRefusal, type RegisterChanges } from './changes.js';
 import { type Register, registerReaderOf } from './register.js';
 
 const challenge = 'Bearer realm="partner-register"';
@@ -11,8 +13,11 @@ const challenge = 'Bearer realm="partner-register"';
  * `GET /register/partners/{partnerId}` (one), each a compact JWS (`application/jwt`) for a register
  * reader's key, with `ETag` (a matching `If-None-Match` gets 304) and `Cache-Control: max-age`.
  */
-// biome-ignore lint/suspicious/noExplicitAny: mounted on the service's one app
-export function mountRegister(app: Hono<any>, deps: { db: Database; register: Register }) {
+export function mountRegister(
+  // biome-ignore lint/suspicious/noExplicitAny: mounted on the service's one app
+  app: Hono<any>,
+  deps: { db: Database; register: Register; changes: RegisterChanges },
+) {
   app.use('/register', reader(deps.db));
   app.use('/register/*', reader(deps.db));
   const serve = async (c: Context, partnerId?: string) => {
@@ -50,6 +55,7 @@ export function mountRegister(app: Hono<any>, deps: { db: Database; register: Re
     if (!row) return problem(c, 404, 'No such decision', 'no signed decision about you has this id');
     return statementResponse(row.envelope, c.req.param('id') ?? 'decision');
   });
+  app.get('/register/changes', (c) => changes(c, deps.changes));
   app.get('/register', (c) => serve(c));
   app.get('/register/partners/:partnerId', (c) => serve(c, c.req.param('partnerId')));
 }
@@ -66,7 +72,8 @@ function reader(db: Database) {
         {},
         { 'www-authenticate': challenge },
       );
-    if (!(await registerReaderOf(db, match[1]!)))
+    const found = await registerReaderOf(db, match[1]!);
+    if (!found)
       return problem(
         c,
         401,
@@ -75,6 +82,43 @@ function reader(db: Database) {
         {},
         { 'www-authenticate': `${challenge}, error="invalid_token"` },
       );
+    c.set('registerReader', found.id);
     await next();
   };
+}
+
+/**
+ * `GET /register/changes?after=<seq>`: held until the whole register's seq is above `after` (at once
+ * without `after`), or for the hold (`changed: false`); 429 / 503 with Retry-After when too many wait.
+ */
+async function changes(c: Context, notice: RegisterChanges) {
+  const after = c.req.query('after');
+  if (after !== undefined && !/^\d{1,15}$/.test(after))
+    return problem(c, 400, 'Bad after', 'after must be the seq of the register copy you hold (an integer)');
+  const headers = { 'cache-control': 'no-store', vary: 'authorization' };
+  try {
+    const env = c.env as { incoming?: { socket?: { server?: Server } } } | undefined;
+    const answer = await notice.wait(
+      c.get('registerReader') as string,
+      after === undefined ? undefined : Number(after),
+      {
+        signal: c.req.raw.signal,
+        ...(env?.incoming?.socket?.server && { server: env.incoming.socket.server }),
+      },
+    );
+    return c.json(answer, 200, headers);
+  } catch (error) {
+    if (!(error instanceof ChangeRefusal)) throw error;
+    return problem(
+      c,
+      error.status,
+      error.status === 429 ? 'Too many change polls' : 'Change polls full',
+      error.message,
+      {},
+      {
+        ...headers,
+        'retry-after': String(error.retryAfterSeconds),
+      },
+    );
+  }
 }
