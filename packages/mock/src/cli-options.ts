@@ -26,6 +26,10 @@ Options:
                         restarts (default: none, in memory only: a restarted gate takes any valid copy once)
   --register-clock-skew SECONDS
                         production: how far ahead of this clock a register's iat may be (default: 60)
+  --register-changes on|off
+                        production: hold the service's change notice (URL/changes, a long poll) and read the
+                        register again as soon as it changes, e.g. a revocation; a failing notice leaves the
+                        max-age pull (default: on)
   --ttl SECONDS         access-token lifetime (default: 43200)
   --leeway SECONDS      exp/nbf leeway of the API (default: 0)
   --clients FILE        JSON array of { partnerId, clientId, clientSecret, authorizedScopes }
@@ -165,6 +169,7 @@ const options = {
   'register-lookup': { type: 'string', expects: 'register or partner' },
   'register-state': { type: 'string', expects: 'the path of the register state file' },
   'register-clock-skew': { type: 'string', expects: 'a number of seconds' },
+  'register-changes': { type: 'string', expects: 'on or off' },
   ttl: { type: 'string', expects: 'a number of seconds' },
   leeway: { type: 'string', expects: 'a number of seconds' },
   clients: { type: 'string', expects: 'the path of a JSON file' },
@@ -243,6 +248,7 @@ export function parseCli(argv: readonly string[]): CliOptions {
       'register-lookup',
       'register-state',
       'register-clock-skew',
+      'register-changes',
     ] as const
   ).filter((name) => values[name] !== undefined);
   if (profile !== 'production' && registerFlags.length > 0)
@@ -301,6 +307,10 @@ export function parseCli(argv: readonly string[]): CliOptions {
     };
     const skew = integerFlag('register-clock-skew', values['register-clock-skew'], 0, 3600);
     if (skew !== undefined) result.register.clockSkewSeconds = skew;
+    const changes = values['register-changes'];
+    if (changes !== undefined && changes !== 'on' && changes !== 'off')
+      usageError(`--register-changes must be on or off, got ${quote(changes)}.`);
+    if (changes === 'off') result.register.changes = false;
   }
   return result;
 }

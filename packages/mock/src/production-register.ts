@@ -1,4 +1,5 @@
 import { createRemoteJWKSet } from 'jose';
+import { type ChangeWatcherStatus, RegisterChangeWatcher } from './register-changes.js';
 import {
   describeFailure,
   maxAgeOf,
@@ -54,6 +55,8 @@ export interface RegisterStatus {
   readonly stateFile?: string;
   /** Why the state file could not be written, while it has not been written since. */
   readonly stateError?: string;
+  /** The change notice held in the background (absent with `changes: false`). */
+  readonly changes?: ChangeWatcherStatus;
 }
 
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
@@ -66,6 +69,21 @@ const jwksOf = (options: Resolved): Jwks =>
     timeoutDuration: options.timeoutMs,
     cooldownDuration: 5000,
   });
+
+/** The change notice of the register at `options.url` (`<url>/changes`), when `options.changes`. */
+function watcherOf(
+  options: Resolved,
+  seq: () => number | undefined,
+  onChange: () => Promise<void>,
+): RegisterChangeWatcher | undefined {
+  if (!options.changes) return undefined;
+  return new RegisterChangeWatcher({
+    url: `${options.url.replace(/\/+$/, '')}/changes`,
+    key: options.key,
+    seq,
+    onChange,
+  });
+}
 
 /**
  * Keeps the last verified register. `current()` gives the copy to decide with: read again first when
@@ -87,6 +105,9 @@ export class RegisterReader {
   #fetches = 0;
   #notModified = 0;
   #reading: Promise<void> | undefined;
+  /** Raised by `invalidate()`: a read that started before it cannot make its copy fresh. */
+  #generation = 0;
+  readonly #changes: RegisterChangeWatcher | undefined;
 
   /** Set for one partner's entry (`lookup: 'partner'`): a 404 then means "not in the register". */
   readonly #absentOn404: boolean;
@@ -101,6 +122,33 @@ export class RegisterReader {
     this.#jwks = shared?.jwks ?? jwksOf(this.#options);
     this.#floor = shared?.floor ?? new RegisterFloor(this.#options.stateFile);
     this.#absentOn404 = shared?.absentOn404 ?? false;
+    // One notice for the whole register; a partner's entry is told by PartnerRegisterReader's.
+    this.#changes =
+      shared === undefined
+        ? watcherOf(
+            this.#options,
+            () => this.#copy?.seq,
+            () => this.invalidate(),
+          )
+        : undefined;
+  }
+
+  /**
+   * The register changed (the service's notice): the copy held is no longer fresh, and, unless `lazy`,
+   * it is read again now (after a read already under way, which may predate the change). The copy read
+   * goes through every rule of a max-age read (signature, floor, skew, exp).
+   */
+  async invalidate(lazy = false): Promise<void> {
+    this.#generation += 1;
+    this.#freshUntil = 0;
+    if (lazy) return;
+    await this.#reading;
+    await this.refresh();
+  }
+
+  /** Stops the change notice. */
+  close(): Promise<void> {
+    return this.#changes?.close() ?? Promise.resolve();
   }
 
   /** The copy to decide on `partnerId` with (the whole register), and why the last read failed. */
@@ -135,15 +183,21 @@ export class RegisterReader {
     return this.#copy !== undefined && now < this.#copy.expiresAt * 1000 ? this.#copy : undefined;
   }
 
-  /** Reads the register now (one read at a time). Never throws: a failure is kept in `lastError`. */
+  /**
+   * Reads the register now (one read at a time). Never throws: a failure is kept in `lastError`. The
+   * first read ended also starts holding the change notice.
+   */
   refresh(): Promise<void> {
     this.#reading ??= this.#read().finally(() => {
       this.#reading = undefined;
+      // After the first read, so that the first poll already names the copy held.
+      this.#changes?.start();
     });
     return this.#reading;
   }
 
   async #read(): Promise<void> {
+    const generation = this.#generation;
     try {
       const headers: Record<string, string> = {
         authorization: `Bearer ${this.#options.key}`,
@@ -162,10 +216,10 @@ export class RegisterReader {
       if (response.status === 304 && headers['if-none-match'] !== undefined) {
         await response.body?.cancel();
         this.#notModified += 1;
-        this.#confirmed(response, now);
+        this.#confirmed(response, now, generation);
         return;
       }
-      if (response.status === 404 && this.#absentOn404) return await this.#absent(response, now);
+      if (response.status === 404 && this.#absentOn404) return await this.#absent(response, now, generation);
       if (response.status !== 200) {
         await response.body?.cancel();
         throw new RegisterFailure(
@@ -174,7 +228,7 @@ export class RegisterReader {
       }
       const body = await readCapped(response, registerLimitBytes);
       if (body === undefined) throw new RegisterFailure('the register is larger than 4 MiB');
-      await this.#take(body.trim(), response, now);
+      await this.#take(body.trim(), response, now, generation);
     } catch (error) {
       this.#lastFailureAt = this.#clock();
       this.#lastError = describeFailure(error);
@@ -182,7 +236,7 @@ export class RegisterReader {
   }
 
   /** A verified copy above the floor replaces the one held; the floor is raised (and saved) first. */
-  async #take(jws: string, response: Response, now: number): Promise<void> {
+  async #take(jws: string, response: Response, now: number, generation: number): Promise<void> {
     const register = await verifyRegister(jws, this.#jwks, now, this.#options.clockSkewSeconds);
     const digest = digestOf(jws);
     const refused = this.#floor.check(this.#options.url, register.seq, digest);
@@ -191,7 +245,7 @@ export class RegisterReader {
     this.#copy = register;
     this.#fetches += 1;
     this.#etag = response.headers.get('etag') ?? undefined;
-    this.#confirmed(response, now);
+    this.#confirmed(response, now, generation);
   }
 
   /**
@@ -199,7 +253,7 @@ export class RegisterReader {
    * second, so that a flood of one unknown partner's requests costs one read a second). It never
    * touches the replay floor.
    */
-  async #absent(response: Response, now: number): Promise<void> {
+  async #absent(response: Response, now: number, generation: number): Promise<void> {
     await response.body?.cancel();
     const seconds = Math.max(1, maxAgeOf(response.headers.get('cache-control')));
     this.#copy = {
@@ -212,14 +266,16 @@ export class RegisterReader {
     this.#etag = undefined;
     this.#fetches += 1;
     this.#confirmedAt = now;
-    this.#freshUntil = now + seconds * 1000;
+    this.#freshUntil = generation === this.#generation ? now + seconds * 1000 : 0;
     this.#lastError = undefined;
   }
 
-  #confirmed(response: Response, now: number): void {
+  #confirmed(response: Response, now: number, generation: number): void {
     this.#confirmedAt = now;
     const maxAgeMs = maxAgeOf(response.headers.get('cache-control')) * 1000;
-    this.#freshUntil = Math.min(now + maxAgeMs, (this.#copy?.expiresAt ?? 0) * 1000);
+    // A read that started before a change notice is not fresh: the next decision reads again.
+    this.#freshUntil =
+      generation === this.#generation ? Math.min(now + maxAgeMs, (this.#copy?.expiresAt ?? 0) * 1000) : 0;
     this.#lastError = undefined;
   }
 
@@ -235,6 +291,7 @@ export class RegisterReader {
       ...(this.#lastError === undefined ? {} : { lastError: this.#lastError }),
       ...(stateFile === undefined ? {} : { stateFile }),
       ...(writeError === undefined ? {} : { stateError: writeError }),
+      ...(this.#changes === undefined ? {} : { changes: this.#changes.status() }),
     };
     if (copy === undefined) return { ...base, state: 'none' };
     return {
@@ -264,12 +321,26 @@ export class PartnerRegisterReader {
   readonly #jwks: Jwks;
   readonly #floor: RegisterFloor;
   readonly #readers = new Map<string, RegisterReader>();
+  readonly #changes: RegisterChangeWatcher | undefined;
 
   constructor(options: RegisterOptions, clock: () => number) {
     this.#options = resolveRegisterOptions(options);
     this.#clock = clock;
     this.#jwks = jwksOf(this.#options);
     this.#floor = new RegisterFloor(this.#options.stateFile);
+    // A notice makes every entry held stale: each partner's next token request reads its entry first.
+    this.#changes = watcherOf(
+      this.#options,
+      () => undefined,
+      async () => {
+        for (const reader of this.#readers.values()) await reader.invalidate(true);
+      },
+    );
+  }
+
+  /** Stops the change notice. */
+  close(): Promise<void> {
+    return this.#changes?.close() ?? Promise.resolve();
   }
 
   /** Where a partner's entry is read. */
@@ -294,8 +365,9 @@ export class PartnerRegisterReader {
     return reader.forPartner(partnerId);
   }
 
-  /** Nothing is read before a token request asks for a partner. */
+  /** Nothing is read before a token request asks for a partner; the change notice starts. */
   refresh(): Promise<void> {
+    this.#changes?.start();
     return Promise.resolve();
   }
 
@@ -314,6 +386,7 @@ export class PartnerRegisterReader {
       ...(failed?.lastError === undefined ? {} : { lastError: failed.lastError }),
       ...(this.#floor.stateFile === undefined ? {} : { stateFile: this.#floor.stateFile }),
       ...(this.#floor.writeError === undefined ? {} : { stateError: this.#floor.writeError }),
+      ...(this.#changes === undefined ? {} : { changes: this.#changes.status() }),
     };
   }
 }

@@ -30,6 +30,13 @@ export interface RegisterOptions {
   stateFile?: string;
   /** How far in the future a register's `iat` may be, in seconds (clock skew). Default 60. */
   clockSkewSeconds?: number;
+  /**
+   * Hold the service's change notice (`GET <url>/changes`, a long poll) in the background and read the
+   * register again as soon as it says the register changed, so that a revocation reaches the gate in
+   * about a second rather than at the end of the copy's max-age. A failing notice (or a service without
+   * one) leaves the max-age pull as it is. Default true; false reads only at max-age.
+   */
+  changes?: boolean;
 }
 
 /** One partner's production status, as the register lists it. */
@@ -109,7 +116,8 @@ export function resolveRegisterOptions(
     fail(
       `startMock: register.lookup must be 'register' or 'partner', got ${JSON.stringify(String(lookup).slice(0, 40))}.`,
     );
-  const { stateFile, clockSkewSeconds = 60 } = options;
+  const { stateFile, clockSkewSeconds = 60, changes = true } = options;
+  if (typeof changes !== 'boolean') fail('startMock: register.changes must be true or false.');
   if (stateFile !== undefined && (typeof stateFile !== 'string' || stateFile.trim() === ''))
     fail('startMock: register.stateFile must be the path of the register state file.');
   if (!Number.isInteger(clockSkewSeconds) || clockSkewSeconds < 0 || clockSkewSeconds > 3600)
@@ -123,6 +131,7 @@ export function resolveRegisterOptions(
     timeoutMs,
     lookup,
     clockSkewSeconds,
+    changes,
     ...(stateFile === undefined ? {} : { stateFile }),
   };
 }

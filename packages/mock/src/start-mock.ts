@@ -373,7 +373,9 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
       (server === 'auth' ? authServer : apiServer).emit('request', req, res);
     },
     close: () => {
-      closing ??= Promise.all([closeServer(authServer), closeServer(apiServer)]).then(() => undefined);
+      closing ??= Promise.all([closeServer(authServer), closeServer(apiServer), register?.close()]).then(
+        () => undefined,
+      );
       return closing;
     },
   };
