@@ -5,6 +5,7 @@ import { Hono } from 'hono';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
 import { StorageUnavailableError, unavailableRetrySeconds } from './errors.js';
+import { allowedMethods, methodNotAllowed } from './http/allow.js';
 import { type Audit, mountApi } from './http/api.js';
 import {
   apiGate,
@@ -15,6 +16,7 @@ import {
 } from './http/fairness.js';
 import { mountHealth } from './http/health.js';
 import { listenOn } from './http/listen.js';
+import { openApiDocument } from './http/openapi.js';
 import { hostileText } from './http/schemas.js';
 import { type JudgingOptions, JudgingUnavailableError, judgingPool } from './judging/pool.js';
 import { publishKey, type SigningKey } from './keys.js';
@@ -267,9 +269,13 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const oidc = options.oidc && oidcSignIn(options.oidc, { db, publicUrl, audit, log });
   mountUi(app, { db, publicUrl, audit, signin, production, ...(oidc && { oidc }) });
   production.mountUi(app);
-  app.notFound((c) =>
-    problem(c, 404, 'Not found', `nothing at ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}`),
-  );
+  const allowedAt = allowedMethods(openApiDocument(publicUrl).paths);
+  app.notFound((c) => {
+    const path = new URL(c.req.url).pathname;
+    const allowed = allowedAt(path);
+    if (allowed && !allowed.includes(c.req.method)) return methodNotAllowed(c, allowed);
+    return problem(c, 404, 'Not found', `nothing at ${c.req.method} ${path.slice(0, 200)}`);
+  });
   app.onError((error, c) => {
     log(`error on ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}: ${error.message}`);
     if (error instanceof StorageUnavailableError) return unavailable(c);
