@@ -22,7 +22,6 @@ const notYetSplit = [
   'packages/certification-service/src/oidc/oidc.ts: oidcSignIn',
   'packages/certification-service/src/production/pages.ts: mountProductionUi',
   'packages/certification-service/src/production/webhooks/dispatcher.ts: createDispatcher',
-  'packages/certification-service/src/runs/judge.ts: judgeRun',
   'packages/certification-service/src/runs/stage-keys.ts: stageKeyPool',
   'packages/certification-service/src/server.ts: startService',
   'packages/certification-service/src/ui/routes.ts: mountUi',

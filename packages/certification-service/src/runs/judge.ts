@@ -60,10 +60,7 @@ export async function judgeRun(
   try {
     await ctx.journal.settle(id);
   } catch (error) {
-    await db.query(
-      "UPDATE runs SET status = 'open', closing_since = NULL, last_activity_at = now() WHERE id = $1 AND status = 'closing'",
-      [id],
-    );
+    await reopen(db, id);
     await ctx.closeStage(id);
     throw new JudgingUnavailableError(
       `run ${id}: its calls could not be recorded: ${(error as Error).message}`,
@@ -116,10 +113,7 @@ export async function judgeRun(
     // Judging failed, not the run: it is open again (nothing was stored), so that finishing it again,
     // or the sweep, judges it; the partner is answered 503 with Retry-After, the operator reads why.
     // (Its idle clock restarts, so that the sweep retries an idle run after its idle time, not at once.)
-    await db.query(
-      "UPDATE runs SET status = 'open', closing_since = NULL, last_activity_at = now() WHERE id = $1 AND status = 'closing'",
-      [id],
-    );
+    await reopen(db, id);
     ctx.log(`run ${id}: judging failed, the run is open again: ${(error as Error).message}`, {
       event: 'run.judging_failed',
       runId: id,
@@ -131,9 +125,42 @@ export async function judgeRun(
           cause: error,
         });
   }
-  const { sessionText, sessionSha256, reportJson, reportHtml, verdict, attestation } = judged;
+  const { verdict } = judged;
   const status = ending.how === 'interrupted' ? 'interrupted' : 'judged';
-  // The verdict, its audit line and its webhook event (run.judged) commit together.
+  await storeJudgement(db, { id, run, ending, status, finishedAt, journey, judged });
+  ctx.log(`run ${id}: ${status}, ${verdict} (${contents.exchanges.length} exchanges)`, {
+    event: 'run.judged',
+    runId: id,
+    partnerId: run.partner_id,
+    status,
+    verdict,
+  });
+  return { status, verdict };
+}
+
+/** Judging failed or could not start: the run is open again (nothing was stored), its idle clock restarted. */
+async function reopen(db: RunsContext['db'], id: string): Promise<void> {
+  await db.query(
+    "UPDATE runs SET status = 'open', closing_since = NULL, last_activity_at = now() WHERE id = $1 AND status = 'closing'",
+    [id],
+  );
+}
+
+/** Stores a run's judgement: the verdict, its audit line and its webhook event (run.judged) commit together. */
+async function storeJudgement(
+  db: RunsContext['db'],
+  judgement: {
+    id: string;
+    run: RunRow;
+    ending: RunEnding;
+    status: 'judged' | 'interrupted';
+    finishedAt: number;
+    journey: JourneyRecord;
+    judged: JudgeOutput;
+  },
+): Promise<void> {
+  const { id, run, ending, status, finishedAt, journey, judged } = judgement;
+  const { sessionText, sessionSha256, reportJson, reportHtml, verdict, attestation } = judged;
   await db.transaction(async (tx) => {
     const stored = await tx.query(
       `UPDATE runs SET status = $2, finished_at = $3, journey = $4, session_text = $5, session_sha256 = $6,
@@ -164,12 +191,4 @@ export async function judgeRun(
         data: { partnerId: run.partner_id, runId: id, verdict, status, certify: run.certify },
       });
   });
-  ctx.log(`run ${id}: ${status}, ${verdict} (${contents.exchanges.length} exchanges)`, {
-    event: 'run.judged',
-    runId: id,
-    partnerId: run.partner_id,
-    status,
-    verdict,
-  });
-  return { status, verdict };
 }
