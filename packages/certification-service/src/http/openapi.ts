@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { noteMaxLength, noteRule } from '../production/decisions/note.js';
+import { planFields } from '../runs/types.js';
 import { productionPaths, productionSchemas, registerSecurityScheme } from './production-openapi.js';
 import { finishSchema, runRequestSchema } from './schemas.js';
 
@@ -213,7 +214,15 @@ export function openApiDocument(publicUrl: string) {
             detail: { type: 'string' },
           },
         },
-        RunRequest: bodySchema(runRequestSchema),
+        RunRequest: {
+          ...bodySchema(runRequestSchema),
+          // A certification run follows the vendor's plan: the practice-run fields are refused with it.
+          if: { properties: { certify: { const: true } }, required: ['certify'] },
+          then: {
+            not: { anyOf: planFields.map((field) => ({ required: [field] })) },
+            description: `With "certify": true, none of ${planFields.join(', ')}: the plan is the vendor's (400 otherwise). Without it, a practice run: any of them, never approvable.`,
+          },
+        },
         FinishRequest: bodySchema(finishSchema),
         CreatedRun: {
           type: 'object',

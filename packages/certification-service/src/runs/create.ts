@@ -15,10 +15,9 @@ import type { Queryable } from '../db/database.js';
 import { newId, newRunAddress } from '../secrets.js';
 import { refuseOverLimits } from './admission.js';
 import { runClientSecret, sealStageKey } from './run-secrets.js';
-import { RunRefusal, type RunRequest, type RunsContext, type StoredStage } from './types.js';
+import { planFields, RunRefusal, type RunRequest, type RunsContext, type StoredStage } from './types.js';
 
 /** The fields a certification run takes from the vendor's plan, never from the partner. */
-const planFields = ['scenarios', 'scopes', 'ttlSeconds', 'longTtlSeconds'] as const;
 
 /**
  * Creates a run: a certification run (`certify: true`) follows the vendor's plan and refuses every field

@@ -148,3 +148,9 @@ export interface RunsContext extends RunsOptions {
   stageOf(run: RunRow): Promise<HostedStage>;
   closeStage(id: string): Promise<void>;
 }
+
+/**
+ * The fields a practice run may set and a certification run may not (the vendor's plan sets them):
+ * refused with `"certify": true` by the service and by its OpenAPI document alike.
+ */
+export const planFields = ['scenarios', 'scopes', 'ttlSeconds', 'longTtlSeconds'] as const;
