@@ -18,8 +18,6 @@ const notYetSplit = [
   'packages/certification-service/src/http/api.ts: mountApi',
   'packages/certification-service/src/http/listen.ts: listenOn',
   'packages/certification-service/src/http/openapi.ts: openApiDocument',
-  'packages/certification-service/src/oidc/oidc.ts: mount',
-  'packages/certification-service/src/oidc/oidc.ts: oidcSignIn',
   'packages/certification-service/src/production/pages.ts: mountProductionUi',
   'packages/certification-service/src/production/webhooks/dispatcher.ts: createDispatcher',
   'packages/certification-service/src/runs/stage-keys.ts: stageKeyPool',

@@ -171,149 +171,203 @@ export function oidcSignIn(
     );
   };
 
+  const flow: Flow = { options, deps, log, config, cookieKey, redirectUri, secure, refused };
   return {
     issuer: options.issuer,
     async ready() {
       await config();
     },
     mount(app, ui) {
-      app.get('/signin/oidc', async (c) => {
-        let cfg: client.Configuration;
-        try {
-          cfg = await config();
-        } catch (error) {
-          log((error as Error).message);
-          return c.html(
-            page(
-              'Sign-in unavailable',
-              '<p class="error">The identity provider cannot be reached just now (the details are in the service’s log). Try again in a minute.</p>',
-            ),
-            503,
-            {
-              'content-security-policy': uiContentSecurityPolicy,
-              'cache-control': 'no-store',
-              'retry-after': '30',
-            },
-          );
-        }
-        const verifier = client.randomPKCECodeVerifier();
-        const state = client.randomState();
-        const nonce = client.randomNonce();
-        await setSignedCookie(c, flowCookie, JSON.stringify({ verifier, state, nonce }), cookieKey, {
-          httpOnly: true,
-          // Lax: the provider sends the browser back here with a top-level GET from its own site.
-          sameSite: 'Lax',
-          secure,
-          path: oidcCallbackPath,
-          maxAge: flowSeconds,
-        });
-        const url = client.buildAuthorizationUrl(cfg, {
-          redirect_uri: redirectUri,
-          scope: (options.scopes ?? ['openid', 'profile', 'email']).join(' '),
-          code_challenge: await client.calculatePKCECodeChallenge(verifier),
-          code_challenge_method: 'S256',
-          state,
-          nonce,
-        });
-        return c.redirect(url.href, 303);
-      });
-
-      app.get(oidcCallbackPath, async (c) => {
-        const wait = await ui.signin.throttled(ui.signin.addressOf(c));
-        if (wait > 0) {
-          const answer = await ui.html(
-            c,
-            page('Sign-in refused', `<p class="error">Too many failed sign-ins: try again in ${wait} s.</p>`),
-            429,
-          );
-          answer.headers.set('retry-after', String(wait));
-          return answer;
-        }
-        const raw = await getSignedCookie(c, cookieKey, flowCookie);
-        deleteCookie(c, flowCookie, { path: oidcCallbackPath, secure });
-        let flow: { verifier: string; state: string; nonce: string } | undefined;
-        try {
-          flow = raw ? JSON.parse(raw) : undefined;
-        } catch {}
-        if (!flow)
-          return refused(
-            c,
-            ui,
-            400,
-            'no-flow',
-            'This sign-in was not started here or took longer than 10 minutes. Start again from the sign-in page.',
-          );
-        const query = new URL(c.req.url).search;
-        const providerError = c.req.query('error');
-        if (providerError)
-          return refused(
-            c,
-            ui,
-            401,
-            'provider-error',
-            `The identity provider did not sign you in (${providerError.slice(0, 100)}). Start again, or ask your administrator.`,
-          );
-        const cfg = await config();
-        let claims: Record<string, unknown>;
-        try {
-          const tokens = await client.authorizationCodeGrant(cfg, new URL(`${redirectUri}${query}`), {
-            pkceCodeVerifier: flow.verifier,
-            expectedState: flow.state,
-            expectedNonce: flow.nonce,
-            idTokenExpected: true,
-          });
-          const idClaims = tokens.claims()!;
-          const userinfo = cfg.serverMetadata().userinfo_endpoint
-            ? await client.fetchUserInfo(cfg, tokens.access_token, idClaims.sub)
-            : {};
-          claims = { ...userinfo, ...idClaims };
-        } catch (error) {
-          const code = (error as { code?: string }).code ?? 'error';
-          // openid-client's own message is generic; the check that failed is in its cause.
-          const cause = (error as { cause?: unknown }).cause;
-          const why = cause instanceof Error ? `: ${cause.message}` : '';
-          log(`OIDC sign-in refused: ${`${code}: ${(error as Error).message}${why}`.slice(0, 300)}`);
-          return refused(
-            c,
-            ui,
-            401,
-            'invalid-response',
-            'The answer from the identity provider did not pass the checks (state, nonce, PKCE or token). Start again from the sign-in page.',
-          );
-        }
-        const issuer = cfg.serverMetadata().issuer;
-        // The ID token's checks made sure of `sub`; a subject is at most 255 characters (OpenID Connect Core).
-        const subject = String(claims.sub).slice(0, 255);
-        const name = displayName(claims);
-        const rule = allowedBy(claims, options.allow);
-        if (!rule)
-          return refused(
-            c,
-            ui,
-            403,
-            'not-allowed',
-            `You signed in at the identity provider as ${name}, but this service allows only ${options.allow.map((r) => `${r.claim}=${r.value}`).join(' or ')}. Ask your administrator for access.`,
-            { issuer, subject, name },
-          );
-        const reviewerId = await reviewerFor(deps.db, issuer, subject, name);
-        await ui.startSession(c, reviewerId);
-        await deps.audit(`reviewer:${reviewerId}`, 'signin', null, {
-          method: 'oidc',
-          issuer,
-          subject,
-          name,
-          allowedBy: `${rule.claim}=${rule.value}`,
-        });
-        // A page, not a redirect: the session cookie is SameSite=Strict, which a browser does not send on a
-        // redirect chain that began on the provider's site; a navigation from this page is same-site.
-        c.header('refresh', '0;url=/');
-        return ui.html(
-          c,
-          page('Signed in', `<p>Signed in as ${h(name)}. <a href="/">Continue to the partners</a>.</p>`),
-        );
-      });
+      mountStart(app, flow);
+      mountCallback(app, ui, flow);
     },
   };
+}
+
+/** What the sign-in's two routes share. */
+interface Flow {
+  options: OidcOptions;
+  deps: { db: Database; publicUrl: string; audit: Audit };
+  log: (line: string) => void;
+  /** The provider's configuration (discovered once, again after a failure). */
+  config: () => Promise<client.Configuration>;
+  /** Signs the flow cookie. */
+  cookieKey: string;
+  redirectUri: string;
+  secure: boolean;
+  refused: (
+    c: Context,
+    ui: Parameters<OidcSignIn['mount']>[1],
+    status: 400 | 401 | 403,
+    reason: string,
+    message: string,
+    person?: { issuer: string; subject: string; name: string },
+  ) => Promise<Response>;
+}
+
+/** What the flow cookie holds: PKCE's verifier, the state and the nonce. */
+type FlowState = { verifier: string; state: string; nonce: string };
+
+/** `GET /signin/oidc`: to the provider, with PKCE, state and nonce kept in the signed flow cookie. */
+function mountStart(app: Parameters<OidcSignIn['mount']>[0], flow: Flow): void {
+  const { options, config, cookieKey, secure, redirectUri, log } = flow;
+  app.get('/signin/oidc', async (c) => {
+    let cfg: client.Configuration;
+    try {
+      cfg = await config();
+    } catch (error) {
+      log((error as Error).message);
+      return c.html(
+        page(
+          'Sign-in unavailable',
+          '<p class="error">The identity provider cannot be reached just now (the details are in the service’s log). Try again in a minute.</p>',
+        ),
+        503,
+        {
+          'content-security-policy': uiContentSecurityPolicy,
+          'cache-control': 'no-store',
+          'retry-after': '30',
+        },
+      );
+    }
+    const verifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    const nonce = client.randomNonce();
+    await setSignedCookie(c, flowCookie, JSON.stringify({ verifier, state, nonce }), cookieKey, {
+      httpOnly: true,
+      // Lax: the provider sends the browser back here with a top-level GET from its own site.
+      sameSite: 'Lax',
+      secure,
+      path: oidcCallbackPath,
+      maxAge: flowSeconds,
+    });
+    const url = client.buildAuthorizationUrl(cfg, {
+      redirect_uri: redirectUri,
+      scope: (options.scopes ?? ['openid', 'profile', 'email']).join(' '),
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+      nonce,
+    });
+    return c.redirect(url.href, 303);
+  });
+}
+
+/** The provider's answer: the code exchanged, the ID token checked, the reviewer allowed and signed in. */
+function mountCallback(
+  app: Parameters<OidcSignIn['mount']>[0],
+  ui: Parameters<OidcSignIn['mount']>[1],
+  flow: Flow,
+): void {
+  const { options, deps, config, cookieKey, secure, refused } = flow;
+  app.get(oidcCallbackPath, async (c) => {
+    const wait = await ui.signin.throttled(ui.signin.addressOf(c));
+    if (wait > 0) {
+      const answer = await ui.html(
+        c,
+        page('Sign-in refused', `<p class="error">Too many failed sign-ins: try again in ${wait} s.</p>`),
+        429,
+      );
+      answer.headers.set('retry-after', String(wait));
+      return answer;
+    }
+    const raw = await getSignedCookie(c, cookieKey, flowCookie);
+    deleteCookie(c, flowCookie, { path: oidcCallbackPath, secure });
+    let nonceState: FlowState | undefined;
+    try {
+      nonceState = raw ? JSON.parse(raw) : undefined;
+    } catch {}
+    if (!nonceState)
+      return refused(
+        c,
+        ui,
+        400,
+        'no-flow',
+        'This sign-in was not started here or took longer than 10 minutes. Start again from the sign-in page.',
+      );
+    const query = new URL(c.req.url).search;
+    const providerError = c.req.query('error');
+    if (providerError)
+      return refused(
+        c,
+        ui,
+        401,
+        'provider-error',
+        `The identity provider did not sign you in (${providerError.slice(0, 100)}). Start again, or ask your administrator.`,
+      );
+    const cfg = await config();
+    const claims = await claimsOf(flow, cfg, query, nonceState);
+    if (!claims)
+      return refused(
+        c,
+        ui,
+        401,
+        'invalid-response',
+        'The answer from the identity provider did not pass the checks (state, nonce, PKCE or token). Start again from the sign-in page.',
+      );
+    const issuer = cfg.serverMetadata().issuer;
+    // The ID token's checks made sure of `sub`; a subject is at most 255 characters (OpenID Connect Core).
+    const subject = String(claims.sub).slice(0, 255);
+    const name = displayName(claims);
+    const rule = allowedBy(claims, options.allow);
+    if (!rule)
+      return refused(
+        c,
+        ui,
+        403,
+        'not-allowed',
+        `You signed in at the identity provider as ${name}, but this service allows only ${options.allow.map((r) => `${r.claim}=${r.value}`).join(' or ')}. Ask your administrator for access.`,
+        { issuer, subject, name },
+      );
+    const reviewerId = await reviewerFor(deps.db, issuer, subject, name);
+    await ui.startSession(c, reviewerId);
+    await deps.audit(`reviewer:${reviewerId}`, 'signin', null, {
+      method: 'oidc',
+      issuer,
+      subject,
+      name,
+      allowedBy: `${rule.claim}=${rule.value}`,
+    });
+    // A page, not a redirect: the session cookie is SameSite=Strict, which a browser does not send on a
+    // redirect chain that began on the provider's site; a navigation from this page is same-site.
+    c.header('refresh', '0;url=/');
+    return ui.html(
+      c,
+      page('Signed in', `<p>Signed in as ${h(name)}. <a href="/">Continue to the partners</a>.</p>`),
+    );
+  });
+}
+
+/**
+ * The claims of the person the provider signed in (the ID token's, with UserInfo's under them), once the
+ * code is exchanged and state, nonce and PKCE checked; undefined when a check failed (logged).
+ */
+async function claimsOf(
+  flow: Flow,
+  cfg: client.Configuration,
+  query: string,
+  state: FlowState,
+): Promise<Record<string, unknown> | undefined> {
+  try {
+    const tokens = await client.authorizationCodeGrant(cfg, new URL(`${flow.redirectUri}${query}`), {
+      pkceCodeVerifier: state.verifier,
+      expectedState: state.state,
+      expectedNonce: state.nonce,
+      idTokenExpected: true,
+    });
+    const idClaims = tokens.claims()!;
+    const userinfo = cfg.serverMetadata().userinfo_endpoint
+      ? await client.fetchUserInfo(cfg, tokens.access_token, idClaims.sub)
+      : {};
+    return { ...userinfo, ...idClaims };
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? 'error';
+    // openid-client's own message is generic; the check that failed is in its cause.
+    const cause = (error as { cause?: unknown }).cause;
+    const why = cause instanceof Error ? `: ${cause.message}` : '';
+    flow.log(`OIDC sign-in refused: ${`${code}: ${(error as Error).message}${why}`.slice(0, 300)}`);
+    return undefined;
+  }
 }
 
 function displayName(claims: Record<string, unknown>): string {
