@@ -42,9 +42,10 @@ serve
                      (default: text when stdout is a terminal, json otherwise)
   --plan FILE        the certification plan every certification run ("certify": true) follows, as JSON:
                      {"id", "operations"?, "scopes"?, "scenarios"?, "ttlSeconds"?, "longTtlSeconds"?, "renewal"?,
-                     "decisiveShouldChecks"?}; absent fields take the default plan's (partner-lending-default-v1:
-                     the four operations and scopes, every scenario, ttl 5 s, long ttl 3600 s, a renewal,
-                     client-token-reuse and client-retry-after deciding like musts)
+                     "decisiveShouldChecks"?}; absent fields take the default plan's (partner-lending-default-v2:
+                     the four operations and scopes, every scenario judged by its check, ttl 5 s, long ttl
+                     3600 s, a renewal; token reuse, Retry-After, revocation recovery and the granted scope
+                     deciding like musts)
   --oidc-issuer URL  reviewers sign in through this OpenID Connect provider instead of local credentials
                      (default: local credentials from admin add-reviewer); redirect URI PUBLIC_URL/signin/oidc/callback
   --oidc-client-id ID  the client registered at the provider (needed with --oidc-issuer)
