@@ -218,6 +218,7 @@ export function openApiDocument(publicUrl: string) {
           ...bodySchema(runRequestSchema),
           // A certification run follows the vendor's plan: the practice-run fields are refused with it.
           if: { properties: { certify: { const: true } }, required: ['certify'] },
+          // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword, not a promise
           then: {
             not: { anyOf: planFields.map((field) => ({ required: [field] })) },
             description: `With "certify": true, none of ${planFields.join(', ')}: the plan is the vendor's (400 otherwise). Without it, a practice run: any of them, never approvable.`,
