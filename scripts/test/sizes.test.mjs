@@ -19,8 +19,6 @@ const notYetSplit = [
   'packages/certification-service/src/http/listen.ts: listenOn',
   'packages/certification-service/src/http/openapi.ts: openApiDocument',
   'packages/certification-service/src/production/pages.ts: mountProductionUi',
-  // Arrived after this test (7555043, the register's change notice): to be split by the production wing.
-  'packages/certification-service/src/production/register/changes.ts: createRegisterChanges',
   'packages/certification-service/src/production/webhooks/dispatcher.ts: createDispatcher',
   'packages/certification-service/src/runs/stage-keys.ts: stageKeyPool',
   'packages/certification-service/src/server.ts: startService',

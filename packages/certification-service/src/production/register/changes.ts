@@ -74,135 +74,149 @@ async function decisionsVersion(db: Queryable): Promise<string> {
   return `${String(row?.n ?? 0)}|${at}`;
 }
 
-export function createRegisterChanges(deps: {
+interface ChangeDeps {
   db: Queryable;
   register: Pick<Register, 'document'>;
   options?: ChangeOptions;
   log?: (line: string) => void;
-}) {
-  const holdMs = deps.options?.holdMs ?? defaultChangeOptions.holdMs;
-  const pollMs = deps.options?.pollMs ?? defaultChangeOptions.pollMs;
-  const limits = { ...defaultChangeOptions.limits, ...deps.options?.limits };
-  const waiters = new Set<Waiter>();
-  const perReader = new Map<string, number>();
-  let lastVersion: string | undefined;
+}
+
+/** The notice of one instance: its waiters, and the poller that runs while any waits. */
+export class RegisterChanges {
+  readonly holdMs: number;
+  readonly pollMs: number;
+  readonly limits: ChangeLimits;
+  readonly #deps: ChangeDeps;
+  readonly #waiters = new Set<Waiter>();
+  readonly #perReader = new Map<string, number>();
+  #lastVersion: string | undefined;
   /** Read the register at the next tick whatever the version says (a waiter arrived, a local decision). */
-  let dirty = false;
-  let ticking: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let closed = false;
-  let lastSeq = 0;
-  let failing = false;
+  #dirty = false;
+  #ticking: Promise<void> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+  #lastSeq = 0;
+  #failing = false;
 
-  const settle = (waiter: Waiter, answer: ChangeAnswer) => {
-    if (!waiters.delete(waiter)) return;
-    const count = (perReader.get(waiter.readerId) ?? 1) - 1;
-    if (count === 0) perReader.delete(waiter.readerId);
-    else perReader.set(waiter.readerId, count);
-    waiter.resolve(answer);
-  };
-
-  async function tick(): Promise<void> {
-    const force = dirty;
-    dirty = false;
-    try {
-      const version = await decisionsVersion(deps.db);
-      if (force || version !== lastVersion) {
-        const copy = await deps.register.document();
-        lastVersion = version;
-        if (copy) lastSeq = copy.seq;
-        for (const waiter of waiters)
-          if (waiter.after === undefined || waiter.after < lastSeq)
-            settle(waiter, { changed: true, seq: lastSeq });
-      }
-      if (failing) deps.log?.('register changes: the register can be read again');
-      failing = false;
-    } catch (error) {
-      // Read again at the next tick; waiters keep waiting (at worst until their hold ends).
-      dirty = dirty || force;
-      if (!failing)
-        deps.log?.(`register changes: the register could not be read (${(error as Error).message})`);
-      failing = true;
-    }
-    // Polls whose server stopped listening (the instance shuts down) are answered now, not cut later.
-    for (const waiter of waiters)
-      if (waiter.server !== undefined && !waiter.server.listening)
-        settle(waiter, { changed: false, seq: lastSeq });
+  constructor(deps: ChangeDeps) {
+    this.#deps = deps;
+    this.holdMs = deps.options?.holdMs ?? defaultChangeOptions.holdMs;
+    this.pollMs = deps.options?.pollMs ?? defaultChangeOptions.pollMs;
+    this.limits = { ...defaultChangeOptions.limits, ...deps.options?.limits };
   }
 
-  /** Runs one tick now, or right after the running one; then every pollMs while anyone waits. */
-  function schedule(delayMs: number) {
-    if (closed || ticking || waiters.size === 0) return;
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      timer = undefined;
-      ticking = tick().finally(() => {
-        ticking = undefined;
-        if (waiters.size === 0) lastVersion = undefined;
-        else schedule(dirty ? 0 : pollMs);
+  /** Waiters held now. */
+  get waiting(): number {
+    return this.#waiters.size;
+  }
+
+  /**
+   * Waits until the register's seq is above `after` (at once when `after` is absent), or `holdMs`.
+   * Throws ChangeRefusal when too many wait.
+   */
+  wait(
+    readerId: string,
+    after: number | undefined,
+    context: { signal?: AbortSignal; server?: Server } = {},
+  ): Promise<ChangeAnswer> {
+    this.#admit(readerId);
+    return new Promise<ChangeAnswer>((resolve) => {
+      const waiter: Waiter = { readerId, after, server: context.server, resolve };
+      const unchanged = () => this.#settle(waiter, { changed: false, seq: this.#lastSeq });
+      const hold = setTimeout(unchanged, this.holdMs);
+      context.signal?.addEventListener('abort', unchanged, { once: true });
+      waiter.resolve = (answer) => {
+        clearTimeout(hold);
+        context.signal?.removeEventListener('abort', unchanged);
+        resolve(answer);
+      };
+      this.#waiters.add(waiter);
+      this.#perReader.set(readerId, (this.#perReader.get(readerId) ?? 0) + 1);
+      this.nudge();
+    });
+  }
+
+  /** This instance recorded a decision (or a waiter arrived): read the register at once. */
+  nudge(): void {
+    this.#dirty = true;
+    if (this.#ticking === undefined) this.#schedule(0);
+  }
+
+  /** Answers every waiter (`changed: false`) and stops the poller. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    for (const waiter of this.#waiters) this.#settle(waiter, { changed: false, seq: this.#lastSeq });
+    await this.#ticking;
+  }
+
+  #admit(readerId: string): void {
+    if (this.#closed) throw new ChangeRefusal(503, 1, 'the service is shutting down');
+    if (this.#waiters.size >= this.limits.total)
+      throw new ChangeRefusal(
+        503,
+        5,
+        `${this.limits.total} change polls are held on this instance already; ask again later (the register's max-age pull covers the gap)`,
+      );
+    if ((this.#perReader.get(readerId) ?? 0) >= this.limits.perReader)
+      throw new ChangeRefusal(
+        429,
+        Math.ceil(this.holdMs / 1000),
+        `this register reader key holds ${this.limits.perReader} change polls already; hold one per gate`,
+      );
+  }
+
+  #settle(waiter: Waiter, answer: ChangeAnswer): void {
+    if (!this.#waiters.delete(waiter)) return;
+    const count = (this.#perReader.get(waiter.readerId) ?? 1) - 1;
+    if (count === 0) this.#perReader.delete(waiter.readerId);
+    else this.#perReader.set(waiter.readerId, count);
+    waiter.resolve(answer);
+  }
+
+  /** Runs one tick after `delayMs` (none while one runs); then every pollMs while anyone waits. */
+  #schedule(delayMs: number): void {
+    if (this.#closed || this.#ticking || this.#waiters.size === 0) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#ticking = this.#tick().finally(() => {
+        this.#ticking = undefined;
+        if (this.#waiters.size === 0) this.#lastVersion = undefined;
+        else this.#schedule(this.#dirty ? 0 : this.pollMs);
       });
     }, delayMs);
   }
 
-  return {
-    holdMs,
-    limits,
-    /** Waiters held now. */
-    get waiting() {
-      return waiters.size;
-    },
-    /**
-     * Waits until the register's seq is above `after` (at once when `after` is absent), or `holdMs`.
-     * Throws ChangeRefusal when too many wait.
-     */
-    wait(
-      readerId: string,
-      after: number | undefined,
-      context: { signal?: AbortSignal; server?: Server } = {},
-    ): Promise<ChangeAnswer> {
-      if (closed) throw new ChangeRefusal(503, 1, 'the service is shutting down');
-      if (waiters.size >= limits.total)
-        throw new ChangeRefusal(
-          503,
-          5,
-          `${limits.total} change polls are held on this instance already; ask again later (the register's max-age pull covers the gap)`,
-        );
-      if ((perReader.get(readerId) ?? 0) >= limits.perReader)
-        throw new ChangeRefusal(
-          429,
-          Math.ceil(holdMs / 1000),
-          `this register reader key holds ${limits.perReader} change polls already; hold one per gate`,
-        );
-      return new Promise<ChangeAnswer>((resolve) => {
-        const waiter: Waiter = { readerId, after, server: context.server, resolve };
-        const done = (answer: ChangeAnswer) => {
-          clearTimeout(hold);
-          context.signal?.removeEventListener('abort', gone);
-          resolve(answer);
-        };
-        waiter.resolve = done;
-        const hold = setTimeout(() => settle(waiter, { changed: false, seq: lastSeq }), holdMs);
-        const gone = () => settle(waiter, { changed: false, seq: lastSeq });
-        context.signal?.addEventListener('abort', gone, { once: true });
-        waiters.add(waiter);
-        perReader.set(readerId, (perReader.get(readerId) ?? 0) + 1);
-        dirty = true;
-        if (ticking === undefined) schedule(0);
-      });
-    },
-    /** This instance recorded a decision: read the register at once rather than at the next tick. */
-    nudge() {
-      dirty = true;
-      if (ticking === undefined) schedule(0);
-    },
-    /** Answers every waiter (`changed: false`) and stops the poller. */
-    async close() {
-      closed = true;
-      clearTimeout(timer);
-      for (const waiter of waiters) settle(waiter, { changed: false, seq: lastSeq });
-      await ticking;
-    },
-  };
+  async #tick(): Promise<void> {
+    const force = this.#dirty;
+    this.#dirty = false;
+    try {
+      const version = await decisionsVersion(this.#deps.db);
+      if (force || version !== this.#lastVersion) {
+        const copy = await this.#deps.register.document();
+        this.#lastVersion = version;
+        if (copy) this.#lastSeq = copy.seq;
+        for (const waiter of this.#waiters)
+          if (waiter.after === undefined || waiter.after < this.#lastSeq)
+            this.#settle(waiter, { changed: true, seq: this.#lastSeq });
+      }
+      if (this.#failing) this.#deps.log?.('register changes: the register can be read again');
+      this.#failing = false;
+    } catch (error) {
+      // Read again at the next tick; waiters keep waiting (at worst until their hold ends).
+      this.#dirty ||= force;
+      if (!this.#failing)
+        this.#deps.log?.(`register changes: the register could not be read (${(error as Error).message})`);
+      this.#failing = true;
+    }
+    // Polls whose server stopped listening (the instance shuts down) are answered now, not cut later.
+    for (const waiter of this.#waiters)
+      if (waiter.server !== undefined && !waiter.server.listening)
+        this.#settle(waiter, { changed: false, seq: this.#lastSeq });
+  }
 }
 
-export type RegisterChanges = ReturnType<typeof createRegisterChanges>;
+export function createRegisterChanges(deps: ChangeDeps): RegisterChanges {
+  return new RegisterChanges(deps);
+}
