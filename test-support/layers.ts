@@ -55,3 +55,14 @@ export function partsNeverImport(src: string, tops: readonly string[]): void {
     });
   });
 }
+
+/**
+ * The files of `src` (relative paths) that its map, `src/README.md`, does not name by file name —
+ * `except` leaves out what another test holds (a catalogue's one-file-per-check folders, say).
+ */
+export function unmapped(src: string, except: (file: string) => boolean = () => false): string[] {
+  const map = readFileSync(join(src, 'README.md'), 'utf8');
+  return sourceFiles(src)
+    .map((file) => relative(src, file))
+    .filter((file) => !except(file) && !map.includes(basename(file)));
+}
