@@ -2,7 +2,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../../test-support/chromium.js';
 import { recordSignedDecision } from '../src/production/decisions/signed.js';
-import { type InProcessService, inProcessService } from './support/in-process.js';
+import { attestedRun, type InProcessService, inProcessService } from './support/in-process.js';
 import { reviewerForms } from './support/reviewer-forms.js';
 
 // The reviewer pages of the production flow in Chromium: the "expires within N days" hint on a
@@ -13,18 +13,6 @@ import { reviewerForms } from './support/reviewer-forms.js';
 // break kept and shown as text, markup shown as text.
 
 const noticeDays = 30;
-
-/** A judged, attested run row, as the runs room leaves one (a decision rests on its attestation). */
-async function attestedRun(db: InProcessService['db'], partnerId: string): Promise<string> {
-  const id = `run_${Math.random().toString(36).slice(2, 12)}`;
-  await db.query(
-    `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, stage, client_id,
-       max_exchanges, scenario_state, verdict, attestation, finished_at)
-     VALUES ($1, $2, 'judged', 0, now(), 60, true, '{}', $3, 100, '{}', 'PASS', $4, now())`,
-    [id, partnerId, `cid_${id}`, `{"attestation":"${id}"}\n`],
-  );
-  return id;
-}
 
 let browser: Browser;
 let svc: InProcessService;

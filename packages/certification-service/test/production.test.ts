@@ -6,24 +6,8 @@ import { jwksOf } from '../src/index.js';
 import { recordSignedDecision, standingApproval } from '../src/production/decisions/signed.js';
 import { decisionPredicateType } from '../src/production/decisions/statement.js';
 import { addRegisterReader, createRegister } from '../src/production/register/register.js';
-import { type InProcessService, inProcessService } from './support/in-process.js';
+import { attestedRun, type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
-
-/** A judged, attested run row, as the runs room leaves one (the decision rests on its attestation). */
-async function attestedRun(
-  db: InProcessService['db'],
-  partnerId: string,
-  attestation: string,
-): Promise<string> {
-  const id = `run_${Math.random().toString(36).slice(2, 12)}`;
-  await db.query(
-    `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, stage, client_id,
-       max_exchanges, scenario_state, verdict, attestation, finished_at)
-     VALUES ($1, $2, 'judged', 0, now(), 60, true, '{}', $3, 100, '{}', 'PASS', $4, now())`,
-    [id, partnerId, `cid_${id}`, attestation],
-  );
-  return id;
-}
 
 const stores: Array<['embedded' | 'postgres']> = [['embedded'], ['postgres']];
 

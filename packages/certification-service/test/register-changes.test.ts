@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordSignedDecision } from '../src/production/decisions/signed.js';
 import { addRegisterReader } from '../src/production/register/register.js';
-import { ed25519Pem, type InProcessService, inProcessService } from './support/in-process.js';
+import { attestedRun, ed25519Pem, type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 
 // The register's change notice (GET /register/changes): a revocation recorded by a reviewer reaches the
@@ -17,17 +17,6 @@ import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 // another — while the same gate without the notice still issues tokens after 2 s (its 60-s max-age).
 
 const mockBin = fileURLToPath(new URL('../../mock/bin/partner-mock.js', import.meta.url));
-
-async function attestedRun(db: InProcessService['db'], partnerId: string): Promise<string> {
-  const id = `run_${Math.random().toString(36).slice(2, 12)}`;
-  await db.query(
-    `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, stage, client_id,
-       max_exchanges, scenario_state, verdict, attestation, finished_at)
-     VALUES ($1, $2, 'judged', 0, now(), 60, true, '{}', $3, 100, '{}', 'PASS', $4, now())`,
-    [id, partnerId, `cid_${id}`, '{"attestation":"changes"}\n'],
-  );
-  return id;
-}
 
 interface Gate {
   authUrl: string;

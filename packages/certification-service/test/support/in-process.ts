@@ -59,3 +59,18 @@ export async function inProcessService(
 export function ed25519Pem(): string {
   return generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
 }
+
+/**
+ * A judged, attested run row, as the runs room leaves one (a decision rests on its attestation), for
+ * the production tests: `attestation` the file's text (default: one naming the run).
+ */
+export async function attestedRun(db: Database, partnerId: string, attestation?: string): Promise<string> {
+  const id = `run_${Math.random().toString(36).slice(2, 12)}`;
+  await db.query(
+    `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, stage, client_id,
+       max_exchanges, scenario_state, verdict, attestation, finished_at)
+     VALUES ($1, $2, 'judged', 0, now(), 60, true, '{}', $3, 100, '{}', 'PASS', $4, now())`,
+    [id, partnerId, `cid_${id}`, attestation ?? `{"attestation":"${id}"}\n`],
+  );
+  return id;
+}
