@@ -80,6 +80,25 @@ const statusOf = (run: ClientConformanceRun, id: string) =>
 const byStatus = (run: ClientConformanceRun, status: string) =>
   run.report.checks.filter((check) => check.status === status).map((check) => check.id);
 
+/**
+ * A journey that certified under the default plan: exited 0, no check failed, no certification
+ * reason, and every scenario played and handled.
+ */
+function expectCertified(name: string, run: ClientConformanceRun): void {
+  expect(run.report.journey.exitCode, `${name}: ${run.report.journey.note ?? ''}`).toBe(0);
+  expect(byStatus(run, 'failed'), name).toEqual([]);
+  expect(
+    run.report.certification,
+    `${name}: ${JSON.stringify(run.report.checks.filter((c) => c.status !== 'passed').map((c) => [c.id, c.details]))}`,
+  ).toEqual({ passed: true, reasons: [] });
+  for (const scenario of run.report.coverage.scenarios)
+    expect(scenario, `${name}: ${scenario.id}`).toMatchObject({
+      played: true,
+      met: true,
+      outcome: 'handled',
+    });
+}
+
 describe('client mode against mainstream OAuth libraries in Go, Python, Ruby, Java and Node', () => {
   it('each correct program certifies under the default plan, every scenario handled (the narrowed grant read from the token answer); a token per call fails client-token-reuse', async () => {
     const [go, authlib60, authlib300, ruby, java, goPerCall, authlibPerCall] = await Promise.all([
@@ -92,18 +111,7 @@ describe('client mode against mainstream OAuth libraries in Go, Python, Ruby, Ja
       certify([python, `${clients}authlib-journey.py`], { TOKEN_PER_CALL: '1' }),
     ]);
     for (const [name, run] of Object.entries({ go, authlib60, authlib300, ruby, java })) {
-      expect(run.report.journey.exitCode, `${name}: ${run.report.journey.note ?? ''}`).toBe(0);
-      expect(byStatus(run, 'failed'), name).toEqual([]);
-      expect(
-        run.report.certification,
-        `${name}: ${JSON.stringify(run.report.checks.filter((c) => c.status !== 'passed').map((c) => [c.id, c.details]))}`,
-      ).toEqual({ passed: true, reasons: [] });
-      for (const scenario of run.report.coverage.scenarios)
-        expect(scenario, `${name}: ${scenario.id}`).toMatchObject({
-          played: true,
-          met: true,
-          outcome: 'handled',
-        });
+      expectCertified(name, run);
       // Asked for all four scopes, granted read:loans once: a new token before the first create, never the narrowed one.
       expect(statusOf(run, 'client-granted-scope-respected'), name).toBe('passed');
       expect(
@@ -158,18 +166,7 @@ describe('client mode against mainstream OAuth libraries in Go, Python, Ruby, Ja
     ]);
     const runs = { openidClient, oauth4webapi, oauth2Fetch };
     for (const [name, run] of Object.entries(runs)) {
-      expect(run.report.journey.exitCode, `${name}: ${run.report.journey.note ?? ''}`).toBe(0);
-      expect(byStatus(run, 'failed'), name).toEqual([]);
-      expect(
-        run.report.certification,
-        `${name}: ${JSON.stringify(run.report.checks.filter((c) => c.status !== 'passed').map((c) => [c.id, c.details]))}`,
-      ).toEqual({ passed: true, reasons: [] });
-      for (const scenario of run.report.coverage.scenarios)
-        expect(scenario, `${name}: ${scenario.id}`).toMatchObject({
-          played: true,
-          met: true,
-          outcome: 'handled',
-        });
+      expectCertified(name, run);
       // Asked for all four scopes, granted read:loans once: a new token before the first create, never the narrowed one.
       expect(
         run.report.checks.find((check) => check.id === 'client-granted-scope-respected')!.details,
