@@ -1,15 +1,13 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { createPartnerClient } from '@partner-lending/sdk';
 import { scopes } from '@partner-lending/spec';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../../test-support/chromium.js';
+import { type Gate, startGate } from './support/gate.js';
 import { ed25519Pem } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { type Receiver, startReceiver } from './support/receiver.js';
@@ -30,7 +28,6 @@ import {
 // reviewer, the production mock (`partner-mock --profile production`) reading the signed register, and
 // the SDK calling the production API.
 
-const mockBin = fileURLToPath(new URL('../../mock/bin/partner-mock.js', import.meta.url));
 const maxAge = 2;
 
 let browser: Browser;
@@ -54,37 +51,6 @@ async function until<T>(probe: () => Promise<T | undefined>, what: string, timeo
   }
 }
 
-async function startProductionMock(registerUrl: string, keyFile: string, clientsFile: string) {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
-      mockBin,
-      '--profile',
-      'production',
-      '--register',
-      registerUrl,
-      '--register-key-file',
-      keyFile,
-      '--clients',
-      clientsFile,
-      '--json',
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const started = await new Promise<{ authUrl: string; baseUrl: string }>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error('the production mock did not start within 30 s')),
-      30_000,
-    );
-    createInterface({ input: child.stdout! }).once('line', (line) => {
-      clearTimeout(timer);
-      resolve(JSON.parse(line));
-    });
-    child.once('exit', (code) => reject(new Error(`the production mock exited with ${code}`)));
-  });
-  return { ...started, stop: () => void child.kill('SIGTERM') };
-}
-
 describe.each([['embedded'], ['postgres']] as const)(
   'the production flow end to end on the %s store',
   (store) => {
@@ -92,7 +58,7 @@ describe.each([['embedded'], ['postgres']] as const)(
     let env: Record<string, string>;
     let serve: ServeProcess | undefined;
     let receiver: Receiver & { setSecret(secret: string): void };
-    let mock: Awaited<ReturnType<typeof startProductionMock>> | undefined;
+    let mock: Gate | undefined;
     const args = () => [
       '--data-dir',
       join(dir, 'data'),
@@ -124,7 +90,7 @@ describe.each([['embedded'], ['postgres']] as const)(
       receiver = await startReceiver();
     });
     afterAll(async () => {
-      mock?.stop();
+      await mock?.stop();
       receiver?.stop();
       await serve?.stop('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
@@ -202,7 +168,7 @@ describe.each([['embedded'], ['postgres']] as const)(
       );
       const registerKeyFile = join(dir, 'register-key');
       writeFileSync(registerKeyFile, reader.key!, { mode: 0o600 });
-      mock = await startProductionMock(`${url}/register`, registerKeyFile, clientsFile);
+      mock = await startGate(`${url}/register`, registerKeyFile, clientsFile);
       const tokenRequest = async () => {
         const response = await fetch(`${mock!.authUrl}/oauth/token`, {
           method: 'POST',

@@ -1,13 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordSignedDecision } from '../src/production/decisions/signed.js';
 import { addRegisterReader } from '../src/production/register/register.js';
+import { type Gate, startGate } from './support/gate.js';
 import { attestedRun, ed25519Pem, type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 
@@ -15,49 +13,6 @@ import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 // production gate (the real `partner-mock --profile production`, as a process) in under 2 s, on the
 // embedded store and on PostgreSQL with the revocation recorded on one instance and the gate long-polling
 // another — while the same gate without the notice still issues tokens after 2 s (its 60-s max-age).
-
-const mockBin = fileURLToPath(new URL('../../mock/bin/partner-mock.js', import.meta.url));
-
-interface Gate {
-  authUrl: string;
-  child: ChildProcess;
-}
-
-async function startGate(registerUrl: string, keyFile: string, clientsFile: string, extra: string[] = []) {
-  const child = spawn(
-    process.execPath,
-    [
-      mockBin,
-      '--profile',
-      'production',
-      '--register',
-      registerUrl,
-      '--register-key-file',
-      keyFile,
-      '--clients',
-      clientsFile,
-      '--json',
-      ...extra,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const started = await new Promise<{ authUrl: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the gate did not start within 30 s')), 30_000);
-    createInterface({ input: child.stdout! }).once('line', (line) => {
-      clearTimeout(timer);
-      resolve(JSON.parse(line));
-    });
-    child.once('exit', (code) => reject(new Error(`the gate exited with ${code}`)));
-  });
-  return { authUrl: started.authUrl, child } satisfies Gate;
-}
-
-const stop = (gate: Gate | undefined) =>
-  new Promise<void>((resolve) => {
-    if (!gate || gate.child.exitCode !== null) return resolve();
-    gate.child.once('exit', () => resolve());
-    gate.child.kill('SIGTERM');
-  });
 
 describe.each([['embedded'], ['postgres']] as const)(
   'a revocation reaches the gate on the %s store',
@@ -125,7 +80,7 @@ describe.each([['embedded'], ['postgres']] as const)(
     }, 120_000);
 
     afterAll(async () => {
-      await Promise.all([stop(gates?.notice), stop(gates?.control)]);
+      await Promise.all([gates?.notice.stop(), gates?.control.stop()]);
       for (const instance of instances) await instance.close();
       await postgres?.stop();
       rmSync(dir, { recursive: true, force: true });
