@@ -89,14 +89,16 @@ export default defineClientCheck({
         sent + inFlightWindowMs(session.stage.apiDelayMs),
       );
       // Never the episode itself (an answer can be complete the millisecond its request arrived).
-      const followUps: ApiCall[] = apiCalls.slice(Math.max(from, apiCalls.indexOf(episode) + 1));
+      // Calls from just after the episode to `from` arrived in flight with it; the rest follow it.
+      const after = apiCalls.indexOf(episode) + 1;
+      const followUps: ApiCall[] = apiCalls.slice(Math.max(from, after));
       evidence.push(episode.exchange);
       if (followUps.length === 0) continue;
       const { inFlight, rest: early } = inFlightOf(
         followUps.filter((call) => call.exchange.at < sent + wait - retryAfterGraceMs),
         sent,
         slots,
-        apiCalls.slice(apiCalls.indexOf(episode) + 1, Math.max(from, apiCalls.indexOf(episode) + 1)),
+        apiCalls.slice(after, Math.max(from, after)),
       );
       const next = followUps.find((call) => !inFlight.includes(call));
       evidence.push(
