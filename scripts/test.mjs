@@ -50,6 +50,9 @@ const failures = [];
 
 /** Counts from a vitest JSON report; a run that failed without a report counts as one failure. */
 function count(file, succeeded, title) {
+  const errorsFile = runErrorsFile(file);
+  const runErrors = existsSync(errorsFile) ? JSON.parse(readFileSync(errorsFile, 'utf8')) : [];
+  for (const error of runErrors) failures.push(`${title}: ${error}`);
   let passed = 0;
   let failed = 0;
   let skipped = 0;
@@ -57,7 +60,10 @@ function count(file, succeeded, title) {
     const json = JSON.parse(readFileSync(file, 'utf8'));
     for (const suite of json.testResults ?? []) {
       const where = suite.name.replace(`${process.cwd()}/`, '');
-      if (suite.status === 'failed' && (suite.assertionResults ?? []).length === 0)
+      if (
+        suite.status === 'failed' &&
+        !(suite.assertionResults ?? []).some((test) => test.status === 'failed')
+      )
         failures.push(`${title}: ${where}: ${firstLine(suite.message)}`);
       for (const test of suite.assertionResults ?? [])
         if (test.status === 'failed')
@@ -66,12 +72,20 @@ function count(file, succeeded, title) {
     passed = json.numPassedTests ?? 0;
     failed = json.numFailedTests ?? 0;
     skipped = (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
-    // Suites that failed to load count as failures even when no test inside them ran.
+    // Files that failed with no failed test inside (one that did not load, a hook that threw) count
+    // as failures of their own.
     failed += (json.testResults ?? []).filter(
-      (suite) => suite.status === 'failed' && suite.assertionResults?.length === 0,
+      (suite) =>
+        suite.status === 'failed' && !(suite.assertionResults ?? []).some((test) => test.status === 'failed'),
     ).length;
   }
-  if (!succeeded && failed === 0) failed = 1;
+  if (!succeeded && failed === 0) {
+    failed = 1;
+    if (runErrors.length === 0)
+      failures.push(
+        `${title}: vitest exited non-zero with no failed test and no error it reported; see the log above`,
+      );
+  }
   if (passed === 0 && failed === 0) {
     console.error('✖ no test ran.');
     failed = 1;
@@ -88,6 +102,16 @@ function firstLine(text) {
       .slice(0, 300) ?? ''
   );
 }
+
+/** Where the run-errors reporter writes for the run whose JSON report is `file`. */
+const runErrorsFile = (file) => file.replace(/\.json$/, '.errors.json');
+/** The reporters of every run: the console, the JSON report, and what failed outside any test. */
+const reporters = (file) => [
+  '--reporter=default',
+  '--reporter=json',
+  '--reporter=./scripts/reporters/run-errors.mjs',
+  `--outputFile.json=${file}`,
+];
 
 const line = ({ passed, failed, skipped }) =>
   `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
@@ -120,15 +144,13 @@ const add = (result) => {
 if (ok) {
   mkdirSync('.reports', { recursive: true });
   rmSync(report, { force: true });
-  const tests = run('tests (vitest, every project)', 'pnpm', [
-    'exec',
-    'vitest',
-    'run',
-    '--reporter=default',
-    '--reporter=json',
-    `--outputFile.json=${report}`,
-    ...extra,
-  ]);
+  rmSync(runErrorsFile(report), { force: true });
+  const tests = run(
+    'tests (vitest, every project)',
+    'pnpm',
+    ['exec', 'vitest', 'run', ...reporters(report), ...extra],
+    { ...env, PARTNER_RUN_ERRORS: runErrorsFile(report) },
+  );
   const main = count(report, tests, `Node ${process.version}`);
   add(main);
   ok = main.ok;
@@ -149,20 +171,18 @@ if (ok) {
     const version = probe.stdout.trim();
     const file = `.reports/vitest-node-${version}.json`;
     rmSync(file, { force: true });
+    rmSync(runErrorsFile(file), { force: true });
     // Its directory first on PATH, so that every `node` the tests start (workers, consumers of the
     // packed tarballs, npm and pnpm themselves) is this version too.
     const succeeded = run(
       `tests under Node ${version} (${matrixProjects.join(', ')})`,
       node,
-      [
-        vitest,
-        'run',
-        ...matrixProjects.flatMap((project) => ['--project', project]),
-        '--reporter=default',
-        '--reporter=json',
-        `--outputFile.json=${file}`,
-      ],
-      { ...env, PATH: `${dirname(node)}${delimiter}${env.PATH ?? ''}` },
+      [vitest, 'run', ...matrixProjects.flatMap((project) => ['--project', project]), ...reporters(file)],
+      {
+        ...env,
+        PARTNER_RUN_ERRORS: runErrorsFile(file),
+        PATH: `${dirname(node)}${delimiter}${env.PATH ?? ''}`,
+      },
     );
     const result = count(file, succeeded, `Node ${version}`);
     add(result);
