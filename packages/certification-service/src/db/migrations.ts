@@ -261,6 +261,67 @@ CREATE TABLE register_documents (
 )
 `,
   },
+  {
+    id: 8,
+    name: 'production evidence',
+    // Evidence reporters (a key each, only its hash kept), the batches they sent (for a retried batch
+    // to count once, kept as long as the evidence), the exchanges themselves (never a token or a body),
+    // and judging's hand-out: a queue row per exchange not yet judged, and per partner a cursor row
+    // whose lease (taken with FOR UPDATE SKIP LOCKED) lets one instance at a time judge that partner and
+    // whose state is the judge's, committed with the removal of the queue rows it judged. Nothing
+    // depends on the order bigserial ids commit in: the queue is drained by what is visible, not by an
+    // id past a high-water mark.
+    sql: `
+CREATE TABLE evidence_reporters (
+  id text PRIMARY KEY,
+  name text NOT NULL,
+  key_hash text NOT NULL UNIQUE,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE evidence_batches (
+  reporter_id text NOT NULL REFERENCES evidence_reporters(id),
+  batch_id text NOT NULL,
+  received_at timestamptz NOT NULL DEFAULT now(),
+  accepted integer NOT NULL,
+  rejected integer NOT NULL,
+  dropped integer NOT NULL,
+  PRIMARY KEY (reporter_id, batch_id)
+);
+CREATE INDEX evidence_batches_received ON evidence_batches (received_at);
+CREATE TABLE evidence_exchanges (
+  id bigserial PRIMARY KEY,
+  partner_id text NOT NULL REFERENCES partners(id),
+  reporter_id text NOT NULL REFERENCES evidence_reporters(id),
+  at bigint NOT NULL,
+  kind text NOT NULL CHECK (kind IN ('token', 'api')),
+  method text NOT NULL,
+  path text NOT NULL,
+  status integer NOT NULL,
+  fingerprint text,
+  scopes_granted jsonb,
+  expires_at bigint,
+  retry_after_seconds integer,
+  error text,
+  received_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX evidence_exchanges_partner_at ON evidence_exchanges (partner_id, at);
+CREATE INDEX evidence_exchanges_received ON evidence_exchanges (received_at);
+CREATE TABLE evidence_queue (
+  exchange_id bigint PRIMARY KEY REFERENCES evidence_exchanges(id) ON DELETE CASCADE,
+  partner_id text NOT NULL,
+  at bigint NOT NULL
+);
+CREATE INDEX evidence_queue_partner ON evidence_queue (partner_id, at, exchange_id);
+CREATE TABLE evidence_cursors (
+  partner_id text PRIMARY KEY REFERENCES partners(id),
+  state jsonb,
+  lease_token text,
+  lease_until timestamptz,
+  judged_at timestamptz,
+  judged bigint NOT NULL DEFAULT 0
+)
+`,
+  },
 ];
 
 /**
