@@ -100,6 +100,7 @@ async function addWebhookCommand(db: Database, values: Values, dataDir: string):
       ? `${JSON.stringify({ webhookId, secret })}\n`
       : `webhook ${webhookId} added for ${events.join(', ')}.\nSigning secret (shown once; stored sealed with the secrets key): ${secret}\n`,
   );
+  process.stderr.write(`partner-certification-service: wrote webhook ${webhookId} to ${storeName(db)}\n`);
 }
 
 async function addReaderCommand(db: Database, values: Values): Promise<void> {
@@ -113,6 +114,9 @@ async function addReaderCommand(db: Database, values: Values): Promise<void> {
     values.json
       ? `${JSON.stringify({ readerId, key })}\n`
       : `register reader ${readerId} added.\nRegister key (shown once; only its hash is stored): ${key}\n`,
+  );
+  process.stderr.write(
+    `partner-certification-service: wrote register reader ${readerId} to ${storeName(db)}\n`,
   );
 }
 
