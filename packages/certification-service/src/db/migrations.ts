@@ -322,6 +322,43 @@ CREATE TABLE evidence_cursors (
 )
 `,
   },
+  {
+    id: 9,
+    name: 'regressions and suspension',
+    // A decision may also be `suspended`: the service's own, on a regression under `--on-regression
+    // suspend` (no reviewer; on the run the standing approval rests on). Migration 2 named the check of
+    // the decision column after the table it was created as (decisions_v2). A regression is a decisive
+    // check failing on a partner's production evidence: what failed, on which window, the exchanges that
+    // show it (fingerprints, never a token), what the service did about it (the policy, and the
+    // suspension it recorded, if any), its signed statement, and the approval that settled it later.
+    // One row per partner, check and window, however often the same finding is handed in.
+    sql: `
+ALTER TABLE decisions DROP CONSTRAINT IF EXISTS decisions_v2_decision_check;
+ALTER TABLE decisions DROP CONSTRAINT IF EXISTS decisions_decision_check;
+ALTER TABLE decisions ADD CONSTRAINT decisions_decision_check
+  CHECK (decision IN ('approved', 'rejected', 'revoked', 'expired', 'suspended'));
+CREATE TABLE regressions (
+  id text PRIMARY KEY,
+  partner_id text NOT NULL REFERENCES partners(id),
+  check_id text NOT NULL,
+  detail text NOT NULL,
+  at bigint NOT NULL,
+  window_from bigint NOT NULL,
+  window_to bigint NOT NULL,
+  exchanges jsonb NOT NULL,
+  policy text NOT NULL CHECK (policy IN ('notify', 'suspend')),
+  consequence text NOT NULL CHECK (consequence IN ('notified', 'suspended', 'unchanged')),
+  run_id text REFERENCES runs(id),
+  suspension_id text,
+  envelope text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  resolved_at timestamptz,
+  resolved_by text,
+  UNIQUE (partner_id, check_id, window_from, window_to)
+);
+CREATE INDEX regressions_partner ON regressions (partner_id, created_at DESC)
+`,
+  },
 ];
 
 /**
