@@ -3,7 +3,7 @@ import type { TokenErrorAnswer } from './token-request.js';
 
 /**
  * The production profile's gate: a partner gets a production token only when the register lists it
- * as `active` (and its `validUntil` has not passed by the mock's clock, even if the copy in use is
+ * as `active` (never while `suspended`, `revoked` or `expired`) (and its `validUntil` has not passed by the mock's clock, even if the copy in use is
  * older than the expiry). The answer is the approved scopes, or the token endpoint's refusal.
  */
 
@@ -37,6 +37,12 @@ export async function approvedScopes(
   const service = register.issuer;
   const entry = register.partners.get(partnerId);
   if (entry === undefined) return notApproved(partnerId, 'it was never approved', service);
+  if (entry.status === 'suspended')
+    return notApproved(
+      partnerId,
+      `its approval is suspended${entry.suspendedAt === undefined ? '' : ` since ${entry.suspendedAt}`} (decision ${entry.decisionId})`,
+      service,
+    );
   if (entry.status === 'revoked')
     return notApproved(partnerId, `its approval was revoked (decision ${entry.decisionId})`, service);
   const expired =

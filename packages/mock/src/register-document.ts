@@ -43,10 +43,12 @@ export interface RegisterOptions {
 export interface RegisterEntry {
   readonly partnerId: string;
   readonly name: string;
-  readonly status: 'active' | 'revoked' | 'expired';
+  readonly status: 'active' | 'suspended' | 'revoked' | 'expired';
   readonly scopes: readonly string[];
   readonly validUntil: string | null;
   readonly decisionId: string;
+  /** `suspended`: when the suspension began (ISO time), when the register says so. */
+  readonly suspendedAt?: string;
 }
 
 /** A verified register. */
@@ -62,7 +64,7 @@ export interface Register {
   readonly partners: ReadonlyMap<string, RegisterEntry>;
 }
 
-const statuses = new Set(['active', 'revoked', 'expired']);
+const statuses = new Set(['active', 'suspended', 'revoked', 'expired']);
 /** Largest register read: 4 MiB. */
 export const registerLimitBytes = 4 * 1024 * 1024;
 /** Most partners taken from one register. */
@@ -182,7 +184,7 @@ export function parseRegisterPayload(payload: Record<string, unknown>): Register
     const status = entry.status;
     if (typeof status !== 'string' || !statuses.has(status))
       throw new RegisterFailure(
-        `partners[${index}].status of the register is not active, revoked or expired`,
+        `partners[${index}].status of the register is not active, suspended, revoked or expired`,
       );
     if (
       !Array.isArray(entry.scopes) ||
@@ -193,6 +195,9 @@ export function parseRegisterPayload(payload: Record<string, unknown>): Register
     const validUntil = entry.validUntil ?? null;
     if (validUntil !== null && (typeof validUntil !== 'string' || Number.isNaN(Date.parse(validUntil))))
       throw new RegisterFailure(`partners[${index}].validUntil of the register is not a date or null`);
+    const suspendedAt = entry.suspendedAt ?? null;
+    if (suspendedAt !== null && (typeof suspendedAt !== 'string' || Number.isNaN(Date.parse(suspendedAt))))
+      throw new RegisterFailure(`partners[${index}].suspendedAt of the register is not a date or null`);
     const partnerId = text(entry.partnerId, `partners[${index}].partnerId`, 200);
     map.set(partnerId, {
       partnerId,
@@ -201,6 +206,7 @@ export function parseRegisterPayload(payload: Record<string, unknown>): Register
       scopes: [...(entry.scopes as string[])],
       validUntil: validUntil as string | null,
       decisionId: typeof entry.decisionId === 'string' ? entry.decisionId.slice(0, 200) : '',
+      ...(status === 'suspended' && suspendedAt !== null && { suspendedAt: suspendedAt as string }),
     });
   });
   return { issuer, issuedAt: iat, expiresAt: exp, seq, partners: map };

@@ -19,6 +19,7 @@ const approved = client('ptn_approved');
 const revoked = client('ptn_revoked');
 const expired = client('ptn_expired');
 const lapsed = client('ptn_lapsed');
+const suspended = client('ptn_suspended');
 const stranger = client('ptn_never');
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -70,10 +71,21 @@ async function setUp(
       decisionId: 'dec_lapsing',
     },
   ];
+  // Suspended after a regression (the certification service's decision), and one suspended by a register
+  // that does not say since when.
+  register.state.partners.push({
+    partnerId: suspended.partnerId,
+    name: 'Suspended Lending',
+    status: 'suspended',
+    scopes: [],
+    validUntil: inAYear,
+    decisionId: 'dec_suspended',
+    suspendedAt: '2026-03-01T12:00:00.000Z',
+  });
   configure(register);
   const mock = await startMock({
     profile: 'production',
-    clients: [approved, revoked, expired, lapsed, stranger],
+    clients: [approved, revoked, expired, lapsed, stranger, suspended],
     register: { url: register.registerUrl, key: register.key, ...(lookup === 'partner' && { lookup }) },
     clock: () => clock.now,
   });
@@ -113,6 +125,11 @@ describe('production profile: who gets a token', () => {
 
   it.each([
     ['revoked', revoked, `its approval was revoked (decision dec_revoked)`],
+    [
+      'suspended',
+      suspended,
+      'its approval is suspended since 2026-03-01T12:00:00.000Z (decision dec_suspended)',
+    ],
     ['expired', expired, 'its approval expired on 2026-01-01T00:00:00.000Z (decision dec_expired)'],
     ['never approved', stranger, 'it was never approved'],
   ])(
@@ -128,6 +145,52 @@ describe('production profile: who gets a token', () => {
       });
     },
   );
+
+  it('refuses a suspended partner also when its entry says no suspendedAt, and in lookup partner', async () => {
+    const { mock } = await setUp((register) => {
+      const entry = register.state.partners.find((p) => p.partnerId === suspended.partnerId)!;
+      delete entry.suspendedAt;
+    }, 'partner');
+    const answer = await ask(mock, suspended);
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toBe('unauthorized_client');
+    expect(answer.body.error_description).toContain('its approval is suspended (decision dec_suspended)');
+    // Control: the active partner of the same register gets its token.
+    expect((await ask(mock, approved)).status).toBe(200);
+  });
+
+  it('lets a token issued before a suspension through until it expires, as after a revocation (documented)', async () => {
+    const { mock, register, clock } = await setUp((r) => {
+      r.state.maxAge = 1;
+    });
+    const before = await ask(mock, approved);
+    expect(before.status).toBe(200);
+    const call = () =>
+      fetch(loansUrl(mock, approved.partnerId), {
+        headers: { authorization: `Bearer ${before.body.access_token}` },
+      });
+    for (const status of ['suspended', 'revoked'] as const) {
+      register.state.partners = register.state.partners.map((p) =>
+        p.partnerId === approved.partnerId ? { ...p, status, scopes: [] } : p,
+      );
+      clock.now += 2000;
+      expect((await ask(mock, approved)).body.error).toBe('unauthorized_client');
+      // The API checks the token, not the register: the earlier token still reads until its exp.
+      expect((await call()).status).toBe(200);
+    }
+    clock.now += 43_200_000;
+    expect((await call()).status).toBe(401);
+  });
+
+  it('refuses a register whose suspendedAt is not a date, naming the field', async () => {
+    const { mock } = await setUp((register) => {
+      const entry = register.state.partners.find((p) => p.partnerId === suspended.partnerId)!;
+      entry.suspendedAt = 'last tuesday';
+    });
+    const answer = await ask(mock, approved);
+    expect(answer.status).toBe(503);
+    expect(answer.body.error_description).toContain('suspendedAt of the register is not a date or null');
+  });
 
   it('refuses an approval whose validUntil has passed by its own clock, even while the register still says active', async () => {
     const { mock, clock } = await setUp((register) => {

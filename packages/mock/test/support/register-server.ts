@@ -14,10 +14,12 @@ import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 export interface RegisterPartner {
   partnerId: string;
   name: string;
-  status: 'active' | 'revoked' | 'expired';
+  status: 'active' | 'suspended' | 'revoked' | 'expired';
   scopes: string[];
   validUntil: string | null;
   decisionId: string;
+  /** `suspended`: when the suspension began (ISO time). */
+  suspendedAt?: string;
 }
 
 type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
