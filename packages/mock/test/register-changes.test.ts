@@ -111,13 +111,14 @@ async function setUp(mode: Mode, changes: boolean) {
   return { register, front, mock, token };
 }
 
-/** Revokes the partner in the register (the next copy signed says so). */
-function revoke(register: RegisterServer) {
+/** Revokes (or suspends) the partner in the register (the next copy signed says so). */
+function revoke(register: RegisterServer, status: 'revoked' | 'suspended' = 'revoked') {
   register.state.partners = register.state.partners.map((entry) => ({
     ...entry,
-    status: 'revoked' as const,
+    status,
     scopes: [],
-    decisionId: 'dec_revoked',
+    decisionId: `dec_${status}`,
+    ...(status === 'suspended' && { suspendedAt: '2026-03-01T12:00:00.000Z' }),
   }));
 }
 
@@ -151,6 +152,30 @@ describe('the production gate and the register change notice', () => {
     expect(await until(() => front.held.size === 1)).toBe(true);
     expect(Number(front.polls.at(-1))).toBeGreaterThanOrEqual(register.state.seq - 1);
     expect(mock.registerStatus()?.changes).toMatchObject({ state: 'listening', notices: 1 });
+  });
+
+  it('refuses a suspended partner through the notice the same way as a revoked one', async () => {
+    const { register, front, mock, token } = await setUp('notice', true);
+    expect((await token()).status).toBe(200);
+    expect(await until(() => front.held.size === 1)).toBe(true);
+    revoke(register, 'suspended');
+    // Control: before the notice the gate still holds its copy (max-age 60 s) and issues.
+    expect((await token()).status).toBe(200);
+    front.announce(register.state.seq);
+    let answer = await token();
+    const deadline = Date.now() + 5000;
+    while (answer.status === 200 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      answer = await token();
+    }
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({
+      error: 'unauthorized_client',
+      error_description: expect.stringContaining(
+        'its approval is suspended since 2026-03-01T12:00:00.000Z (decision dec_suspended)',
+      ),
+    });
+    expect(mock.registerStatus()?.changes).toMatchObject({ notices: 1 });
   });
 
   it('without the notice (changes: false) still serves its copy 2 s after the revocation', async () => {
