@@ -31,6 +31,7 @@ import {
   startProduction,
 } from './production/index.js';
 import { replayJournal } from './recording/replay.js';
+import { type Regressions, startRegressions } from './regressions/index.js';
 import { purgedRunAnswers, retentionSweeper } from './retention/retention.js';
 import { registerRunMetrics } from './runs/metrics.js';
 import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/runs.js';
@@ -139,6 +140,8 @@ export interface RunningService {
   readonly publicUrl: string;
   readonly runs: Runs;
   readonly production: Production;
+  /** Regressions on production evidence: `record` a finding under the service's policy. */
+  readonly regressions: Regressions;
   readonly server: Server;
   /** Handles listening on the port (see `listenSockets`: 1 when neither way of having more worked). */
   readonly listeningSockets: number;
@@ -268,7 +271,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   );
   const oidc = options.oidc && oidcSignIn(options.oidc, { db, publicUrl, audit, log });
   mountUi(app, { db, publicUrl, audit, signin, production, ...(oidc && { oidc }) });
-  production.mountUi(app);
+  // Regressions: recorded under --on-regression; the evidence watch starts once the evidence side hands out exchanges.
+  const regressions = startRegressions({ db, production, policy: production.settings.onRegression, log });
+  production.mountUi(app, { sections: [regressions.section] });
+  regressions.mount(app);
   const allowedAt = allowedMethods(openApiDocument(publicUrl).paths);
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname;
@@ -367,6 +373,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     publicUrl,
     runs,
     production,
+    regressions,
     server,
     listeningSockets: listening.sockets,
     ...(oidc && { oidcReady: () => oidc.ready() }),
@@ -392,6 +399,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
           }, inFlightGraceMs).unref();
         });
         await sweeping;
+        await regressions.close();
         await production.close();
         await stopRetention?.();
         await runs.close();

@@ -20,6 +20,7 @@ export const parseArguments = (argv: string[]) =>
       'expiry-notice-days': { type: 'string' },
       'register-max-age': { type: 'string' },
       'webhook-retry-schedule': { type: 'string' },
+      'on-regression': { type: 'string' },
       'trust-forwarded-for': { type: 'boolean' },
       plan: { type: 'string' },
       'metrics-port': { type: 'string' },

@@ -16,6 +16,7 @@ export interface ServeOptions {
     expiryNoticeDays: number | undefined;
     registerMaxAgeSeconds: number | undefined;
     webhookRetrySchedule: number[] | undefined;
+    onRegression: 'notify' | 'suspend' | undefined;
   };
   retainDays: number | undefined;
   shutdownDelay: number | undefined;
@@ -48,6 +49,7 @@ export async function serveOptions(values: Values): Promise<ServeOptions> {
     expiryNoticeDays: whole('expiry-notice-days', values['expiry-notice-days'], 0, 3_650),
     registerMaxAgeSeconds: whole('register-max-age', values['register-max-age'], 0, 86_400),
     webhookRetrySchedule: retrySchedule(values['webhook-retry-schedule']),
+    onRegression: onRegression(values['on-regression']),
   };
   const retainDays = whole('retain-days', values['retain-days'], 1, 36_500);
   const shutdownDelay = whole('shutdown-delay', values['shutdown-delay'], 0, 300);
@@ -106,6 +108,14 @@ function runLimits(values: Values): Partial<RunLimits> {
   const hourly = whole('max-runs-per-hour', values['max-runs-per-hour'], 1, 1_000_000);
   if (hourly !== undefined) limits.maxRunsPerHour = hourly;
   return limits;
+}
+
+/** --on-regression: notify or suspend. */
+function onRegression(value: string | undefined): 'notify' | 'suspend' | undefined {
+  if (value === undefined || value === 'notify' || value === 'suspend') return value;
+  return fail(
+    `--on-regression takes notify (announce a regression) or suspend (also suspend an active partner until a reviewer approves a run again), got ${JSON.stringify(value.slice(0, 40))}`,
+  );
 }
 
 function retrySchedule(value: string | undefined): number[] | undefined {

@@ -29,6 +29,11 @@ serve
   --webhook-retry-schedule S,…  seconds before each retry of a failed webhook delivery, e.g. 5,15,15,15
                      (1 to 30 delays of 1 to 604800 s, each varied ±20 %; after the last the delivery is failed)
                      (default 5,30,120,600,1800,3600,10800,21600,43200,86400,86400,86400: about 4 days)
+  --on-regression P  what a regression (a decisive plan check failing on a partner's production evidence)
+                     does besides being recorded, signed and announced (partner.regressed): notify, nothing
+                     more; suspend, an active partner is suspended (register status suspended, no scopes;
+                     partner.suspended) until a reviewer approves a certification run again
+                     (partner.reinstated) or revokes (default notify)
   --trust-forwarded-for  a reviewer's sign-in address is the last X-Forwarded-For entry (behind a proxy that
                      sets it), not the socket's; failed sign-ins are limited per address (default off)
   --retain-days N    purge the sessions, reports, attestations and exchanges of runs ended N days ago that

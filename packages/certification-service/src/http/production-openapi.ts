@@ -37,6 +37,48 @@ export const productionPaths = {
       },
     },
   },
+  '/api/production/regressions': {
+    get: {
+      operationId: 'listRegressions',
+      summary: 'Your regressions on production, with their evidence',
+      description:
+        'A regression is a decisive check of the certification plan failing on your production traffic, as the production side reported it (each token as a keyed fingerprint, never the token). Newest first, at most 100. policy is the service’s (--on-regression): notify announces it; suspend also suspends an active partner (the register says suspended) until a reviewer approves a certification run again. consequence says what it did: suspended, notified (you stayed active) or unchanged (you were not active). Webhooks announce it as partner.regressed (then partner.suspended, and partner.reinstated on a new approval).',
+      responses: {
+        '200': {
+          description: 'Your regressions (only yours).',
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['regressions'],
+                properties: {
+                  regressions: { type: 'array', items: { $ref: '#/components/schemas/Regression' } },
+                },
+              },
+            },
+          },
+        },
+        '401': problem('No API key, or an unknown one.'),
+      },
+    },
+  },
+  '/api/production/regressions/{id}/statement': {
+    get: {
+      operationId: 'getRegressionStatement',
+      summary: 'A regression of yours, signed',
+      description:
+        "A DSSE envelope (payloadType application/vnd.in-toto+json) of an in-toto Statement v1, predicateType https://partner-lending.dev/certification-regression/v1: subject your certification (partner/{partnerId}/{runId}.attestation.json and the SHA-256 of the run's attestation, or partner/{partnerId}/evidence and the SHA-256 of the exchanges when you were never approved), predicate {regressionId, partner: {id, name}, check, detail, at, window: {from, to}, exchanges, policy, consequence, suspensionId, runId, plan: {id, digest}, recordedAt}. Signed with the attestation key: verify it with the service's JWKS.",
+      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        '200': {
+          description: 'The signed regression (also a download, {id}.regression.json).',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/DsseEnvelope' } } },
+        },
+        '401': problem('No API key, or an unknown one.'),
+        '404': problem('No regression of yours has this id.'),
+      },
+    },
+  },
   '/register': {
     get: {
       operationId: 'getRegister',
@@ -109,8 +151,73 @@ export const productionPaths = {
   },
 };
 
+const exchangeSchema = {
+  type: 'object',
+  description:
+    'One exchange the production side served, as its evidence reported it (never a token or a body).',
+  required: ['at', 'partnerId', 'kind', 'method', 'path', 'status', 'reporterId'],
+  properties: {
+    at: { type: 'integer', description: 'ms since the epoch' },
+    partnerId: { type: 'string' },
+    kind: { enum: ['token', 'api'] },
+    method: { type: 'string' },
+    path: { type: 'string' },
+    status: { type: 'integer' },
+    fingerprint: { type: 'string', description: 'A keyed hash of the token issued or presented.' },
+    scopesGranted: { type: 'array', items: { type: 'string' } },
+    expiresAt: { type: 'integer' },
+    retryAfterSeconds: { type: 'number' },
+    error: { type: 'string' },
+    reporterId: { type: 'string' },
+  },
+};
+
 /** The schemas those paths use, and the register reader's security scheme. */
 export const productionSchemas = {
+  Regression: {
+    type: 'object',
+    required: [
+      'id',
+      'check',
+      'detail',
+      'at',
+      'window',
+      'exchanges',
+      'policy',
+      'consequence',
+      'suspensionId',
+      'runId',
+      'recordedAt',
+      'resolvedAt',
+      'resolvedBy',
+    ],
+    properties: {
+      id: { type: 'string' },
+      check: { type: 'string', description: 'The plan check that failed on production.' },
+      detail: { type: 'string' },
+      at: { type: 'string', format: 'date-time' },
+      window: {
+        type: 'object',
+        required: ['from', 'to'],
+        properties: {
+          from: { type: 'string', format: 'date-time' },
+          to: { type: 'string', format: 'date-time' },
+        },
+      },
+      exchanges: { type: 'array', maxItems: 20, items: exchangeSchema },
+      policy: { enum: ['notify', 'suspend'] },
+      consequence: { enum: ['notified', 'suspended', 'unchanged'] },
+      suspensionId: { type: ['string', 'null'], description: 'The suspension decision it caused.' },
+      runId: { type: ['string', 'null'], description: 'The run your approval rested on.' },
+      recordedAt: { type: 'string', format: 'date-time' },
+      resolvedAt: {
+        type: ['string', 'null'],
+        format: 'date-time',
+        description: 'When a later approval settled it.',
+      },
+      resolvedBy: { type: ['string', 'null'], description: 'That approval.' },
+    },
+  },
   DsseEnvelope: {
     type: 'object',
     required: ['payloadType', 'payload', 'signatures'],
@@ -145,7 +252,11 @@ export const productionSchemas = {
           properties: {
             partnerId: { type: 'string' },
             name: { type: 'string' },
-            status: { enum: ['active', 'revoked', 'expired'] },
+            status: {
+              enum: ['active', 'suspended', 'revoked', 'expired'],
+              description:
+                'suspended: the service holds the approval on a regression (serve --on-regression suspend) until a reviewer approves a certification run again (active) or revokes (revoked); no token is to be issued meanwhile.',
+            },
             scopes: {
               type: 'array',
               items: { type: 'string' },

@@ -6,6 +6,9 @@ export const webhookEventTypes = [
   'approval.expiring',
   'approval.expired',
   'run.judged',
+  'partner.regressed',
+  'partner.suspended',
+  'partner.reinstated',
 ] as const;
 
 export type WebhookEventType = (typeof webhookEventTypes)[number];
@@ -28,6 +31,7 @@ export const eventOfDecision = {
   rejected: 'partner.rejected',
   revoked: 'partner.revoked',
   expired: 'approval.expired',
+  suspended: 'partner.suspended',
 } as const satisfies Record<string, WebhookEventType>;
 
 /** Parses `--events a,b`: every name must be a known type; none given means all. */

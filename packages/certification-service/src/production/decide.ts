@@ -8,6 +8,7 @@ import {
   revokeApproval,
   standingApproval,
 } from './decisions/signed.js';
+import { settleByApproval, suspensionOf } from './decisions/suspension.js';
 
 /** A run as `decide` reads it: its row (the reviewer pages' `UiRun` is one). */
 export interface RunToDecide extends RunRowForApproval {
@@ -65,10 +66,12 @@ const audit = (db: Queryable, actor: string, action: string, subject: string | n
 
 /**
  * The production rule, in one place: approve or reject a judged, attested run, or revoke a partner's
- * standing approval. An approval of a run that is not approvable, the same decision again, and a
- * rejection of the run the partner's standing approval rests on (revoke ends an approval; a rejection
- * only judges a run, so the register, the decisions API and the webhooks never disagree about it) are
- * refused with a `decision.refused` audit line; otherwise the decision is signed, its webhook event
+ * standing approval (a suspended one too: a suspension holds an approval, it does not end it). An
+ * approval settles the partner's regressions recorded before it, and reinstates a partner the service
+ * suspended (`partner.reinstated`); a rejection never does. An approval of a run that is not
+ * approvable, the same decision again, and a rejection of the run the partner's standing approval rests
+ * on (revoke ends an approval; a rejection only judges a run, so the register, the decisions API and the
+ * webhooks never disagree about it) are refused with a `decision.refused` audit line; otherwise the decision is signed, its webhook event
  * queued and its audit line written in one transaction (a revocation's line is the signed decision's
  * own), and the dispatcher is nudged once it commits. Every decision on a partner takes the partner's
  * lock first, as revocation and expiry do, so that the standing approval it reads is the one that
@@ -102,6 +105,10 @@ export async function decide(deps: DecideDeps, request: DecisionRequest): Promis
         const standing = await standingApproval(tx, run.partner_id);
         if (standing && standing.run_id === run.id) throw new InForce(String(standing.id));
       }
+      // Read before the approval is recorded: whether it reinstates a partner the service suspended.
+      const suspension = decision === 'approved' ? await suspensionOf(tx, run.partner_id) : undefined;
+      const scopes = decision === 'approved' && run.plan ? planScopes(run.plan) : [];
+      const validUntil = decision === 'approved' ? deps.validUntil() : null;
       const recorded = await recordSignedDecision(
         tx,
         {
@@ -110,11 +117,21 @@ export async function decide(deps: DecideDeps, request: DecisionRequest): Promis
           reviewerId: request.reviewer.id,
           decision,
           note,
-          scopes: decision === 'approved' && run.plan ? planScopes(run.plan) : [],
-          validUntil: decision === 'approved' ? deps.validUntil() : null,
+          scopes,
+          validUntil,
         },
         deps,
       );
+      if (decision === 'approved')
+        await settleByApproval(tx, {
+          partnerId: run.partner_id,
+          runId: run.id,
+          decisionId: recorded.decisionId,
+          actor,
+          suspension,
+          scopes,
+          validUntil,
+        });
       await audit(tx, actor, `partner.${decision}`, run.partner_id, {
         run: run.id,
         decision: recorded.decisionId,

@@ -4,7 +4,7 @@ import type { SigningKey } from '../keys.js';
 import { databaseGauge } from '../observability/metrics.js';
 import { type DecisionRequest, decide } from './decide.js';
 import { sweepApprovals } from './decisions/signed.js';
-import { mountProductionUi } from './pages.js';
+import { mountProductionUi, type PartnerSection } from './pages.js';
 import { type ChangeOptions, createRegisterChanges } from './register/changes.js';
 import { createRegister, registerEntries } from './register/register.js';
 import { mountRegister } from './register/routes.js';
@@ -27,12 +27,19 @@ export interface ProductionOptions {
   webhookPollMs?: number;
   /** The register's change notice (`GET /register/changes`): hold, poll interval, waiter bounds. */
   registerChanges?: ChangeOptions;
+  /**
+   * What a regression on production evidence does (`--on-regression`): `notify` announces it
+   * (`partner.regressed`); `suspend` also suspends an active partner until a reviewer approves a run
+   * again. Default `notify`.
+   */
+  onRegression?: 'notify' | 'suspend';
 }
 
 export const defaultProductionOptions = {
   approvalValidDays: 365,
   expiryNoticeDays: 30,
   registerMaxAgeSeconds: 60,
+  onRegression: 'notify',
 } as const;
 
 /**
@@ -90,17 +97,20 @@ export function startProduction(deps: {
     validUntil,
     /** Approves or rejects a run, or revokes an approval: the production rule (see decide.ts). */
     decide: decideHere,
+    /** Something production reads was committed (a regression, a suspension): webhooks and change polls hear of it. */
+    nudge,
     // biome-ignore lint/suspicious/noExplicitAny: mounted on the service's one app
     mount(app: Hono<any>) {
       mountRegister(app, { db: deps.db, register, changes });
     },
     // biome-ignore lint/suspicious/noExplicitAny: mounted on the service's one app, after the UI's sign-in
-    mountUi(app: Hono<any>) {
+    mountUi(app: Hono<any>, extra: { sections?: ReadonlyArray<PartnerSection> } = {}) {
       mountProductionUi(app, {
         db: deps.db,
         decide: decideHere,
         noticeDays: settings.expiryNoticeDays,
         nudge: dispatcher.nudge,
+        ...(extra.sections && { sections: extra.sections }),
       });
     },
     /**

@@ -10,6 +10,9 @@ import { resendDelivery } from './webhooks/admin.js';
 
 type Env = { Variables: { reviewer: { id: string; name: string; csrf: string } } };
 
+/** A part of a partner's production page another part of the service adds (its HTML, escaped by it). */
+export type PartnerSection = (partnerId: string) => Promise<string>;
+
 const html = (c: Context<Env>, body: string, status: 200 | 400 | 404 | 409 = 200) =>
   c.html(body, status, {
     'content-security-policy': uiContentSecurityPolicy,
@@ -32,6 +35,8 @@ export function mountProductionUi(
     noticeDays: number;
     /** Wakes the webhook dispatcher (after a delivery is sent again). */
     nudge: () => void;
+    /** Parts shown below the decisions (the regressions). */
+    sections?: ReadonlyArray<PartnerSection>;
   },
 ) {
   const { db } = deps;
@@ -45,7 +50,7 @@ export function mountProductionUi(
     if (!partner) return html(c, page('No such partner', '<p>No partner has this id.</p>', reviewer), 404);
     const decisions = await db.query<{
       id: string;
-      decision: 'approved' | 'rejected' | 'revoked' | 'expired';
+      decision: 'approved' | 'rejected' | 'revoked' | 'expired' | 'suspended';
       note: string;
       scopes: string[] | null;
       valid_until: string | null;
@@ -71,16 +76,22 @@ export function mountProductionUi(
       ? `<p>Production: <strong class="${h(entry.status === 'active' ? 'approved' : 'rejected')}">${h(entry.status)}</strong>${
           entry.status === 'active'
             ? ` for <code>${h(entry.scopes.join(' ') || '(no scope)')}</code> until ${h(entry.validUntil ?? 'no end')}`
-            : ''
+            : entry.status === 'suspended'
+              ? ' <span class="error">(the service suspended it on a regression, below: approving a certification run reinstates it; revoking ends it)</span>'
+              : ''
         }${expiring ? ` <span class="error">(expires within ${deps.noticeDays} days: a new certification run replaces it)</span>` : ''}</p>`
       : '<p class="muted">Not in the register: no approval yet.</p>';
+    // A suspended partner's approval still stands (held, not ended): a reviewer can revoke it.
     const revoke =
-      entry?.status === 'active'
+      entry?.status === 'active' || entry?.status === 'suspended'
         ? `<h2>Revoke</h2><form method="post" action="/ui/partners/${h(partner.id)}/revoke">
 <input type="hidden" name="csrf" value="${h(reviewer.csrf)}">
 <p><label for="note">Note (required, recorded and signed with your name and the time)</label><textarea id="note" name="note" maxlength="2000" required></textarea></p>
 <button name="decision" value="revoked">Revoke the approval</button></form>`
         : '';
+    const sections = (await Promise.all((deps.sections ?? []).map((section) => section(partner.id)))).join(
+      '\n',
+    );
     const rows = decisions
       .map(
         (
@@ -95,7 +106,7 @@ export function mountProductionUi(
       page(
         `${partner.name}: production`,
         `<p><a href="/partners/${h(partner.id)}">Back to the partner</a></p>${standing}${revoke}<h2>Decisions</h2>
-<table><thead><tr><th>Decision</th><th>By</th><th>When</th><th>On run</th><th>Scopes</th><th>Valid until</th><th>Note</th><th>Signed</th></tr></thead><tbody>${rows || '<tr><td colspan="8" class="muted">No decision yet.</td></tr>'}</tbody></table>`,
+<table><thead><tr><th>Decision</th><th>By</th><th>When</th><th>On run</th><th>Scopes</th><th>Valid until</th><th>Note</th><th>Signed</th></tr></thead><tbody>${rows || '<tr><td colspan="8" class="muted">No decision yet.</td></tr>'}</tbody></table>${sections}`,
         reviewer,
       ),
     );

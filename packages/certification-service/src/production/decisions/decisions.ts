@@ -2,13 +2,22 @@ import type { Queryable } from '../../db/database.js';
 import { newId } from '../../secrets.js';
 
 /** What a decision says of a partner for production. */
-export type DecisionValue = 'approved' | 'rejected' | 'revoked' | 'expired';
-export const decisionValues: readonly DecisionValue[] = ['approved', 'rejected', 'revoked', 'expired'];
+export type DecisionValue = 'approved' | 'rejected' | 'revoked' | 'expired' | 'suspended';
+export const decisionValues: readonly DecisionValue[] = [
+  'approved',
+  'rejected',
+  'revoked',
+  'expired',
+  'suspended',
+];
 
 export interface DecisionInput {
   partnerId: string;
   runId: string;
-  /** The reviewer who decided; null for a decision of the service itself (an approval that expired). */
+  /**
+   * The reviewer who decided; null for a decision of the service itself (an approval that expired, a
+   * suspension on a regression).
+   */
   reviewerId: string | null;
   decision: DecisionValue;
   note: string;

@@ -91,7 +91,11 @@ export async function recordSignedDecision(
   return { decisionId, eventId };
 }
 
-/** A partner's standing approval: its latest approval, unless revoked or expired since. */
+/**
+ * A partner's standing approval: its latest approval, unless revoked or expired since. A suspension
+ * holds an approval without ending it (the register says `suspended`): it can still be revoked, and it
+ * still expires.
+ */
 export async function standingApproval(
   db: Queryable,
   partnerId: string,

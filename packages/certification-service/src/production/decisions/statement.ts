@@ -16,16 +16,19 @@ export { decisionPredicateType };
 
 /** The reviewer name a decision the service takes itself (an expiry) is signed with. */
 export const systemReviewerName = 'certification service (automatic expiry)';
+/** The reviewer name of a suspension, which the service records on a regression (`--on-regression suspend`). */
+export const suspensionReviewerName = 'certification service (automatic suspension on a regression)';
 
 /**
  * What a decision statement says: what `partner-conformance verify` reads (its types), narrowed to what
- * the service always signs (a reviewer's name, one subject).
+ * the service always signs (a reviewer's name, one subject), and with the service's own `suspended`.
  */
-export interface DecisionPredicate extends VerifiedPredicate {
+export interface DecisionPredicate extends Omit<VerifiedPredicate, 'decision'> {
+  decision: DecisionValue;
   reviewer: { name: string };
 }
 
-export interface DecisionStatement extends VerifiedStatement {
+export interface DecisionStatement extends Omit<VerifiedStatement, 'predicate'> {
   subject: [{ name: string; digest: { sha256: string } }];
   predicate: DecisionPredicate;
 }
@@ -64,7 +67,11 @@ export function decisionStatement(input: DecisionToSign): DecisionStatement {
       partner: { id: input.partnerId, name: input.partnerName },
       decision: input.decision,
       scopes: [...input.scopes],
-      reviewer: { name: input.reviewerName ?? systemReviewerName },
+      reviewer: {
+        name:
+          input.reviewerName ??
+          (input.decision === 'suspended' ? suspensionReviewerName : systemReviewerName),
+      },
       at: input.at.toISOString(),
       validUntil: input.validUntil ? input.validUntil.toISOString() : null,
       note: input.note,

@@ -4,8 +4,11 @@ import type { Database, Queryable } from '../../db/database.js';
 import type { SigningKey } from '../../keys.js';
 import { hashSecret } from '../../secrets.js';
 
-/** A partner's production status in the register. */
-export type RegisterStatus = 'active' | 'revoked' | 'expired';
+/**
+ * A partner's production status in the register: `suspended` while the service holds its approval on a
+ * regression (`--on-regression suspend`) until a reviewer approves a run again (or revokes).
+ */
+export type RegisterStatus = 'active' | 'suspended' | 'revoked' | 'expired';
 
 export interface RegisterEntry {
   partnerId: string;
@@ -28,16 +31,16 @@ interface LatestRow {
   id: string;
   partner_id: string;
   name: string;
-  decision: 'approved' | 'revoked' | 'expired';
+  decision: 'approved' | 'revoked' | 'expired' | 'suspended';
   scopes: string[] | null;
   valid_until: string | Date | null;
 }
 
 /**
- * Each partner's standing, from its latest approval, revocation or expiry (a rejection of a later run
- * leaves a standing approval as it is): `active` while an approval is valid — an approval past its
- * `validUntil` reads `expired` at once, before the sweeper records the expiry — else `revoked` or
- * `expired`. A partner with none of these is absent.
+ * Each partner's standing, from its latest approval, revocation, expiry or suspension (a rejection of a
+ * later run leaves a standing approval as it is): `active` while an approval is valid — an approval past
+ * its `validUntil` reads `expired` at once, before the sweeper records the expiry — else `revoked`,
+ * `expired` or `suspended` (scopes empty, as for a revocation). A partner with none of these is absent.
  */
 export async function registerEntries(
   db: Queryable,
@@ -47,7 +50,7 @@ export async function registerEntries(
   const rows = await db.query<LatestRow>(
     `SELECT DISTINCT ON (d.partner_id) d.id, d.partner_id, p.name, d.decision, d.scopes, d.valid_until
      FROM decisions d JOIN partners p ON p.id = d.partner_id
-     WHERE d.decision IN ('approved', 'revoked', 'expired')${partnerId === undefined ? '' : ' AND d.partner_id = $1'}
+     WHERE d.decision IN ('approved', 'revoked', 'expired', 'suspended')${partnerId === undefined ? '' : ' AND d.partner_id = $1'}
      ORDER BY d.partner_id, d.created_at DESC, d.id DESC`,
     partnerId === undefined ? [] : [partnerId],
   );

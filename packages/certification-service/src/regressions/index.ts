@@ -1,0 +1,57 @@
+import type { Hono } from 'hono';
+import type { Database } from '../db/database.js';
+import type { Production } from '../production/index.js';
+import type { RegressionFinding } from './finding.js';
+import { mountRegressionPages, regressionsSection } from './page.js';
+import { recordRegression } from './record.js';
+import { mountRegressionApi } from './routes.js';
+import type { RegressionPolicy } from './statement.js';
+import { type ClaimEvidence, type CreateJudge, type RegressionWatch, startRegressionWatch } from './watch.js';
+
+/**
+ * Regressions on one instance: recording them under the service's policy (`--on-regression`), the
+ * partner API's list, the reviewer page's part, and — when the evidence side hands out exchanges — the
+ * watch that judges them.
+ */
+export function startRegressions(deps: {
+  db: Database;
+  production: Pick<Production, 'key' | 'nudge'>;
+  policy: RegressionPolicy;
+  log: (line: string) => void;
+  /** The evidence side's hand-out and the judge; without them no evidence is judged on this instance. */
+  evidence?: { claim: ClaimEvidence; createJudge: CreateJudge; intervalMs?: number };
+}) {
+  const record = (finding: RegressionFinding) =>
+    recordRegression(deps.db, finding, {
+      policy: deps.policy,
+      signingKey: deps.production.key,
+      nudge: deps.production.nudge,
+    });
+  const watch: RegressionWatch | undefined =
+    deps.evidence &&
+    startRegressionWatch({
+      claim: deps.evidence.claim,
+      createJudge: deps.evidence.createJudge,
+      record,
+      ...(deps.evidence.intervalMs !== undefined && { intervalMs: deps.evidence.intervalMs }),
+      log: deps.log,
+    });
+  return {
+    policy: deps.policy,
+    record,
+    watch,
+    /** The regressions part of a partner's production page. */
+    section: regressionsSection(deps.db),
+    /** The partner API's routes (after the API's key check) and the reviewer's statement download (after the UI's sign-in). */
+    // biome-ignore lint/suspicious/noExplicitAny: mounted on the service's one app
+    mount(app: Hono<any>) {
+      mountRegressionApi(app, { db: deps.db });
+      mountRegressionPages(app, { db: deps.db });
+    },
+    close: async () => {
+      await watch?.close();
+    },
+  };
+}
+
+export type Regressions = ReturnType<typeof startRegressions>;
