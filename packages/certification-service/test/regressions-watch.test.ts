@@ -1,0 +1,294 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../src/db/database.js';
+import type { Exchange } from '../src/evidence/exchange.js';
+import { recordSignedDecision } from '../src/production/decisions/signed.js';
+import type { RegressionFinding } from '../src/regressions/finding.js';
+import type { ClaimEvidence, CreateJudge } from '../src/regressions/watch.js';
+import { startRegressionWatch } from '../src/regressions/watch.js';
+import { attestedRun, type InProcessService, inProcessService } from './support/in-process.js';
+import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
+
+// The watch loop over the real evidence tables (migration 8), on both stores: exchanges queued for a
+// partner are handed to its judge once, its findings recorded as regressions, its state committed with
+// the queue rows' removal; a round that fails commits nothing and the next one judges them again,
+// recording each finding once. The hand-out here is a small one written for this test against the
+// tables; the evidence side's own replaces it in the service.
+
+/** A hand-out over the evidence tables: per partner, a lease on its cursor, its queued exchanges, the state. */
+function databaseClaim(db: Database): ClaimEvidence {
+  return async (judge) => {
+    const partners = await db.query<{ partner_id: string }>(
+      'SELECT DISTINCT partner_id FROM evidence_queue ORDER BY partner_id',
+    );
+    for (const { partner_id: partnerId } of partners) {
+      await db.query('INSERT INTO evidence_cursors (partner_id) VALUES ($1) ON CONFLICT DO NOTHING', [
+        partnerId,
+      ]);
+      const lease = randomUUID();
+      const [taken] = await db.query<{ state: unknown }>(
+        `UPDATE evidence_cursors SET lease_token = $2, lease_until = now() + interval '30 seconds'
+         WHERE partner_id = $1 AND (lease_until IS NULL OR lease_until < now()) RETURNING state`,
+        [partnerId, lease],
+      );
+      if (!taken) continue;
+      const rows = await db.query<{
+        id: string;
+        at: string;
+        kind: 'token' | 'api';
+        method: string;
+        path: string;
+        status: number;
+        fingerprint: string | null;
+        error: string | null;
+        reporter_id: string;
+      }>(
+        `SELECT e.id, e.at, e.kind, e.method, e.path, e.status, e.fingerprint, e.error, e.reporter_id
+         FROM evidence_queue q JOIN evidence_exchanges e ON e.id = q.exchange_id
+         WHERE q.partner_id = $1 ORDER BY q.at, q.exchange_id LIMIT 1000`,
+        [partnerId],
+      );
+      const exchanges: Exchange[] = rows.map((row) => ({
+        at: Number(row.at),
+        partnerId,
+        kind: row.kind,
+        method: row.method,
+        path: row.path,
+        status: row.status,
+        reporterId: row.reporter_id,
+        ...(row.fingerprint !== null && { fingerprint: row.fingerprint }),
+        ...(row.error !== null && { error: row.error }),
+      }));
+      let state: unknown;
+      try {
+        state = await judge({ partnerId, exchanges, state: taken.state ?? undefined });
+      } catch (error) {
+        await db.query(
+          'UPDATE evidence_cursors SET lease_until = NULL, lease_token = NULL WHERE partner_id = $1',
+          [partnerId],
+        );
+        throw error;
+      }
+      await db.transaction(async (tx) => {
+        await tx.query(
+          'DELETE FROM evidence_queue WHERE exchange_id IN (SELECT (jsonb_array_elements_text($1::jsonb))::bigint)',
+          [JSON.stringify(rows.map((row) => row.id))],
+        );
+        await tx.query(
+          `UPDATE evidence_cursors SET state = $3, lease_token = NULL, lease_until = NULL, judged_at = now(),
+             judged = judged + $4 WHERE partner_id = $1 AND lease_token = $2`,
+          [partnerId, lease, JSON.stringify(state), rows.length],
+        );
+      });
+    }
+  };
+}
+
+/**
+ * A stand-in judge (the production judge is another module's): a finding whenever a partner's 401
+ * answers reach three in a row across batches — its state carries the streak, so a finding needs the
+ * state committed by the round before.
+ */
+const streakJudge: CreateJudge = (partnerId, options) => {
+  let streak = (options.state as { streak?: Exchange[] } | undefined)?.streak ?? [];
+  return {
+    observe(exchanges) {
+      const findings: RegressionFinding[] = [];
+      for (const exchange of exchanges) {
+        streak = exchange.status === 401 ? [...streak, exchange] : [];
+        if (streak.length === 3) {
+          findings.push({
+            check: 'client-token-expiry',
+            partnerId,
+            at: exchange.at,
+            detail: 'three calls in a row with a token the API refused',
+            exchanges: streak,
+            window: { from: streak[0]!.at, to: exchange.at },
+          });
+          streak = [];
+        }
+      }
+      return findings;
+    },
+    state: () => ({ streak }),
+  };
+};
+
+const stores: Array<['embedded' | 'postgres']> = [['embedded'], ['postgres']];
+
+describe.each(stores)('the regression watch on the %s store', (store) => {
+  let postgres: ThrowawayPostgres | undefined;
+  let svc: InProcessService;
+  let reporterId: string;
+  beforeAll(async () => {
+    if (store === 'postgres') postgres = await startPostgres();
+    svc = await inProcessService({
+      ...(postgres && { databaseUrl: await postgres.database('watch') }),
+      sweepIntervalMs: 3_600_000,
+      production: { onRegression: 'suspend' },
+    });
+    reporterId = `rep_${randomUUID().slice(0, 8)}`;
+    await svc.db.query("INSERT INTO evidence_reporters (id, name, key_hash) VALUES ($1, 'gateway', $2)", [
+      reporterId,
+      randomUUID(),
+    ]);
+  }, 120_000);
+  afterAll(async () => {
+    await svc?.close();
+    await postgres?.stop();
+  });
+
+  let clock = Date.UTC(2026, 10, 2);
+  /** Queues exchanges for a partner as ingest does: one row in evidence_exchanges and one in the queue each. */
+  async function queue(partnerId: string, statuses: number[]) {
+    for (const status of statuses) {
+      clock += 1000;
+      const [row] = await svc.db.query<{ id: string }>(
+        `INSERT INTO evidence_exchanges (partner_id, reporter_id, at, kind, method, path, status, fingerprint, error)
+         VALUES ($1, $2, $3, 'api', 'GET', '/loans', $4, $5, $6) RETURNING id`,
+        [partnerId, reporterId, clock, status, `fp_${clock}`, status === 401 ? 'invalid_token' : null],
+      );
+      await svc.db.query('INSERT INTO evidence_queue (exchange_id, partner_id, at) VALUES ($1, $2, $3)', [
+        row!.id,
+        partnerId,
+        clock,
+      ]);
+    }
+  }
+
+  /** A partner with a standing approval (recorded as decide records one). */
+  async function approvedPartner(name: string) {
+    const partner = await svc.partner(name);
+    const runId = await attestedRun(svc.db, partner.partnerId);
+    const { reviewerId } = await svc.reviewer(`Reviewer of ${name}`);
+    await svc.db.transaction((tx) =>
+      recordSignedDecision(
+        tx,
+        {
+          partnerId: partner.partnerId,
+          runId,
+          reviewerId,
+          decision: 'approved',
+          note: 'certified',
+          scopes: ['loans:read'],
+          validUntil: new Date(Date.now() + 86_400_000),
+        },
+        svc.service.production,
+      ),
+    );
+    return partner;
+  }
+
+  const regressionsOf = (partnerId: string) =>
+    svc.db.query<{ check_id: string; consequence: string }>(
+      'SELECT check_id, consequence FROM regressions WHERE partner_id = $1 ORDER BY created_at',
+      [partnerId],
+    );
+
+  it('judges queued exchanges once, with the state carried across rounds, and records each finding', async () => {
+    const partner = await svc.partner(`Watched ${store}`);
+    const quiet = await svc.partner(`Quiet ${store}`);
+    const watch = startRegressionWatch({
+      claim: databaseClaim(svc.db),
+      createJudge: streakJudge,
+      record: (finding) => svc.service.regressions.record(finding),
+      intervalMs: 3_600_000,
+    });
+    try {
+      // Two refusals: no finding yet, but the streak is in the committed state.
+      await queue(partner.partnerId, [200, 401, 401]);
+      await queue(quiet.partnerId, [200, 200]);
+      await watch.round();
+      expect(await regressionsOf(partner.partnerId)).toEqual([]);
+      const [cursor] = await svc.db.query<{ state: { streak: Exchange[] }; judged: string }>(
+        'SELECT state, judged FROM evidence_cursors WHERE partner_id = $1',
+        [partner.partnerId],
+      );
+      expect(cursor!.state.streak).toHaveLength(2);
+      expect(Number(cursor!.judged)).toBe(3);
+      expect(await svc.db.query('SELECT 1 FROM evidence_queue')).toEqual([]);
+      // The third refusal, in the next round, completes the streak: one regression.
+      await queue(partner.partnerId, [401]);
+      await watch.round();
+      expect(await regressionsOf(partner.partnerId)).toEqual([
+        { check_id: 'client-token-expiry', consequence: 'unchanged' },
+      ]);
+      // Nothing new: a round records nothing more (each exchange was judged once).
+      await watch.round();
+      expect(await regressionsOf(partner.partnerId)).toHaveLength(1);
+      expect(await regressionsOf(quiet.partnerId)).toEqual([]);
+    } finally {
+      await watch.close();
+    }
+  }, 60_000);
+
+  it('a failing round commits nothing; the next judges the same exchanges and records each finding once', async () => {
+    const partner = await approvedPartner(`Crashing ${store}`);
+    const lines: string[] = [];
+    let failures = 1;
+    const watch = startRegressionWatch({
+      claim: databaseClaim(svc.db),
+      createJudge: streakJudge,
+      // Records the finding, then fails once: as if the process died before the state was committed.
+      record: async (finding) => {
+        await svc.service.regressions.record(finding);
+        if (failures-- > 0) throw new Error('the instance stopped mid-round');
+      },
+      intervalMs: 3_600_000,
+      log: (line) => lines.push(line),
+    });
+    try {
+      await queue(partner.partnerId, [401, 401, 401]);
+      await watch.round();
+      expect(lines).toEqual([
+        'regression watch: a round failed (the instance stopped mid-round); the exchanges are judged again at the next round',
+      ]);
+      // Not committed: the exchanges are still queued; the regression (and suspension) stand once.
+      expect(
+        await svc.db.query('SELECT 1 FROM evidence_queue WHERE partner_id = $1', [partner.partnerId]),
+      ).toHaveLength(3);
+      expect(await regressionsOf(partner.partnerId)).toEqual([
+        { check_id: 'client-token-expiry', consequence: 'suspended' },
+      ]);
+      await watch.round();
+      expect(lines.at(-1)).toBe('regression watch: judging production evidence again');
+      expect(
+        await svc.db.query('SELECT 1 FROM evidence_queue WHERE partner_id = $1', [partner.partnerId]),
+      ).toEqual([]);
+      expect(await regressionsOf(partner.partnerId)).toHaveLength(1);
+      const suspensions = await svc.db.query(
+        "SELECT id FROM decisions WHERE partner_id = $1 AND decision = 'suspended'",
+        [partner.partnerId],
+      );
+      expect(suspensions).toHaveLength(1);
+    } finally {
+      await watch.close();
+    }
+  }, 60_000);
+
+  it('runs by itself every interval and stops cleanly on close', async () => {
+    const partner = await svc.partner(`Timed ${store}`);
+    let rounds = 0;
+    const claim = databaseClaim(svc.db);
+    const watch = startRegressionWatch({
+      claim: async (judge) => {
+        rounds += 1;
+        return claim(judge);
+      },
+      createJudge: streakJudge,
+      record: (finding) => svc.service.regressions.record(finding),
+      intervalMs: 20,
+    });
+    await queue(partner.partnerId, [401, 401, 401]);
+    const deadline = Date.now() + 20_000;
+    while ((await regressionsOf(partner.partnerId)).length === 0 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await regressionsOf(partner.partnerId)).toHaveLength(1);
+    await watch.close();
+    const after = rounds;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Control: it ran on its own before close, and not once after.
+    expect(after).toBeGreaterThan(0);
+    expect(rounds).toBe(after);
+  }, 60_000);
+});
