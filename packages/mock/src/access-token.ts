@@ -12,11 +12,20 @@ export interface AccessTokenClaims {
   readonly partnerId: string;
   readonly scopes: readonly string[];
   readonly clientId: string | undefined;
+  /** `iat` (epoch seconds) and `jti`, when the token has them: a revocation is decided on them. */
+  readonly issuedAt?: number;
+  readonly jti?: string;
 }
 
 export type AccessTokenResult =
   | { readonly valid: true; readonly claims: AccessTokenClaims }
-  | { readonly valid: false; readonly description: string; readonly malformed: boolean };
+  | {
+      readonly valid: false;
+      readonly description: string;
+      readonly malformed: boolean;
+      /** The partner a refused token names when its signature verified (expired, say): for evidence. */
+      readonly partnerId?: string;
+    };
 
 export interface ValidatorContext {
   readonly keys: KeySet;
@@ -57,10 +66,11 @@ function decodeJsonObject(part: string): Record<string, unknown> | undefined {
   }
 }
 
-const invalid = (description: string, malformed = false): AccessTokenResult => ({
+const invalid = (description: string, malformed = false, partnerId?: unknown): AccessTokenResult => ({
   valid: false,
   description,
   malformed,
+  ...(typeof partnerId === 'string' && { partnerId }),
 });
 
 async function verifies(token: string, key: CryptoKey | Uint8Array, algorithm: string): Promise<boolean> {
@@ -145,13 +155,15 @@ export async function validateAccessToken(
     if (cache !== undefined && typeof header.kid === 'string')
       cache.set(token, { header, payload, kid: header.kid });
   }
+  // The signature verified: a refusal from here on still says which partner the token names.
+  const refuse = (description: string) => invalid(description, false, payload.partnerId);
   if (context.profile === 'rfc9068' && !faults.has('api-skip-typ-check')) {
     // RFC 9068 §4: the typ header must be at+jwt (or application/at+jwt).
     const typ = typeof header.typ === 'string' ? header.typ.toLowerCase() : '';
-    if (typ !== 'at+jwt' && typ !== 'application/at+jwt') return invalid('the token typ is not at+jwt');
+    if (typ !== 'at+jwt' && typ !== 'application/at+jwt') return refuse('the token typ is not at+jwt');
   }
   if (!faults.has('api-skip-issuer-check') && payload.iss !== context.issuer)
-    return invalid('the token issuer is not this authentication service');
+    return refuse('the token issuer is not this authentication service');
   if (!faults.has('api-skip-audience-check')) {
     const { aud } = payload;
     const audiences = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
@@ -159,25 +171,31 @@ export async function validateAccessToken(
       ? [context.audience, wrongAudience]
       : [context.audience];
     if (!audiences.some((value) => accepted.includes(value as string)))
-      return invalid('the token audience is not this API');
+      return refuse('the token audience is not this API');
   }
   const now = context.clock() / 1000;
   const leeway = context.leewaySeconds;
   const { exp, nbf } = payload;
   if (!faults.has('api-ignore-expiry')) {
-    if (typeof exp !== 'number' || !Number.isFinite(exp)) return invalid('the token has no numeric exp');
-    if (!(now < exp + leeway)) return invalid('the access token expired');
+    if (typeof exp !== 'number' || !Number.isFinite(exp)) return refuse('the token has no numeric exp');
+    if (!(now < exp + leeway)) return refuse('the access token expired');
   }
   if (nbf !== undefined && !faults.has('api-ignore-nbf')) {
-    if (typeof nbf !== 'number' || !Number.isFinite(nbf)) return invalid('the token nbf is not numeric');
-    if (now < nbf - leeway) return invalid('the access token is not valid yet (nbf)');
+    if (typeof nbf !== 'number' || !Number.isFinite(nbf)) return refuse('the token nbf is not numeric');
+    if (now < nbf - leeway) return refuse('the access token is not valid yet (nbf)');
   }
   const { partnerId, client_id: clientId } = payload;
-  if (typeof partnerId !== 'string') return invalid('the token has no partnerId claim');
+  if (typeof partnerId !== 'string') return refuse('the token has no partnerId claim');
   const scopes = payload.scope === undefined ? [] : scopesOfClaim(payload.scope);
-  if (scopes === undefined) return invalid('the token scope claim is malformed');
+  if (scopes === undefined) return refuse('the token scope claim is malformed');
   return {
     valid: true,
-    claims: { partnerId, scopes, clientId: typeof clientId === 'string' ? clientId : undefined },
+    claims: {
+      partnerId,
+      scopes,
+      clientId: typeof clientId === 'string' ? clientId : undefined,
+      ...(typeof payload.iat === 'number' && { issuedAt: payload.iat }),
+      ...(typeof payload.jti === 'string' && { jti: payload.jti }),
+    },
   };
 }

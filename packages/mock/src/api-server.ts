@@ -16,6 +16,7 @@ import {
 } from './http-io.js';
 import { type PartnerStore, parsePaging } from './loans.js';
 import { type Exchange, InjectedCrash } from './mock-server.js';
+import type { TokenRevocations } from './token-revocation.js';
 
 export const realm = 'partner-api';
 
@@ -29,6 +30,8 @@ export interface ApiServerContext extends ValidatorContext {
   readonly store: PartnerStore;
   /** Serialised loans pages by partner, offset and limit (the demo loans never change). */
   readonly pages?: BoundedCache<string, CachedPage>;
+  /** Tokens the operator revoked (`POST /operator/revoke-tokens`), when an operator key is set. */
+  readonly revocations?: TokenRevocations | undefined;
 }
 
 type Credentials =
@@ -150,14 +153,20 @@ async function authorize(
     if (context.faults.has('api-crash-on-malformed-header')) throw new InjectedCrash(credentials.description);
     return void unauthorized(res, context, exchange, 'invalid_token', credentials.description);
   }
+  exchange.presented = credentials.token;
   const result = await validateAccessToken(credentials.token, context);
   if (!result.valid) {
     if (result.malformed && context.faults.has('api-crash-on-malformed-header'))
       throw new InjectedCrash(result.description);
+    if (result.partnerId !== undefined) exchange.tokenPartnerId = result.partnerId;
     return void unauthorized(res, context, exchange, 'invalid_token', result.description);
   }
   if (context.faults.has('api-reject-valid-tokens'))
     return void unauthorized(res, context, exchange, 'invalid_token', 'the access token is invalid');
+  if (context.revocations?.revoked(result.claims)) {
+    exchange.tokenPartnerId = result.claims.partnerId;
+    return void unauthorized(res, context, exchange, 'invalid_token', 'the token was revoked');
+  }
   exchange.partnerId = result.claims.partnerId;
   return result.claims;
 }

@@ -10,6 +10,7 @@ import {
   type TokenErrorAnswer,
 } from './token-request.js';
 import { type IssuerContext, issueToken } from './token-response.js';
+import { handleOperatorRevoke, type OperatorContext, operatorRevokePath } from './token-revocation.js';
 
 export const tokenPath = '/oauth/token';
 export const jwksPath = '/.well-known/jwks.json';
@@ -17,6 +18,8 @@ export const jwksPath = '/.well-known/jwks.json';
 export interface AuthServerContext extends IssuerContext {
   readonly clients: readonly MockClient[];
   readonly faults: FaultSet;
+  /** The operator control (`POST /operator/revoke-tokens`), when an operator key is set. */
+  readonly operator?: OperatorContext | undefined;
   countTokenRequest(): void;
 }
 
@@ -61,8 +64,11 @@ async function handleToken(
   const client = authenticateClient(request, context.clients, faults);
   if (isTokenError(client)) return sendTokenError(res, client, exchange, faults);
   exchange.partnerId = client.partnerId;
+  exchange.grantType = request.grantType ?? '';
   const answer = await issueToken(request, client, context);
   if (isTokenError(answer)) return sendTokenError(res, answer, exchange, faults);
+  context.operator?.revocations.issued(client.partnerId, answer.access_token);
+  exchange.issued = { token: answer.access_token, scope: answer.scope, expiresIn: answer.expires_in };
   sendJson(res, 200, answer, noStore(faults));
 }
 
@@ -74,6 +80,8 @@ export async function handleAuthRequest(
   exchange: Exchange,
   target: RequestTarget,
 ): Promise<void> {
+  if (context.operator !== undefined && target.pathname === operatorRevokePath)
+    return handleOperatorRevoke(req, res, context.operator, exchange);
   const route = target.pathname === tokenPath ? 'POST' : target.pathname === jwksPath ? 'GET' : undefined;
   if (route === undefined) {
     exchange.error = 'not_found';

@@ -1,6 +1,7 @@
 import { readFileSync, type Stats, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { MockError } from './errors.js';
+import type { EvidenceOptions } from './evidence-reporter.js';
 import { type FaultName, parseFaults } from './faults.js';
 import { type MockClient, parseClients } from './mock-client.js';
 import type { RegisterOptions } from './production-register.js';
@@ -30,6 +31,21 @@ Options:
                         production: hold the service's change notice (URL/changes, a long poll) and read the
                         register again as soon as it changes, e.g. a revocation; a failing notice leaves the
                         max-age pull (default: on)
+  --evidence URL        production: report every exchange served (token endpoint and API) to the certification
+                        service's evidence endpoint, e.g. https://certify.example/evidence (default: none, no report)
+  --evidence-key-file FILE
+                        production: a file holding the evidence reporter key (admin add-evidence-reporter)
+  --evidence-spool FILE production: keep what the service has not acknowledged in FILE across restarts
+                        (default: none, in memory only: a stop loses what is not yet sent)
+  --evidence-spool-bytes N
+                        production: largest spool file (default: 67108864 = 64 MiB)
+  --evidence-buffer N   production: exchanges held before new ones are dropped and counted (default: 10000)
+  --evidence-fingerprint-key-file FILE
+                        production: a file holding the key of the tokens' fingerprints (at least 32 characters;
+                        default: a new random key per start)
+  --operator-key-file FILE
+                        enable POST /operator/revoke-tokens (revokes every token issued to a partner) with the
+                        key in FILE as the bearer token (default: off, the route answers 404)
   --ttl SECONDS         access-token lifetime (default: 43200)
   --leeway SECONDS      exp/nbf leeway of the API (default: 0)
   --clients FILE        JSON array of { partnerId, clientId, clientSecret, authorizedScopes }
@@ -114,29 +130,37 @@ function readClients(file: string): MockClient[] {
 /** Largest register key file read: 4 KiB. */
 const keyFileLimit = 4096;
 
-/** The register reader key: the file's one word (surrounding whitespace dropped). Never echoed. */
-function readKeyFile(file: string): string {
+/**
+ * A key file's one word (surrounding whitespace dropped), of at least `min` characters. Never echoed.
+ * `what` names the file (`register key`) and `holds` the key (`the register reader key`).
+ */
+function readKeyFile(
+  file: string,
+  what = 'register key',
+  holds = 'the register reader key',
+  min = 1,
+): string {
   let text: string;
   try {
     const stats = statSync(file);
     if (!stats.isFile())
       usageError(
-        `the register key file ${file} is ${fileKind(stats)}, not a regular file. Give a file holding the key.`,
+        `the ${what} file ${file} is ${fileKind(stats)}, not a regular file. Give a file holding the key.`,
       );
     if (stats.size > keyFileLimit)
-      usageError(`the register key file ${file} is larger than 4 KiB; it should hold the key alone.`);
+      usageError(`the ${what} file ${file} is larger than 4 KiB; it should hold the key alone.`);
     text = readFileSync(file, 'utf8');
   } catch (cause) {
     if (cause instanceof MockError) throw cause;
     usageError(
-      `cannot read the register key file ${file}: ${(cause as NodeJS.ErrnoException).code ?? 'error'}. Give a readable file holding the key.`,
+      `cannot read the ${what} file ${file}: ${(cause as NodeJS.ErrnoException).code ?? 'error'}. Give a readable file holding the key.`,
     );
   }
   const key = text!.trim();
   if (key === '' || /\s/.test(key))
-    usageError(
-      `the register key file ${file} must hold the register reader key alone (one word), not empty.`,
-    );
+    usageError(`the ${what} file ${file} must hold ${holds} alone (one word), not empty.`);
+  if (key.length < min)
+    usageError(`the ${what} file ${file} holds a key of ${key.length} characters; it needs at least ${min}.`);
   return key;
 }
 
@@ -145,6 +169,8 @@ export interface CliOptions {
   authPort?: number;
   profile: MockProfile;
   register?: RegisterOptions;
+  evidence?: EvidenceOptions;
+  operatorKey?: string;
   tokenTtlSeconds?: number;
   leewaySeconds?: number;
   clients?: MockClient[];
@@ -170,6 +196,16 @@ const options = {
   'register-state': { type: 'string', expects: 'the path of the register state file' },
   'register-clock-skew': { type: 'string', expects: 'a number of seconds' },
   'register-changes': { type: 'string', expects: 'on or off' },
+  evidence: { type: 'string', expects: 'the evidence URL of the certification service' },
+  'evidence-key-file': { type: 'string', expects: 'the path of a file holding the evidence reporter key' },
+  'evidence-spool': { type: 'string', expects: 'the path of the evidence spool file' },
+  'evidence-spool-bytes': { type: 'string', expects: 'a number of bytes' },
+  'evidence-buffer': { type: 'string', expects: 'a number of exchanges' },
+  'evidence-fingerprint-key-file': {
+    type: 'string',
+    expects: 'the path of a file holding the fingerprint key',
+  },
+  'operator-key-file': { type: 'string', expects: 'the path of a file holding the operator key' },
   ttl: { type: 'string', expects: 'a number of seconds' },
   leeway: { type: 'string', expects: 'a number of seconds' },
   clients: { type: 'string', expects: 'the path of a JSON file' },
@@ -249,6 +285,12 @@ export function parseCli(argv: readonly string[]): CliOptions {
       'register-state',
       'register-clock-skew',
       'register-changes',
+      'evidence',
+      'evidence-key-file',
+      'evidence-spool',
+      'evidence-spool-bytes',
+      'evidence-buffer',
+      'evidence-fingerprint-key-file',
     ] as const
   ).filter((name) => values[name] !== undefined);
   if (profile !== 'production' && registerFlags.length > 0)
@@ -289,6 +331,8 @@ export function parseCli(argv: readonly string[]): CliOptions {
   for (const [key, value] of Object.entries(numbers))
     if (value !== undefined) result[key as keyof typeof numbers] = value;
   if (values.clients !== undefined) result.clients = readClients(values.clients);
+  if (values['operator-key-file'] !== undefined)
+    result.operatorKey = readKeyFile(values['operator-key-file'], 'operator key', 'the operator key', 16);
   if (profile === 'production') {
     for (const name of ['register', 'register-jwks'] as const) {
       const value = values[name];
@@ -311,8 +355,59 @@ export function parseCli(argv: readonly string[]): CliOptions {
     if (changes !== undefined && changes !== 'on' && changes !== 'off')
       usageError(`--register-changes must be on or off, got ${quote(changes)}.`);
     if (changes === 'off') result.register.changes = false;
+    const evidence = evidenceOptions(values);
+    if (evidence !== undefined) result.evidence = evidence;
   }
   return result;
+}
+
+/** `--evidence …`: undefined without `--evidence`, which then needs `--evidence-key-file`. */
+function evidenceOptions(values: Partial<Record<OptionName, unknown>>): EvidenceOptions | undefined {
+  const url = values.evidence as string | undefined;
+  const keyFile = values['evidence-key-file'] as string | undefined;
+  if (url === undefined) {
+    const stray = (
+      [
+        'evidence-key-file',
+        'evidence-spool',
+        'evidence-spool-bytes',
+        'evidence-buffer',
+        'evidence-fingerprint-key-file',
+      ] as const
+    ).find((name) => values[name] !== undefined);
+    if (stray !== undefined)
+      usageError(`--${stray} needs --evidence URL (the certification service's evidence endpoint).`);
+    return undefined;
+  }
+  if (!/^https?:\/\/[^\s]+$/.test(url)) usageError(`--evidence must be an http(s) URL, got ${quote(url)}.`);
+  if (keyFile === undefined)
+    usageError(
+      '--evidence needs --evidence-key-file FILE (an evidence reporter key from partner-certification-service admin add-evidence-reporter).',
+    );
+  const spoolFile = values['evidence-spool'] as string | undefined;
+  const fingerprintFile = values['evidence-fingerprint-key-file'] as string | undefined;
+  const spoolMaxBytes = integerFlag(
+    'evidence-spool-bytes',
+    values['evidence-spool-bytes'] as string | undefined,
+    4096,
+    2 ** 40,
+  );
+  const bufferRecords = integerFlag(
+    'evidence-buffer',
+    values['evidence-buffer'] as string | undefined,
+    1,
+    10_000_000,
+  );
+  return {
+    url,
+    key: readKeyFile(keyFile, 'evidence key', 'the evidence reporter key'),
+    ...(spoolFile === undefined ? {} : { spoolFile }),
+    ...(spoolMaxBytes === undefined ? {} : { spoolMaxBytes }),
+    ...(bufferRecords === undefined ? {} : { bufferRecords }),
+    ...(fingerprintFile === undefined
+      ? {}
+      : { fingerprintKey: readKeyFile(fingerprintFile, 'fingerprint key', 'the fingerprint key', 32) }),
+  };
 }
 
 /** The startMock options a command line asks for. */

@@ -3,7 +3,8 @@ import { MockError } from './errors.js';
 import { faultNames } from './faults.js';
 import { type RunningMock, startMock } from './start-mock.js';
 
-function describe(mock: RunningMock, showSecrets: boolean): string {
+function describe(mock: RunningMock, options: CliOptions): string {
+  const { showSecrets } = options;
   const lines = [
     `partner-mock listening (profile ${mock.profile})`,
     `  auth server  ${mock.authUrl}  (token endpoint ${mock.tokenUrl})`,
@@ -12,6 +13,12 @@ function describe(mock: RunningMock, showSecrets: boolean): string {
     `  issuer       ${mock.issuer}`,
     `  faults       ${mock.faults.length ? mock.faults.join(', ') : 'none'}`,
     ...registerLines(mock),
+    ...evidenceLines(mock),
+    ...(options.operatorKey === undefined
+      ? []
+      : [
+          `  operator     POST ${mock.authUrl}/operator/revoke-tokens (the operator key as the bearer token)`,
+        ]),
     '  clients:',
     ...mock.clients.map(
       (client) =>
@@ -22,6 +29,20 @@ function describe(mock: RunningMock, showSecrets: boolean): string {
   if (!showSecrets) lines.push('  (client secrets are hidden; --show-secrets or --json prints them)');
   lines.push('Stop with Ctrl+C.');
   return `${lines.join('\n')}\n`;
+}
+
+function evidenceLines(mock: RunningMock): string[] {
+  const status = mock.evidenceStatus();
+  if (status === undefined) return [];
+  return [
+    `  evidence     reported to ${status.url}${status.pending > 0 ? ` (${status.pending} exchange(s) kept from before sent first)` : ''}`,
+    status.spool === undefined
+      ? '  evidence     held in memory only: a stop loses what is not yet sent (--evidence-spool FILE keeps it)'
+      : `  evidence     spooled in ${status.spool.file}`,
+    status.fingerprintKey === 'generated'
+      ? '  evidence     token fingerprints under a key new at this start (--evidence-fingerprint-key-file keeps one)'
+      : '  evidence     token fingerprints under the key of --evidence-fingerprint-key-file',
+  ];
 }
 
 function registerLines(mock: RunningMock): string[] {
@@ -77,6 +98,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         audience: mock.audience,
         issuer: mock.issuer,
         ...(mock.registerStatus() === undefined ? {} : { register: mock.registerStatus() }),
+        ...(mock.evidenceStatus() === undefined ? {} : { evidence: mock.evidenceStatus() }),
         clients: mock.clients.map(({ partnerId, clientId, clientSecret, authorizedScopes }) => ({
           partnerId,
           clientId,
@@ -86,7 +108,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       })}\n`,
     );
   } else {
-    process.stdout.write(describe(mock, options.showSecrets));
+    process.stdout.write(describe(mock, options));
   }
   await new Promise<void>((resolve) => {
     const stop = () => {

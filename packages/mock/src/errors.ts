@@ -5,6 +5,7 @@ export type MockErrorCode =
   | 'ERR_MOCK_FAULT' // an unknown fault name
   | 'ERR_MOCK_LISTEN' // a server could not listen
   | 'ERR_MOCK_REGISTER_STATE' // the production gate's register state file cannot be read or is damaged
+  | 'ERR_MOCK_EVIDENCE_SPOOL' // the production gate's evidence spool cannot be read or written
   | 'ERR_MOCK_USAGE'; // a CLI flag is invalid
 
 /** The one error base class of @partner-lending/mock. `code` is stable; `cause` is kept. */

@@ -1,6 +1,7 @@
 export type { AccessTokenClaims } from './access-token.js';
 export { type BearerChallenge, formatBearerChallenge } from './bearer-challenge.js';
 export { MockError, type MockErrorCode } from './errors.js';
+export type { EvidenceOptions, EvidenceStatus } from './evidence-reporter.js';
 export { type FaultName, faultCatalogue, faultNames, isFaultName } from './faults.js';
 export type { RsaKeyPair } from './jwks.js';
 export { loansPaging } from './loans.js';

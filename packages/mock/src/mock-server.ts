@@ -4,10 +4,35 @@ import { BoundedCache } from './bounded-cache.js';
 import { type RequestTarget, sendJson, splitTarget } from './http-io.js';
 import { type RequestLog, redactAuthorization, redactTarget } from './request-log.js';
 
-/** What a handler learnt about a request, for the request log. */
+/**
+ * What a handler learnt about a request, for the request log and the evidence report. The tokens here
+ * live as long as the request: the log never sees them, evidence only as a keyed fingerprint.
+ */
 export interface Exchange {
   error?: string;
   partnerId?: string;
+  /** The access token the API was shown (well-formed bearer credentials). */
+  presented?: string;
+  /** The partner a refused token names, when its signature verified (an expired token, say). */
+  tokenPartnerId?: string;
+  /** The token endpoint: the grant_type asked for (after client authentication), '' when none. */
+  grantType?: string;
+  /** The token endpoint: what a 200 issued. */
+  issued?: { token: string; scope: string; expiresIn: number };
+}
+
+/** One answered request, as the evidence reporter is told of it (after the answer went out). */
+export interface ServedExchange {
+  /** Epoch ms (the mock's clock) when the request arrived. */
+  readonly at: number;
+  readonly server: 'auth' | 'api';
+  readonly method: string;
+  /** The path as served, without the query. */
+  readonly path: string;
+  readonly status: number;
+  /** The Retry-After the answer gave, if any. */
+  readonly retryAfter: string | undefined;
+  readonly exchange: Exchange;
 }
 
 export type Handler = (
@@ -31,6 +56,8 @@ export interface ServerOptions {
   readonly caches: boolean;
   /** Called with every error a handler let escape (a bug: the answer was a 500). */
   readonly onInternalError: (error: unknown) => void;
+  /** Told of every answered request with an origin-form target (the evidence reporter). */
+  readonly onServed?: ((served: ServedExchange) => void) | undefined;
 }
 
 /** A function's recent results, by argument (at most 256), for the arguments `worth` accepts. */
@@ -126,6 +153,7 @@ export function createMockServer(options: ServerOptions): Server {
   };
   async function serve(req: IncomingMessage, res: ServerResponse, exchange: Exchange): Promise<void> {
     const at = options.clock();
+    let target: RequestTarget | undefined;
     res.on('finish', () => {
       try {
         options.log.add({
@@ -140,11 +168,23 @@ export function createMockServer(options: ServerOptions): Server {
           ...(exchange.error !== undefined && { error: exchange.error }),
           ...(exchange.partnerId !== undefined && { partnerId: exchange.partnerId }),
         });
+        if (options.onServed !== undefined && target !== undefined) {
+          const retryAfter = res.getHeader('retry-after');
+          options.onServed({
+            at,
+            server: options.name,
+            method: req.method ?? '',
+            path: target.pathname,
+            status: res.statusCode,
+            retryAfter: retryAfter === undefined ? undefined : String(retryAfter),
+            exchange,
+          });
+        }
       } catch (error) {
         report(error);
       }
     });
-    const target = splitTarget(req.url);
+    target = splitTarget(req.url);
     if (!target) {
       exchange.error = 'invalid_request';
       return sendJson(res, 400, {

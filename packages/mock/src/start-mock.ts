@@ -6,6 +6,12 @@ import { type ApiServerContext, type CachedPage, handleApiRequest } from './api-
 import { type AuthServerContext, handleAuthRequest, jwksPath, tokenPath } from './auth-server.js';
 import { BoundedCache } from './bounded-cache.js';
 import { MockError } from './errors.js';
+import {
+  type EvidenceOptions,
+  EvidenceReporter,
+  type EvidenceStatus,
+  resolveEvidenceOptions,
+} from './evidence-reporter.js';
 import { type FaultName, parseFaults } from './faults.js';
 import { KeySet, type RsaKeyPair } from './jwks.js';
 import { defaultStoreLimits, PartnerStore, type StoreLimits } from './loans.js';
@@ -14,6 +20,7 @@ import { closeServer, createMockServer, listen, type ServerOptions } from './moc
 import { type RegisterOptions, type RegisterStatus, registerReader } from './production-register.js';
 import { type MockProfile, mockProfiles, profileRules, tokenShapeOf } from './profile.js';
 import { type LoggedRequest, RequestLog } from './request-log.js';
+import { checkOperatorKey, TokenRevocations } from './token-revocation.js';
 
 export interface MockOptions {
   /**
@@ -27,6 +34,16 @@ export interface MockOptions {
    * register lists. Default: none.
    */
   register?: RegisterOptions;
+  /**
+   * The production profile's evidence report to the certification service (refused by the other
+   * profiles): `{ url, key, fingerprintKey?, spoolFile?, bufferRecords?, … }`. Default: none.
+   */
+  evidence?: EvidenceOptions;
+  /**
+   * Enables the operator control `POST /operator/revoke-tokens` on the auth server, with this key as
+   * the bearer token (one word of at least 16 characters). Default: none, the route does not exist (404).
+   */
+  operatorKey?: string;
   /** JWT lifetime in seconds. Default 43200 (12 h, as the deployed service). */
   tokenTtlSeconds?: number;
   /** The client registry. Default: three demo clients (see README). */
@@ -103,6 +120,8 @@ export interface RunningMock {
   readonly profile: MockProfile;
   /** The production profile's register: the copy in use and the last read. Undefined for other profiles. */
   registerStatus(): RegisterStatus | undefined;
+  /** The evidence report: what is held, sent and dropped. Undefined without `evidence`. */
+  evidenceStatus(): EvidenceStatus | undefined;
   readonly faults: readonly FaultName[];
   /** Requests received by the token endpoint (POST /oauth/token), successful or not. */
   tokenRequestCount(): number;
@@ -192,6 +211,10 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     );
   if (profile !== 'production' && options.register !== undefined)
     fail("startMock: register is for the 'production' profile only; add profile: 'production'.");
+  if (profile !== 'production' && options.evidence !== undefined)
+    fail("startMock: evidence is for the 'production' profile only; add profile: 'production'.");
+  if (options.evidence !== undefined) resolveEvidenceOptions(options.evidence);
+  const operatorKey = options.operatorKey === undefined ? undefined : checkOperatorKey(options.operatorKey);
   let tokenTtlSeconds = integer('tokenTtlSeconds', options.tokenTtlSeconds, 43_200, 1, 10 * 365 * 86_400);
   const loansPerPartner = integer('loansPerPartner', options.loansPerPartner, 25, 0, 100_000);
   const storeLimits: StoreLimits = {
@@ -251,6 +274,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
   )
     fail("startMock: signingKey must be an RS256 key pair from jose's generateKeyPair('RS256').");
   const register = options.register === undefined ? undefined : registerReader(options.register, clock);
+  const revocations = operatorKey === undefined ? undefined : new TokenRevocations(clock);
   const keys = await KeySet.create(signingKey);
   const log = new RequestLog();
   let tokenRequests = 0;
@@ -293,6 +317,10 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     emptyIntersection,
     fixedJti: randomUUID(),
     clients,
+    operator:
+      operatorKey === undefined || revocations === undefined
+        ? undefined
+        : { key: operatorKey, revocations, partnerIds: new Set(clients.map((client) => client.partnerId)) },
     countTokenRequest: () => {
       tokenRequests += 1;
     },
@@ -310,11 +338,15 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     leewaySeconds,
     faults,
     store,
+    revocations,
     ...(caches && {
       verified: new BoundedCache<string, VerifiedToken>(cacheEntries),
       pages: new BoundedCache<string, CachedPage>(cacheEntries),
     }),
   };
+  // The spool is opened (and what it kept read) before anything is served.
+  const evidence =
+    options.evidence === undefined ? undefined : await EvidenceReporter.start(options.evidence);
   // The two servers differ only by name and handler.
   const server = (name: ServerOptions['name'], handler: ServerOptions['handler']) =>
     createMockServer({
@@ -326,6 +358,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
       headersTimeoutMs,
       onInternalError: countInternalError,
       caches,
+      onServed: evidence === undefined ? undefined : (served) => evidence?.record(served),
     });
   const authServer = server('auth', (req, res, exchange, target) =>
     handleAuthRequest(req, res, authContext, exchange, target),
@@ -338,6 +371,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     urls.baseUrl = origin(host, await listen(apiServer, host, apiPort));
   } catch (cause) {
     await Promise.all([closeServer(authServer), closeServer(apiServer)]);
+    await evidence?.close();
     throw new MockError(
       'ERR_MOCK_LISTEN',
       `startMock: could not listen on ${host} (auth port ${authPort}, API port ${apiPort}): ${(cause as Error).message}. Choose free ports or 0 for random ones.`,
@@ -365,6 +399,7 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
     storedUsage: () => store.usage(),
     requestLog: () => log.entries(),
     registerStatus: () => register?.status(),
+    evidenceStatus: () => evidence?.status(),
     rotateKeys: (rotateOptions) => keys.rotate(rotateOptions),
     setTokenTtl: (seconds) => {
       tokenTtlSeconds = integer('setTokenTtl', seconds, tokenTtlSeconds, 1, 10 * 365 * 86_400);
@@ -373,8 +408,9 @@ export async function startMock(options: MockOptions = {}): Promise<RunningMock>
       (server === 'auth' ? authServer : apiServer).emit('request', req, res);
     },
     close: () => {
-      closing ??= Promise.all([closeServer(authServer), closeServer(apiServer), register?.close()]).then(
-        () => undefined,
+      // Evidence last: every exchange answered is recorded before the report is flushed.
+      closing ??= Promise.all([closeServer(authServer), closeServer(apiServer), register?.close()]).then(() =>
+        evidence?.close(),
       );
       return closing;
     },
