@@ -2,6 +2,18 @@ export { addPartner, addReviewer } from './admin.js';
 export { type Database, openDatabase, openEmbedded, openPostgres, type Queryable } from './db/database.js';
 export { migrate, migrations } from './db/migrations.js';
 export { ServiceError, type ServiceErrorCode, StorageUnavailableError } from './errors.js';
+export {
+  addEvidenceReporter,
+  claimExchanges,
+  defaultEvidenceLimits,
+  defaultEvidenceRetentionDays,
+  EvidenceLeaseLost,
+  type EvidenceLimits,
+  type EvidenceOptions,
+  type Exchange,
+  type PartnerEvidence,
+  purgeEvidence,
+} from './evidence/index.js';
 export { defaultFairnessLimits, type FairnessLimits } from './http/fairness.js';
 export { defaultJudgingOptions, type JudgingOptions, JudgingUnavailableError } from './judging/pool.js';
 export { jwksOf, loadSigningKey, publishKey, type SigningKey } from './keys.js';

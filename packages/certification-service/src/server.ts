@@ -5,6 +5,7 @@ import { Hono } from 'hono';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
 import { StorageUnavailableError, unavailableRetrySeconds } from './errors.js';
+import { type EvidenceOptions, startEvidence } from './evidence/index.js';
 import { allowedMethods, methodNotAllowed } from './http/allow.js';
 import { type Audit, mountApi } from './http/api.js';
 import {
@@ -133,6 +134,8 @@ export interface ServiceOptions {
   production?: ProductionOptions;
   /** Reviewers sign in through this OpenID Connect provider instead of local credentials. Default: off. */
   oidc?: OidcOptions;
+  /** Production evidence (`POST /evidence`): its bounds and retention (`--evidence-retention-days`, default 30). */
+  evidence?: EvidenceOptions;
 }
 
 export interface RunningService {
@@ -264,6 +267,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const gate = apiGate(keys, partnerLimiter(fairness));
   mountApi(app, { db, runs, publicUrl, audit, keys, gate, standing: production.standing });
   production.mount(app);
+  const evidence = startEvidence({ db, log, ...(options.evidence && { options: options.evidence }) });
+  evidence.mount(app);
   const signin = signinGuard(
     db,
     { ...defaultSigninLimits, ...options.signinLimits },
@@ -401,6 +406,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         await sweeping;
         await regressions.close();
         await production.close();
+        await evidence.close();
         await stopRetention?.();
         await runs.close();
         await judging.close();

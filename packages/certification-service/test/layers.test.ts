@@ -6,7 +6,7 @@ import { importedFiles, sourceFiles } from '../../../test-support/layers.js';
 
 // Imports point one way, down this list (src/README.md is the map), one part of src/ (a top folder or a
 // root file) to a rank: the entry points (cli.ts ← cli/, the command; index.ts) ← server.ts ← ui/ ← oidc/ ← signin/ (the
-// sign-in guard both use) ← http/ ← retention/ ← production/ (the production wing: decisions,
+// sign-in guard both use) ← http/ ← retention/ ← evidence/ (production evidence: its route, store, hand-out to judging) ← production/ (the production wing: decisions,
 // approvability, the decide rule, the register, its pages, webhook delivery and its gauges) ← runs/ (its
 // gauges too) ← recording/ (the journal, its file, the drain, replay, a stage's ledger) ← judging/ ← plan/
 // ← admin.ts ← keys.ts ← outbox/ (the outbox and the events it holds: runs/ and production/ both enqueue)
@@ -31,6 +31,7 @@ const layers = [
   'recording',
   'runs',
   'production',
+  'evidence',
   'retention',
   'http',
   'signin',

@@ -1,6 +1,7 @@
 import { addPartner, addReviewer } from '../admin.js';
 import type { Database } from '../db/database.js';
 import { migrate } from '../db/migrations.js';
+import { addEvidenceReporter } from '../evidence/index.js';
 import { loadSigningKey } from '../keys.js';
 import { parseEventList } from '../outbox/events.js';
 import { addRegisterReader } from '../production/register/register.js';
@@ -10,7 +11,13 @@ import type { Values } from './arguments.js';
 import { ensureDir, openStorage, readSecretsKey, storeName } from './storage.js';
 import { fail, usage } from './usage.js';
 
-const subcommands = ['add-partner', 'add-reviewer', 'add-register-reader', 'add-webhook'];
+const subcommands = [
+  'add-partner',
+  'add-reviewer',
+  'add-register-reader',
+  'add-evidence-reporter',
+  'add-webhook',
+];
 
 /** `admin SUB`: adds a partner, a reviewer, a register reader or a webhook, and prints its secret once. */
 export async function admin(
@@ -29,6 +36,7 @@ export async function admin(
   try {
     if (sub === 'add-webhook') await addWebhookCommand(db, values, dataDir);
     else if (sub === 'add-register-reader') await addReaderCommand(db, values);
+    else if (sub === 'add-evidence-reporter') await addReporterCommand(db, values);
     else if (sub === 'add-partner') await addPartnerCommand(db, values);
     else await addReviewerCommand(db, values);
   } catch (error) {
@@ -58,6 +66,7 @@ function checkAdminFlags(sub: string, values: Values): void {
     'metrics-port',
     'metrics-host',
     'retain-days',
+    'evidence-retention-days',
     'shutdown-delay',
     'log-format',
     'oidc-issuer',
@@ -117,6 +126,19 @@ async function addReaderCommand(db: Database, values: Values): Promise<void> {
   );
   process.stderr.write(
     `partner-certification-service: wrote register reader ${readerId} to ${storeName(db)}\n`,
+  );
+}
+
+async function addReporterCommand(db: Database, values: Values): Promise<void> {
+  await migrate(db);
+  const { reporterId, key } = await addEvidenceReporter(db, values.name!);
+  process.stdout.write(
+    values.json
+      ? `${JSON.stringify({ reporterId, key })}\n`
+      : `evidence reporter ${reporterId} added.\nEvidence key (shown once; only its hash is stored): ${key}\n`,
+  );
+  process.stderr.write(
+    `partner-certification-service: wrote evidence reporter ${reporterId} to ${storeName(db)}\n`,
   );
 }
 

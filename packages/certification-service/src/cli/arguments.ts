@@ -25,6 +25,7 @@ export const parseArguments = (argv: string[]) =>
       plan: { type: 'string' },
       'metrics-port': { type: 'string' },
       'retain-days': { type: 'string' },
+      'evidence-retention-days': { type: 'string' },
       'shutdown-delay': { type: 'string' },
       'metrics-host': { type: 'string' },
       'log-format': { type: 'string' },

@@ -19,6 +19,7 @@ export interface ServeOptions {
     onRegression: 'notify' | 'suspend' | undefined;
   };
   retainDays: number | undefined;
+  evidenceRetentionDays: number | undefined;
   shutdownDelay: number | undefined;
   metricsPort: number | undefined;
   logFormat: 'json' | 'text';
@@ -52,6 +53,12 @@ export async function serveOptions(values: Values): Promise<ServeOptions> {
     onRegression: onRegression(values['on-regression']),
   };
   const retainDays = whole('retain-days', values['retain-days'], 1, 36_500);
+  const evidenceRetentionDays = whole(
+    'evidence-retention-days',
+    values['evidence-retention-days'],
+    1,
+    36_500,
+  );
   const shutdownDelay = whole('shutdown-delay', values['shutdown-delay'], 0, 300);
   const metricsPort = whole('metrics-port', values['metrics-port'], 0, 65_535);
   if (values['metrics-host'] !== undefined && metricsPort === undefined)
@@ -67,6 +74,7 @@ export async function serveOptions(values: Values): Promise<ServeOptions> {
     plan,
     production,
     retainDays,
+    evidenceRetentionDays,
     shutdownDelay,
     metricsPort,
     logFormat,

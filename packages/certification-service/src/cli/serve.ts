@@ -62,7 +62,17 @@ async function startInstance(
   options: ServeOptions,
   { db, key, logger }: { db: Database; key: SigningKey; logger: Logger | undefined },
 ): Promise<RunningService> {
-  const { port, limits, plan, production, publicUrl, retainDays, shutdownDelay, oidc } = options;
+  const {
+    port,
+    limits,
+    plan,
+    production,
+    publicUrl,
+    retainDays,
+    evidenceRetentionDays,
+    shutdownDelay,
+    oidc,
+  } = options;
   const secretsKey = readSecretsKey(process.env.SECRETS_KEY_FILE || undefined);
   const service = await startService({
     db,
@@ -77,6 +87,7 @@ async function startInstance(
     ...(publicUrl && { publicUrl }),
     ...(logger && { logger }),
     ...(retainDays !== undefined && { retainDays }),
+    ...(evidenceRetentionDays !== undefined && { evidence: { retentionDays: evidenceRetentionDays } }),
     ...(shutdownDelay !== undefined && { shutdownDelayMs: shutdownDelay * 1000 }),
     ...(oidc && { oidc }),
   }).catch(async (error: unknown) => {

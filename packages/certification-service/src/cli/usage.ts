@@ -5,6 +5,7 @@ export const usage = `Usage:
   partner-certification-service admin add-partner --name NAME [--json] [--data-dir DIR]
   partner-certification-service admin add-reviewer --name NAME [--json] [--data-dir DIR]
   partner-certification-service admin add-register-reader --name NAME [--json] [--data-dir DIR]
+  partner-certification-service admin add-evidence-reporter --name NAME [--json] [--data-dir DIR]
   partner-certification-service admin add-webhook --url URL [--events E,…] [--json] [--data-dir DIR]
 
 serve
@@ -38,6 +39,8 @@ serve
                      sets it), not the socket's; failed sign-ins are limited per address (default off)
   --retain-days N    purge the sessions, reports, attestations and exchanges of runs ended N days ago that
                      no decision rests on (their digests stay in the audit log) (default: keep everything)
+  --evidence-retention-days N  delete production evidence (POST /evidence: exchanges and batch ids)
+                     received more than N days ago, judged or not (default 30)
   --shutdown-delay S  on SIGTERM, keep accepting and serving S seconds while /readyz answers 503, so a load
                      balancer takes the instance out of its pool before it stops listening; behind one, at
                      least its health-check interval times its unhealthy threshold (0 to 300; default 0)
@@ -63,6 +66,7 @@ admin (the same storage options as serve)
   add-reviewer       prints a reviewer id and the reviewer's sign-in credential, once (reusable until
                      replaced; only a hash is stored)
   add-register-reader  prints a reader id and a key for GET /register, once (only a hash is stored)
+  add-evidence-reporter  prints a reporter id and a key for POST /evidence, once (only a hash is stored)
   add-webhook        prints a webhook id and its signing secret ("whsec_…"), once (stored sealed
                      with the secrets key: SECRETS_KEY_FILE, else the attestation key)
                      add-partner and add-reviewer print which store they wrote to (on stderr): set

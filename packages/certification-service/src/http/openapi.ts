@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { evidencePaths, evidenceSecurityScheme } from '../evidence/openapi.js';
 import { noteMaxLength, noteRule } from '../production/decisions/note.js';
 import { planFields } from '../runs/types.js';
 import { productionPaths, productionSchemas, registerSecurityScheme } from './production-openapi.js';
@@ -68,6 +69,7 @@ export function openApiDocument(publicUrl: string) {
     security: [{ partnerKey: [] }],
     paths: {
       ...productionPaths,
+      ...evidencePaths,
       '/api/runs': {
         post: {
           operationId: 'createRun',
@@ -196,6 +198,7 @@ export function openApiDocument(publicUrl: string) {
     components: {
       securitySchemes: {
         ...registerSecurityScheme,
+        ...evidenceSecurityScheme,
         partnerKey: {
           type: 'http',
           scheme: 'bearer',

@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import type { Database, Queryable } from '../db/types.js';
+import type { Exchange } from './exchange.js';
+import { exchangeFromRow } from './store.js';
+
+/**
+ * Judging's side of production evidence: each exchange stored is handed out once, per partner, in
+ * `at` order, across every instance sharing the database.
+ *
+ * How a judge uses it (one loop per instance, e.g. in its sweep):
+ *
+ * ```ts
+ * for (const claim of await claimExchanges(db, { partners: 16 })) {
+ *   const judge = createPartnerJudge(claim.partnerId, { state: claim.state });
+ *   const findings = judge.observe(claim.exchanges);
+ *   await claim.commit(judge.state(), (tx) => storeFindings(tx, findings)); // or claim.release()
+ * }
+ * ```
+ *
+ * - A claim holds its partner's lease (`leaseMs`, default 60 s) from the claim to `commit` or
+ *   `release`: no other instance claims that partner meanwhile, so a partner is judged by one instance at
+ *   a time and its exchanges in order.
+ * - `exchanges` are the partner's oldest exchanges not yet judged (at most `perPartner`), ordered by
+ *   `at` then arrival. An exchange that arrives after later ones were judged (a reporter's late batch)
+ *   comes in a later claim: `at` may then go back, and the judge decides what that means.
+ * - `state` is the JSON the partner's judge committed last (undefined at first): `commit(state)` stores
+ *   it and removes the handed-out exchanges from the queue in one transaction, with whatever `write`
+ *   does (the findings, say) in that same transaction — so a judgement counts once or not at all.
+ * - A claim neither committed nor released (a crash, an error) comes back once its lease has run out,
+ *   to any instance, with the same exchanges (and any that arrived since) and the last committed state.
+ *   A commit after its lease ran out and another instance claimed the partner is refused
+ *   (`EvidenceLeaseLost`) and changes nothing: only the later claim's commit counts.
+ *
+ * Nothing relies on the order in which bigserial ids commit: the queue is drained by what is visible
+ * (rows deleted by id at commit), never by "every id above the last one judged".
+ */
+export interface PartnerEvidence {
+  readonly partnerId: string;
+  readonly exchanges: readonly Exchange[];
+  /** The judge's state as last committed, or undefined before the first commit. */
+  readonly state: unknown;
+  /** Stores `state` (JSON, at most 1 MiB), marks `exchanges` judged, and runs `write` in the same transaction. */
+  commit(state: unknown, write?: (tx: Queryable) => Promise<void>): Promise<void>;
+  /** Gives the partner back without judging: its exchanges are handed out again at the next claim. */
+  release(): Promise<void>;
+}
+
+/** The claim's lease ran out and another instance claimed the partner: nothing was committed. */
+export class EvidenceLeaseLost extends Error {
+  constructor(partnerId: string) {
+    super(
+      `the claim on ${partnerId}'s evidence was lost (its lease ran out and another instance claimed it): nothing was committed; judge faster or claim fewer exchanges`,
+    );
+    this.name = 'EvidenceLeaseLost';
+  }
+}
+
+/** The largest judge state `commit` stores, in bytes of JSON. */
+export const maxJudgeStateBytes = 1024 * 1024;
+
+/**
+ * Claims up to `partners` partners with exchanges not yet judged (those judged longest ago first), and
+ * for each up to `perPartner` of its exchanges. See `PartnerEvidence`.
+ */
+export async function claimExchanges(
+  db: Database,
+  options: { partners?: number; perPartner?: number; leaseMs?: number } = {},
+): Promise<PartnerEvidence[]> {
+  const partners = options.partners ?? 16;
+  const perPartner = options.perPartner ?? 1000;
+  const leaseMs = options.leaseMs ?? 60_000;
+  const lease = randomBytes(16).toString('base64url');
+  const claimed = await db.transaction(async (tx) => {
+    const cursors = await tx.query<{ partner_id: string; state: unknown }>(
+      `SELECT partner_id, state FROM evidence_cursors c
+       WHERE (lease_until IS NULL OR lease_until < now())
+         AND EXISTS (SELECT 1 FROM evidence_queue q WHERE q.partner_id = c.partner_id)
+       ORDER BY judged_at NULLS FIRST, partner_id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+      [partners],
+    );
+    if (cursors.length === 0) return [];
+    await tx.query(
+      `UPDATE evidence_cursors SET lease_token = $2, lease_until = now() + make_interval(secs => $3)
+       WHERE partner_id = ANY($1)`,
+      [cursors.map((cursor) => cursor.partner_id), lease, leaseMs / 1000],
+    );
+    const out: Array<{ partnerId: string; state: unknown; rows: Record<string, unknown>[] }> = [];
+    for (const cursor of cursors) {
+      const rows = await tx.query(
+        `SELECT e.* FROM evidence_queue q JOIN evidence_exchanges e ON e.id = q.exchange_id
+         WHERE q.partner_id = $1 ORDER BY q.at, q.exchange_id LIMIT $2`,
+        [cursor.partner_id, perPartner],
+      );
+      out.push({ partnerId: cursor.partner_id, state: parsed(cursor.state), rows });
+    }
+    return out;
+  });
+  return claimed.map(({ partnerId, state, rows }) => {
+    const ids = rows.map((row) => String(row.id));
+    let settled = false;
+    const settle = () => {
+      if (settled) throw new Error(`the claim on ${partnerId}'s evidence was already committed or released`);
+      settled = true;
+    };
+    return {
+      partnerId,
+      state,
+      exchanges: rows.map(exchangeFromRow),
+      async commit(next, write) {
+        settle();
+        const json = JSON.stringify(next ?? null);
+        if (Buffer.byteLength(json) > maxJudgeStateBytes)
+          throw new RangeError(
+            `the judge's state of ${partnerId} is ${Buffer.byteLength(json)} bytes of JSON, more than ${maxJudgeStateBytes}: keep less`,
+          );
+        await db.transaction(async (tx) => {
+          const [held] = await tx.query(
+            `UPDATE evidence_cursors SET state = $2::jsonb, lease_token = NULL, lease_until = NULL, judged_at = now(),
+               judged = judged + $4 WHERE partner_id = $1 AND lease_token = $3 RETURNING partner_id`,
+            [partnerId, json, lease, ids.length],
+          );
+          if (!held) throw new EvidenceLeaseLost(partnerId);
+          await tx.query('DELETE FROM evidence_queue WHERE exchange_id = ANY($1::bigint[])', [ids]);
+          await write?.(tx);
+        });
+      },
+      async release() {
+        settle();
+        await db.query(
+          'UPDATE evidence_cursors SET lease_token = NULL, lease_until = NULL WHERE partner_id = $1 AND lease_token = $2',
+          [partnerId, lease],
+        );
+      },
+    };
+  });
+}
+
+const parsed = (state: unknown): unknown =>
+  typeof state === 'string' ? JSON.parse(state) : (state ?? undefined);
