@@ -4,8 +4,9 @@ import type { Database } from '../src/db/database.js';
 import type { Exchange } from '../src/evidence/exchange.js';
 import { recordSignedDecision } from '../src/production/decisions/signed.js';
 import type { RegressionFinding } from '../src/regressions/finding.js';
-import type { ClaimEvidence, CreateJudge } from '../src/regressions/watch.js';
+import type { ClaimEvidence, ClaimedEvidence, CreateJudge } from '../src/regressions/watch.js';
 import { startRegressionWatch } from '../src/regressions/watch.js';
+import { createPartnerJudge } from '../src/regressions/windows.js';
 import { attestedRun, type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 
@@ -15,72 +16,87 @@ import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 // recording each finding once. The hand-out here is a small one written for this test against the
 // tables; the evidence side's own replaces it in the service.
 
-/** A hand-out over the evidence tables: per partner, a lease on its cursor, its queued exchanges, the state. */
-function databaseClaim(db: Database): ClaimEvidence {
-  return async (judge) => {
+interface Row {
+  id: string;
+  at: string;
+  kind: 'token' | 'api';
+  method: string;
+  path: string;
+  status: number;
+  fingerprint: string | null;
+  scopes_granted: string[] | null;
+  expires_at: string | null;
+  error: string | null;
+  reporter_id: string;
+}
+
+const exchangeOf = (partnerId: string, row: Row): Exchange => ({
+  at: Number(row.at),
+  partnerId,
+  kind: row.kind,
+  method: row.method,
+  path: row.path,
+  status: row.status,
+  reporterId: row.reporter_id,
+  ...(row.fingerprint !== null && { fingerprint: row.fingerprint }),
+  ...(row.scopes_granted !== null && { scopesGranted: row.scopes_granted }),
+  ...(row.expires_at !== null && { expiresAt: Number(row.expires_at) }),
+  ...(row.error !== null && { error: row.error }),
+});
+
+/**
+ * A hand-out over the evidence tables, of the evidence side's shape: per partner, a lease on its cursor,
+ * its queued exchanges and state; `commit` stores the state, removes the queue rows and runs `write` in
+ * one transaction (a failed one leaves the lease to run out: `leaseMs`).
+ */
+function databaseClaim(db: Database, leaseMs = 0): ClaimEvidence {
+  return async () => {
     const partners = await db.query<{ partner_id: string }>(
       'SELECT DISTINCT partner_id FROM evidence_queue ORDER BY partner_id',
     );
+    const claims: ClaimedEvidence[] = [];
     for (const { partner_id: partnerId } of partners) {
       await db.query('INSERT INTO evidence_cursors (partner_id) VALUES ($1) ON CONFLICT DO NOTHING', [
         partnerId,
       ]);
       const lease = randomUUID();
       const [taken] = await db.query<{ state: unknown }>(
-        `UPDATE evidence_cursors SET lease_token = $2, lease_until = now() + interval '30 seconds'
+        `UPDATE evidence_cursors SET lease_token = $2, lease_until = now() + make_interval(secs => $3)
          WHERE partner_id = $1 AND (lease_until IS NULL OR lease_until < now()) RETURNING state`,
-        [partnerId, lease],
+        [partnerId, lease, leaseMs / 1000],
       );
       if (!taken) continue;
-      const rows = await db.query<{
-        id: string;
-        at: string;
-        kind: 'token' | 'api';
-        method: string;
-        path: string;
-        status: number;
-        fingerprint: string | null;
-        error: string | null;
-        reporter_id: string;
-      }>(
-        `SELECT e.id, e.at, e.kind, e.method, e.path, e.status, e.fingerprint, e.error, e.reporter_id
-         FROM evidence_queue q JOIN evidence_exchanges e ON e.id = q.exchange_id
+      const rows = await db.query<Row>(
+        `SELECT e.* FROM evidence_queue q JOIN evidence_exchanges e ON e.id = q.exchange_id
          WHERE q.partner_id = $1 ORDER BY q.at, q.exchange_id LIMIT 1000`,
         [partnerId],
       );
-      const exchanges: Exchange[] = rows.map((row) => ({
-        at: Number(row.at),
+      claims.push({
         partnerId,
-        kind: row.kind,
-        method: row.method,
-        path: row.path,
-        status: row.status,
-        reporterId: row.reporter_id,
-        ...(row.fingerprint !== null && { fingerprint: row.fingerprint }),
-        ...(row.error !== null && { error: row.error }),
-      }));
-      let state: unknown;
-      try {
-        state = await judge({ partnerId, exchanges, state: taken.state ?? undefined });
-      } catch (error) {
-        await db.query(
-          'UPDATE evidence_cursors SET lease_until = NULL, lease_token = NULL WHERE partner_id = $1',
-          [partnerId],
-        );
-        throw error;
-      }
-      await db.transaction(async (tx) => {
-        await tx.query(
-          'DELETE FROM evidence_queue WHERE exchange_id IN (SELECT (jsonb_array_elements_text($1::jsonb))::bigint)',
-          [JSON.stringify(rows.map((row) => row.id))],
-        );
-        await tx.query(
-          `UPDATE evidence_cursors SET state = $3, lease_token = NULL, lease_until = NULL, judged_at = now(),
-             judged = judged + $4 WHERE partner_id = $1 AND lease_token = $2`,
-          [partnerId, lease, JSON.stringify(state), rows.length],
-        );
+        exchanges: rows.map((row) => exchangeOf(partnerId, row)),
+        state: taken.state ?? undefined,
+        commit: (state, write) =>
+          db.transaction(async (tx) => {
+            await tx.query(
+              'DELETE FROM evidence_queue WHERE exchange_id IN (SELECT (jsonb_array_elements_text($1::jsonb))::bigint)',
+              [JSON.stringify(rows.map((row) => row.id))],
+            );
+            await tx.query(
+              `UPDATE evidence_cursors SET state = $3, lease_token = NULL, lease_until = NULL, judged_at = now(),
+                 judged = judged + $4 WHERE partner_id = $1 AND lease_token = $2`,
+              [partnerId, lease, JSON.stringify(state), rows.length],
+            );
+            await write?.(tx);
+          }),
+        release: async () => {
+          await db.query(
+            'UPDATE evidence_cursors SET lease_token = NULL, lease_until = NULL WHERE partner_id = $1 AND lease_token = $2',
+            [partnerId, lease],
+          );
+        },
       });
     }
+    return claims;
   };
 }
 
@@ -185,13 +201,18 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
       [partnerId],
     );
 
+  const recording = () => ({
+    record: svc.service.regressions.recordIn,
+    committed: svc.service.regressions.committed,
+  });
+
   it('judges queued exchanges once, with the state carried across rounds, and records each finding', async () => {
     const partner = await svc.partner(`Watched ${store}`);
     const quiet = await svc.partner(`Quiet ${store}`);
     const watch = startRegressionWatch({
       claim: databaseClaim(svc.db),
       createJudge: streakJudge,
-      record: (finding) => svc.service.regressions.record(finding),
+      ...recording(),
       intervalMs: 3_600_000,
     });
     try {
@@ -222,18 +243,20 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
     }
   }, 60_000);
 
-  it('a failing round commits nothing; the next judges the same exchanges and records each finding once', async () => {
+  it('a failing round commits nothing, neither state nor regression; the next records the finding once', async () => {
     const partner = await approvedPartner(`Crashing ${store}`);
     const lines: string[] = [];
     let failures = 1;
     const watch = startRegressionWatch({
       claim: databaseClaim(svc.db),
       createJudge: streakJudge,
-      // Records the finding, then fails once: as if the process died before the state was committed.
-      record: async (finding) => {
-        await svc.service.regressions.record(finding);
-        if (failures-- > 0) throw new Error('the instance stopped mid-round');
+      // Records the finding, then fails once: the commit it is part of rolls back.
+      record: async (tx, finding) => {
+        const outcome = await svc.service.regressions.recordIn(tx, finding);
+        if (failures-- > 0) throw new Error('the instance stopped mid-commit');
+        return outcome;
       },
+      committed: svc.service.regressions.committed,
       intervalMs: 3_600_000,
       log: (line) => lines.push(line),
     });
@@ -241,21 +264,25 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
       await queue(partner.partnerId, [401, 401, 401]);
       await watch.round();
       expect(lines).toEqual([
-        'regression watch: a round failed (the instance stopped mid-round); the exchanges are judged again at the next round',
+        `regression watch: a round failed (${partner.partnerId}: the instance stopped mid-commit); those exchanges are judged again later`,
       ]);
-      // Not committed: the exchanges are still queued; the regression (and suspension) stand once.
+      const queued = () =>
+        svc.db.query('SELECT 1 FROM evidence_queue WHERE partner_id = $1', [partner.partnerId]);
+      expect(await queued()).toHaveLength(3);
+      expect(await regressionsOf(partner.partnerId)).toEqual([]);
       expect(
-        await svc.db.query('SELECT 1 FROM evidence_queue WHERE partner_id = $1', [partner.partnerId]),
-      ).toHaveLength(3);
+        (
+          await svc.db.query('SELECT state FROM evidence_cursors WHERE partner_id = $1', [partner.partnerId])
+        )[0],
+      ).toEqual({
+        state: null,
+      });
+      await watch.round();
+      expect(lines.at(-1)).toBe('regression watch: judging production evidence again');
+      expect(await queued()).toEqual([]);
       expect(await regressionsOf(partner.partnerId)).toEqual([
         { check_id: 'client-token-expiry', consequence: 'suspended' },
       ]);
-      await watch.round();
-      expect(lines.at(-1)).toBe('regression watch: judging production evidence again');
-      expect(
-        await svc.db.query('SELECT 1 FROM evidence_queue WHERE partner_id = $1', [partner.partnerId]),
-      ).toEqual([]);
-      expect(await regressionsOf(partner.partnerId)).toHaveLength(1);
       const suspensions = await svc.db.query(
         "SELECT id FROM decisions WHERE partner_id = $1 AND decision = 'suspended'",
         [partner.partnerId],
@@ -266,17 +293,107 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
     }
   }, 60_000);
 
+  it('a judge that throws gives the partner back; the next round judges the same exchanges', async () => {
+    const partner = await svc.partner(`Judge fails ${store}`);
+    let throws = 1;
+    const watch = startRegressionWatch({
+      claim: databaseClaim(svc.db, 3_600_000),
+      createJudge: (partnerId, options) => {
+        if (throws-- > 0)
+          throw new TypeError('createPartnerJudge: options.state is not a state this judge wrote');
+        return streakJudge(partnerId, options);
+      },
+      ...recording(),
+      intervalMs: 3_600_000,
+    });
+    try {
+      await queue(partner.partnerId, [401, 401, 401]);
+      await watch.round();
+      expect(await regressionsOf(partner.partnerId)).toEqual([]);
+      // Released, not left to its hour-long lease: the next round claims it again.
+      await watch.round();
+      expect(await regressionsOf(partner.partnerId)).toHaveLength(1);
+    } finally {
+      await watch.close();
+    }
+  }, 60_000);
+
+  it('with the production judge: a token per call becomes one client-token-reuse regression', async () => {
+    const partner = await svc.partner(`Token per call ${store}`);
+    const start = Date.UTC(2026, 10, 3);
+    // 320 token issues, each followed by one call with that token, one pair every 10 s (53 min).
+    await svc.db.query(
+      `WITH made AS (
+         INSERT INTO evidence_exchanges (partner_id, reporter_id, at, kind, method, path, status, fingerprint, scopes_granted, expires_at)
+         SELECT $1, $2, $3::bigint + g * 10000 + k * 100, CASE k WHEN 0 THEN 'token' ELSE 'api' END,
+           CASE k WHEN 0 THEN 'POST' ELSE 'GET' END, CASE k WHEN 0 THEN '/oauth/token' ELSE '/v3/loans' END, 200,
+           'fp' || g, CASE k WHEN 0 THEN '["loans:read"]'::jsonb END,
+           CASE k WHEN 0 THEN $3::bigint + g * 10000 + 43199000 END
+         FROM generate_series(1, 320) g, generate_series(0, 1) k RETURNING id, partner_id, at)
+       INSERT INTO evidence_queue (exchange_id, partner_id, at) SELECT id, partner_id, at FROM made`,
+      [partner.partnerId, reporterId, start],
+    );
+    const watch = startRegressionWatch({
+      claim: databaseClaim(svc.db),
+      createJudge: createPartnerJudge,
+      ...recording(),
+      intervalMs: 3_600_000,
+    });
+    try {
+      await watch.round();
+      const found = await svc.db.query<{ check_id: string; exchanges: Exchange[] }>(
+        'SELECT check_id, exchanges FROM regressions WHERE partner_id = $1',
+        [partner.partnerId],
+      );
+      expect(found.map((row) => row.check_id)).toEqual(['client-token-reuse']);
+      expect(found[0]!.exchanges.length).toBeGreaterThan(0);
+      expect(found[0]!.exchanges.length).toBeLessThanOrEqual(20);
+    } finally {
+      await watch.close();
+    }
+  }, 60_000);
+
+  it('with the production judge: a token reused for every call raises nothing (control)', async () => {
+    const partner = await svc.partner(`Token reused ${store}`);
+    const start = Date.UTC(2026, 10, 3);
+    await svc.db.query(
+      `WITH made AS (
+         INSERT INTO evidence_exchanges (partner_id, reporter_id, at, kind, method, path, status, fingerprint, scopes_granted, expires_at)
+         SELECT $1, $2, $3::bigint + g * 10000, CASE g WHEN 0 THEN 'token' ELSE 'api' END,
+           CASE g WHEN 0 THEN 'POST' ELSE 'GET' END, CASE g WHEN 0 THEN '/oauth/token' ELSE '/v3/loans' END, 200,
+           'fp-one', CASE g WHEN 0 THEN '["loans:read"]'::jsonb END, CASE g WHEN 0 THEN $3::bigint + 43199000 END
+         FROM generate_series(0, 640) g RETURNING id, partner_id, at)
+       INSERT INTO evidence_queue (exchange_id, partner_id, at) SELECT id, partner_id, at FROM made`,
+      [partner.partnerId, reporterId, start],
+    );
+    const watch = startRegressionWatch({
+      claim: databaseClaim(svc.db),
+      createJudge: createPartnerJudge,
+      ...recording(),
+      intervalMs: 3_600_000,
+    });
+    try {
+      await watch.round();
+      expect(await regressionsOf(partner.partnerId)).toEqual([]);
+      expect(
+        await svc.db.query('SELECT 1 FROM evidence_queue WHERE partner_id = $1', [partner.partnerId]),
+      ).toEqual([]);
+    } finally {
+      await watch.close();
+    }
+  }, 60_000);
+
   it('runs by itself every interval and stops cleanly on close', async () => {
     const partner = await svc.partner(`Timed ${store}`);
     let rounds = 0;
     const claim = databaseClaim(svc.db);
     const watch = startRegressionWatch({
-      claim: async (judge) => {
+      claim: async () => {
         rounds += 1;
-        return claim(judge);
+        return claim();
       },
       createJudge: streakJudge,
-      record: (finding) => svc.service.regressions.record(finding),
+      ...recording(),
       intervalMs: 20,
     });
     await queue(partner.partnerId, [401, 401, 401]);

@@ -29,6 +29,7 @@ export interface RecordedRegression {
   /** false: the same partner, check and window was recorded before (`regressionId` is that one). */
   recorded: boolean;
   regressionId: string;
+  check: string;
   consequence: RegressionConsequence;
   /** The suspension decision, when this finding suspended the partner. */
   suspensionId: string | null;
@@ -61,132 +62,208 @@ async function certifiedRun(
  * partner not active (never approved, revoked, expired, already suspended) gets the regression recorded
  * and announced, nothing else. The same partner, check and window is recorded once: handed in again,
  * it changes nothing and returns the first. Throws a TypeError for a malformed finding, and an Error
- * for an unknown partner.
+ * for an unknown partner. Once committed, the metric counts it and `nudge` is called.
  */
 export async function recordRegression(
   db: Database,
   raw: RegressionFinding,
   options: RecordOptions,
 ): Promise<RecordedRegression> {
-  const finding = checkFinding(raw);
-  const outcome = await db.transaction(async (tx): Promise<RecordedRegression> => {
-    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`decision:${finding.partnerId}`]);
-    const [existing] = await tx.query<{
-      id: string;
-      consequence: RegressionConsequence;
-      suspension_id: string | null;
-    }>(
-      `SELECT id, consequence, suspension_id FROM regressions
-       WHERE partner_id = $1 AND check_id = $2 AND window_from = $3 AND window_to = $4`,
-      [finding.partnerId, finding.check, finding.window.from, finding.window.to],
-    );
-    if (existing)
-      return {
-        recorded: false,
-        regressionId: existing.id,
-        consequence: existing.consequence,
-        suspensionId: existing.suspension_id,
-      };
-    const [partner] = await tx.query<{ id: string; name: string }>(
-      'SELECT id, name FROM partners WHERE id = $1',
-      [finding.partnerId],
-    );
-    if (!partner)
-      throw new Error(
-        `a regression names partner ${JSON.stringify(finding.partnerId.slice(0, 60))}, which the service does not know: evidence must name a partner added with admin add-partner`,
-      );
-    const [entry] = await registerEntries(tx, new Date(), partner.id);
-    const active = entry?.status === 'active';
-    const suspend = active && options.policy === 'suspend';
-    const consequence: RegressionConsequence = suspend ? 'suspended' : active ? 'notified' : 'unchanged';
-    const regressionId = `reg_${randomBytes(12).toString('base64url')}`;
-    const run = await certifiedRun(tx, partner.id);
-    // Announced before the suspension it causes (partner.regressed, then partner.suspended, in order).
-    const eventId = await enqueueEvent(tx, {
-      type: 'partner.regressed',
-      dedupeKey: `regression:${regressionId}`,
-      data: {
-        partnerId: partner.id,
-        regressionId,
-        check: finding.check,
-        detail: finding.detail,
-        at: iso(finding.at),
-        window: { from: iso(finding.window.from), to: iso(finding.window.to) },
-        policy: options.policy,
-        consequence,
-        ...(run && { runId: run.id }),
-      },
-    });
-    // The suspension's id goes into the statement.
-    const note = `Suspended on regression ${regressionId}: the check ${finding.check} failed on production evidence from ${iso(finding.window.from)} to ${iso(finding.window.to)}. ${finding.detail}`;
-    const suspension = suspend
-      ? await suspendApproval(
-          tx,
-          { partnerId: partner.id, note: note.slice(0, 2000), regressionId },
-          { key: options.signingKey },
-        )
-      : undefined;
-    const recordedAt = new Date();
-    const statement = regressionStatement(
-      {
-        regressionId,
-        partner: { id: partner.id, name: partner.name },
-        check: finding.check,
-        detail: finding.detail,
-        at: iso(finding.at),
-        window: { from: iso(finding.window.from), to: iso(finding.window.to) },
-        exchanges: [...finding.exchanges],
-        policy: options.policy,
-        consequence,
-        suspensionId: suspension?.decisionId ?? null,
-        runId: run?.id ?? null,
-        plan: run?.plan ? { id: run.plan.id, digest: run.plan.digest } : null,
-        recordedAt: recordedAt.toISOString(),
-      },
-      run?.attestation ?? null,
-    );
-    const envelope = `${JSON.stringify(signRegression(statement, options.signingKey), null, 2)}\n`;
-    await tx.query(
-      `INSERT INTO regressions (id, partner_id, check_id, detail, at, window_from, window_to, exchanges, policy,
-         consequence, run_id, suspension_id, envelope, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-      [
-        regressionId,
-        partner.id,
-        finding.check,
-        finding.detail,
-        finding.at,
-        finding.window.from,
-        finding.window.to,
-        JSON.stringify(finding.exchanges),
-        options.policy,
-        consequence,
-        run?.id ?? null,
-        suspension?.decisionId ?? null,
-        envelope,
-        recordedAt,
-      ],
-    );
-    await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-      serviceActor,
-      'regression.recorded',
-      partner.id,
-      JSON.stringify({
-        regression: regressionId,
-        check: finding.check,
-        window: { from: iso(finding.window.from), to: iso(finding.window.to) },
-        exchanges: finding.exchanges.length,
-        policy: options.policy,
-        consequence,
-        suspension: suspension?.decisionId ?? null,
-        event: eventId ?? null,
-      }),
-    ]);
-    return { recorded: true, regressionId, consequence, suspensionId: suspension?.decisionId ?? null };
-  });
-  if (outcome.recorded) {
-    regressionsRecorded.inc({ check: finding.check, consequence: outcome.consequence });
-    options.nudge?.();
-  }
+  const outcome = await db.transaction((tx) => recordRegressionIn(tx, raw, options));
+  regressionCommitted([outcome], options);
   return outcome;
+}
+
+/** After the transaction of `recordRegressionIn` committed: counts the regressions recorded, nudges once. */
+export function regressionCommitted(
+  outcomes: readonly RecordedRegression[],
+  options: Pick<RecordOptions, 'nudge'>,
+): void {
+  const recorded = outcomes.filter((outcome) => outcome.recorded);
+  for (const outcome of recorded)
+    regressionsRecorded.inc({ check: outcome.check, consequence: outcome.consequence });
+  if (recorded.length > 0) options.nudge?.();
+}
+
+/** The regression already recorded for the finding's partner, check and window, if any. */
+async function recordedBefore(
+  tx: Queryable,
+  finding: RegressionFinding,
+): Promise<RecordedRegression | undefined> {
+  const [existing] = await tx.query<{
+    id: string;
+    consequence: RegressionConsequence;
+    suspension_id: string | null;
+  }>(
+    `SELECT id, consequence, suspension_id FROM regressions
+     WHERE partner_id = $1 AND check_id = $2 AND window_from = $3 AND window_to = $4`,
+    [finding.partnerId, finding.check, finding.window.from, finding.window.to],
+  );
+  return (
+    existing && {
+      recorded: false,
+      regressionId: existing.id,
+      check: finding.check,
+      consequence: existing.consequence,
+      suspensionId: existing.suspension_id,
+    }
+  );
+}
+
+/** The partner a finding names: an Error saying so when the service does not know it. */
+async function partnerOf(tx: Queryable, partnerId: string): Promise<{ id: string; name: string }> {
+  const [partner] = await tx.query<{ id: string; name: string }>(
+    'SELECT id, name FROM partners WHERE id = $1',
+    [partnerId],
+  );
+  if (!partner)
+    throw new Error(
+      `a regression names partner ${JSON.stringify(partnerId.slice(0, 60))}, which the service does not know: evidence must name a partner added with admin add-partner`,
+    );
+  return partner;
+}
+
+/** What is decided about a regression before it is written: its id, what it does, the run it names. */
+interface Regression {
+  id: string;
+  finding: RegressionFinding;
+  partner: { id: string; name: string };
+  policy: RegressionPolicy;
+  consequence: RegressionConsequence;
+  suspensionId: string | null;
+  run: { id: string; attestation: string | null; plan: DigestedPlan | null } | undefined;
+}
+
+/** The regression's signed statement and row. */
+async function storeRegression(
+  tx: Queryable,
+  regression: Regression,
+  key: RecordOptions['signingKey'],
+): Promise<void> {
+  const { finding, run } = regression;
+  const recordedAt = new Date();
+  const statement = regressionStatement(
+    {
+      regressionId: regression.id,
+      partner: regression.partner,
+      check: finding.check,
+      detail: finding.detail,
+      at: iso(finding.at),
+      window: { from: iso(finding.window.from), to: iso(finding.window.to) },
+      exchanges: [...finding.exchanges],
+      policy: regression.policy,
+      consequence: regression.consequence,
+      suspensionId: regression.suspensionId,
+      runId: run?.id ?? null,
+      plan: run?.plan ? { id: run.plan.id, digest: run.plan.digest } : null,
+      recordedAt: recordedAt.toISOString(),
+    },
+    run?.attestation ?? null,
+  );
+  await tx.query(
+    `INSERT INTO regressions (id, partner_id, check_id, detail, at, window_from, window_to, exchanges, policy,
+       consequence, run_id, suspension_id, envelope, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+    [
+      regression.id,
+      regression.partner.id,
+      finding.check,
+      finding.detail,
+      finding.at,
+      finding.window.from,
+      finding.window.to,
+      JSON.stringify(finding.exchanges),
+      regression.policy,
+      regression.consequence,
+      run?.id ?? null,
+      regression.suspensionId,
+      `${JSON.stringify(signRegression(statement, key), null, 2)}\n`,
+      recordedAt,
+    ],
+  );
+}
+
+/** `partner.regressed`: announced before the suspension it causes, so receivers see them in that order. */
+const announceRegression = (tx: Queryable, regression: Omit<Regression, 'suspensionId'>) =>
+  enqueueEvent(tx, {
+    type: 'partner.regressed',
+    dedupeKey: `regression:${regression.id}`,
+    data: {
+      partnerId: regression.partner.id,
+      regressionId: regression.id,
+      check: regression.finding.check,
+      detail: regression.finding.detail,
+      at: iso(regression.finding.at),
+      window: { from: iso(regression.finding.window.from), to: iso(regression.finding.window.to) },
+      policy: regression.policy,
+      consequence: regression.consequence,
+      ...(regression.run && { runId: regression.run.id }),
+    },
+  });
+
+/**
+ * `recordRegression` inside the caller's transaction `tx` (the evidence's commit, so that the judge's
+ * state and its findings commit together or not at all); the caller calls `regressionCommitted` once
+ * it committed.
+ */
+export async function recordRegressionIn(
+  tx: Queryable,
+  raw: RegressionFinding,
+  options: RecordOptions,
+): Promise<RecordedRegression> {
+  const finding = checkFinding(raw);
+  await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`decision:${finding.partnerId}`]);
+  const before = await recordedBefore(tx, finding);
+  if (before) return before;
+  const partner = await partnerOf(tx, finding.partnerId);
+  const [entry] = await registerEntries(tx, new Date(), partner.id);
+  const active = entry?.status === 'active';
+  const suspend = active && options.policy === 'suspend';
+  const decided = {
+    id: `reg_${randomBytes(12).toString('base64url')}`,
+    finding,
+    partner,
+    policy: options.policy,
+    consequence: (suspend ? 'suspended' : active ? 'notified' : 'unchanged') as RegressionConsequence,
+    run: await certifiedRun(tx, partner.id),
+  };
+  const eventId = await announceRegression(tx, decided);
+  const suspension = suspend
+    ? await suspendApproval(
+        tx,
+        {
+          partnerId: partner.id,
+          note: `Suspended on regression ${decided.id}: the check ${finding.check} failed on production evidence from ${iso(finding.window.from)} to ${iso(finding.window.to)}. ${finding.detail}`.slice(
+            0,
+            2000,
+          ),
+          regressionId: decided.id,
+        },
+        { key: options.signingKey },
+      )
+    : undefined;
+  const suspensionId = suspension?.decisionId ?? null;
+  await storeRegression(tx, { ...decided, suspensionId }, options.signingKey);
+  await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
+    serviceActor,
+    'regression.recorded',
+    partner.id,
+    JSON.stringify({
+      regression: decided.id,
+      check: finding.check,
+      window: { from: iso(finding.window.from), to: iso(finding.window.to) },
+      exchanges: finding.exchanges.length,
+      policy: options.policy,
+      consequence: decided.consequence,
+      suspension: suspensionId,
+      event: eventId ?? null,
+    }),
+  ]);
+  return {
+    recorded: true,
+    regressionId: decided.id,
+    check: finding.check,
+    consequence: decided.consequence,
+    suspensionId,
+  };
 }

@@ -1,19 +1,25 @@
+import type { Queryable } from '../db/database.js';
 import type { Exchange } from '../evidence/exchange.js';
 import type { RegressionFinding } from './finding.js';
-
-/** One partner's new exchanges, handed to judging with the judge's state stored for it (undefined at first). */
-export interface EvidenceBatch {
-  partnerId: string;
-  exchanges: Exchange[];
-  state: unknown;
-}
+import type { RecordedRegression } from './record.js';
 
 /**
- * The evidence side's hand-out: gives each partner's new exchanges to `judge` (one partner at a time,
- * each exchange once across instances), and commits the state `judge` returns with their removal from
- * the queue; when `judge` throws, nothing is committed and the exchanges are handed out again later.
+ * One partner's new exchanges as the evidence side hands them to judging (`claimExchanges`'s shape):
+ * held by this instance until committed or released.
  */
-export type ClaimEvidence = (judge: (batch: EvidenceBatch) => Promise<unknown>) => Promise<unknown>;
+export interface ClaimedEvidence {
+  readonly partnerId: string;
+  readonly exchanges: readonly Exchange[];
+  /** The judge's state as last committed; undefined before the first commit. */
+  readonly state: unknown;
+  /** Stores the judge's state and marks the exchanges judged, with `write` in the same transaction. */
+  commit(state: unknown, write?: (tx: Queryable) => Promise<void>): Promise<void>;
+  /** Gives the partner back unjudged: its exchanges are handed out again. */
+  release(): Promise<void>;
+}
+
+/** Claims partners with exchanges not yet judged (each exchange handed out once across instances). */
+export type ClaimEvidence = () => Promise<readonly ClaimedEvidence[]>;
 
 /** A judge of one partner's production evidence (the production judge's shape). */
 export interface PartnerJudge {
@@ -26,9 +32,11 @@ export type CreateJudge = (partnerId: string, options: { state?: unknown }) => P
 export interface RegressionWatchOptions {
   claim: ClaimEvidence;
   createJudge: CreateJudge;
-  /** Records a finding as a regression (`recordRegression` bound to the service's policy and key). */
-  record: (finding: RegressionFinding) => Promise<unknown>;
-  /** The pause between two rounds, in ms. Default 1000. */
+  /** Records a finding inside the evidence's commit (`recordRegressionIn` bound to the policy and key). */
+  record: (tx: Queryable, finding: RegressionFinding) => Promise<RecordedRegression>;
+  /** Once a partner's commit is done: what was recorded (`regressionCommitted`: the metric, the nudge). */
+  committed?: (outcomes: readonly RecordedRegression[]) => void;
+  /** The pause after a round that found nothing to judge (or failed), in ms. Default 1000. */
   intervalMs?: number;
   log?: (line: string) => void;
 }
@@ -41,11 +49,12 @@ export interface RegressionWatch {
 }
 
 /**
- * The watch: every `intervalMs`, takes each partner's new exchanges from the evidence side, runs the
- * partner's judge on them from its stored state, records every finding as a regression, and hands the
- * judge's new state back to be committed with them. A finding recorded before a crash and judged again
- * after it is recorded once (a regression is one per partner, check and window). A failing round is
- * logged (once until a round succeeds again) and the next one tries again.
+ * The watch: takes each partner's new exchanges from the evidence side, runs the partner's judge on
+ * them from its committed state, and commits the judge's new state together with every finding
+ * recorded as a regression (one transaction: a judgement counts once or not at all). After a round
+ * that judged something the next starts at once; after an empty or failing one, in `intervalMs`. A
+ * judge that throws gives its partner back (judged again later); a failed commit leaves the claim to
+ * run out (the same exchanges come back). Failures are logged once until a round succeeds again.
  */
 export function startRegressionWatch(options: RegressionWatchOptions): RegressionWatch {
   const intervalMs = options.intervalMs ?? 1000;
@@ -54,50 +63,80 @@ export function startRegressionWatch(options: RegressionWatchOptions): Regressio
   let timer: NodeJS.Timeout | undefined;
   let failing = false;
 
-  const judge = async (batch: EvidenceBatch): Promise<unknown> => {
-    const partnerJudge = options.createJudge(
-      batch.partnerId,
-      batch.state === undefined || batch.state === null ? {} : { state: batch.state },
-    );
-    for (const finding of partnerJudge.observe(batch.exchanges)) await options.record(finding);
-    return partnerJudge.state();
-  };
-
-  const once = async () => {
+  /** Judges one claim; throws what went wrong, having released the claim when it was not committed. */
+  const judgeClaim = async (claimed: ClaimedEvidence) => {
+    let findings: RegressionFinding[];
+    let state: unknown;
     try {
-      await options.claim(judge);
-      if (failing) options.log?.('regression watch: judging production evidence again');
-      failing = false;
+      const judge = options.createJudge(
+        claimed.partnerId,
+        claimed.state === undefined || claimed.state === null ? {} : { state: claimed.state },
+      );
+      findings = judge.observe([...claimed.exchanges]);
+      state = judge.state();
     } catch (error) {
-      if (!failing)
-        options.log?.(
-          `regression watch: a round failed (${(error as Error).message}); the exchanges are judged again at the next round`,
-        );
-      failing = true;
+      await claimed.release().catch(() => undefined);
+      throw error;
     }
+    const outcomes: RecordedRegression[] = [];
+    await claimed.commit(state, async (tx) => {
+      for (const finding of findings) outcomes.push(await options.record(tx, finding));
+    });
+    options.committed?.(outcomes);
   };
 
-  const schedule = () => {
+  /** One round: true when it judged something (more may be waiting). */
+  const once = async (): Promise<boolean> => {
+    const problems: string[] = [];
+    let judged = 0;
+    try {
+      for (const claimed of await options.claim()) {
+        if (closed) {
+          await claimed.release().catch(() => undefined);
+          continue;
+        }
+        try {
+          await judgeClaim(claimed);
+          judged += 1;
+        } catch (error) {
+          problems.push(`${claimed.partnerId}: ${(error as Error).message}`);
+        }
+      }
+    } catch (error) {
+      problems.push((error as Error).message);
+    }
+    if (problems.length > 0 && !failing)
+      options.log?.(
+        `regression watch: a round failed (${problems.join('; ').slice(0, 500)}); those exchanges are judged again later`,
+      );
+    else if (problems.length === 0 && failing)
+      options.log?.('regression watch: judging production evidence again');
+    failing = problems.length > 0;
+    return judged > 0 && !failing;
+  };
+
+  const schedule = (delayMs: number) => {
     if (closed) return;
-    timer = setTimeout(() => void round(), intervalMs);
+    clearTimeout(timer);
+    timer = setTimeout(() => void round(), delayMs);
     timer.unref();
   };
 
   const round = (): Promise<void> => {
     if (closed) return running ?? Promise.resolve();
     clearTimeout(timer);
-    const previous = running ?? Promise.resolve();
-    const next: Promise<void> = previous.then(once).finally(() => {
+    const next: Promise<void> = (running ?? Promise.resolve()).then(async () => {
+      const more = await once();
       if (running === next) {
         running = undefined;
-        schedule();
+        schedule(more ? 0 : intervalMs);
       }
     });
     running = next;
     return next;
   };
 
-  schedule();
+  schedule(intervalMs);
   return {
     round,
     async close() {
