@@ -380,6 +380,8 @@ export class EvidenceReporter {
         this.#lastError = outcome.note;
       } else {
         this.#refused += batch.records.length;
+        // The service never took them: the next batch says so (it already knows of partialSuccess rejects).
+        this.#unreported += batch.records.length;
         this.#lastError = outcome.reason;
         this.#options.onLog(`${outcome.reason}; its ${batch.records.length} exchange(s) are dropped`);
       }
