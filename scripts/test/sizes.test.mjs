@@ -27,10 +27,7 @@ const notYetSplit = [
   'packages/conformance/src/cli/server.ts: parseCliArgs',
   'packages/conformance/src/cli/verify.ts: verifyMain',
   'packages/conformance/src/client/stage.ts: startStage',
-  'packages/conformance/src/client/stage/handler.ts: createStageHandler',
-  'packages/conformance/src/client/stage/handler.ts: respond',
   'packages/conformance/src/reporters/html/client.ts: formatClientHtmlReport',
-  'packages/conformance/src/server/run.ts: runConformanceDetailed',
   'packages/mock/src/start-mock.ts: startMock',
 ];
 

@@ -68,6 +68,38 @@ const narrowedRefusal = (): StageAnswer => ({
   }),
 });
 
+/** How the stage reads a request for the record (see `requestReader`). */
+type Reader = ReturnType<typeof requestReader>;
+
+/** A stage's handler: its context, and the reader for what needs no token lookup. */
+interface Stage extends StageHandlerContext {
+  /** Values, headers and an empty body's leaks need no token lookup: this one reader serves them all. */
+  plain: Reader;
+}
+
+/** A request as it arrived: which server, the request and its answer, its target. */
+interface Arrival {
+  server: StageServer;
+  req: IncomingMessage;
+  res: ServerResponse;
+  target: string;
+}
+
+/** A request read whole, with the exchange being recorded for it and what it is known to carry. */
+interface ReadRequest extends Arrival {
+  body: Buffer;
+  text: string;
+  /** The target without its query. */
+  path: string;
+  exchange: RecordedExchange;
+  /** The reader that knows the issued tokens this request carries. */
+  reader: Reader;
+  /** The issued tokens this request carries, by value: its bearer and the JWT-shaped runs of its body. */
+  known: Map<string, IssuedToken>;
+  /** The token of its Authorization header, when it has one. */
+  bearerValue: string | undefined;
+}
+
 /**
  * The stage's request handler: answers a request as the scenario plan says (the mock answers the rest),
  * and records the exchange, redacted, in the ledger. `target` is the request's path and query relative
@@ -75,209 +107,258 @@ const narrowedRefusal = (): StageAnswer => ({
  * 502 and recorded, never hidden.
  */
 export function createStageHandler(context: StageHandlerContext) {
-  const { client, redactor, ledger, mock, budget, since } = context;
-  const redactText = (text: string) => redactor.redact(text);
-  // Values, headers and an empty body's leaks need no token lookup: one reader serves them all.
-  const { keptValue, keptHeaders, leaksOf } = requestReader(client, redactor, { byValue: () => undefined });
-
-  async function record(exchange: RecordedExchange): Promise<void> {
-    await ledger.record(exchange);
-  }
-
-  async function handle(
-    server: StageServer,
-    req: IncomingMessage,
-    res: ServerResponse,
-    target: string,
-  ): Promise<void> {
-    const number = await ledger.nextSeq();
-    const at = since();
-    const method = req.method ?? '';
-    const read = await readBody(req, budget);
-    const base: ExchangeBase = {
-      seq: number,
-      server,
-      at,
-      method,
-      target: cut(keptValue(target)),
-      requestHeaders: keptHeaders(req.headers),
-    };
-    if (read === 'too-large' || read === 'over-budget') {
-      // Over 1 MiB: 413 from the API (400 from the token endpoint, RFC 6749 §5.2); the stage's budget
-      // of bodies held at once spent (many large bodies at once): 503, try again.
-      const status = read === 'over-budget' ? 503 : server === 'api' ? 413 : 400;
-      const answer = json(
-        read === 'over-budget'
-          ? {
-              error: 'temporarily_unavailable',
-              error_description: 'the stage holds too many request bodies at once; retry',
-            }
-          : { error: 'invalid_request', error_description: 'the request body is over 1 MiB' },
-      );
-      const exchange: RecordedExchange = {
-        ...base,
-        end: since(),
-        body: { bytes: read === 'too-large' ? maxBodyBytes + 1 : 0, kind: 'other' },
-        leaks: leaksOf(server, target, req.headers, ''),
-        status,
-        responseHeaders: { 'content-type': 'application/json' },
-        responseBody: answer,
-        error: read === 'over-budget' ? 'temporarily_unavailable' : 'invalid_request',
-      };
-      if (context.recordBeforeAnswer) await record(exchange);
-      await send(res, status, { 'content-type': 'application/json', connection: 'close' }, answer);
-      if (!context.recordBeforeAnswer) await record(exchange);
-      return;
-    }
-    try {
-      await respond(server, req, res, target, read.body, number, at, base);
-    } finally {
-      read.release();
-    }
-  }
-
-  async function respond(
-    server: StageServer,
-    req: IncomingMessage,
-    res: ServerResponse,
-    target: string,
-    body: Buffer,
-    number: number,
-    at: number,
-    base: ExchangeBase,
-  ): Promise<void> {
-    const method = req.method ?? '';
-    const text = body.toString('utf8');
-    // The issued tokens this request may carry, looked up once: its bearer and the JWT-shaped runs of its body.
-    const bearerValue = bearerPattern.exec(req.headers.authorization ?? '')?.[2];
-    const candidates = [...(server === 'api' ? (text.match(jwtCandidates) ?? []) : [])];
-    if (bearerValue) candidates.push(bearerValue);
-    const known: Map<string, IssuedToken> =
-      candidates.length > 0 ? await ledger.tokensByValue(candidates) : new Map();
-    const reader = requestReader(client, redactor, { byValue: (value) => known.get(value) });
-    const kind = bodyKindOf(body, req.headers['content-type']);
-    const exchange: RecordedExchange = {
-      ...base,
-      end: 0,
-      body: {
-        bytes: body.length,
-        ...(body.length > 0 && { sha256: createHash('sha256').update(body).digest('hex') }),
-        kind,
-        ...(body.length > 0 && { text: cut(keptValue(text.slice(0, keptText * 4))) }),
-      },
-      leaks: reader.leaksOf(server, target, req.headers, text),
-      status: 0,
-      responseHeaders: {},
-      responseBody: '',
-    };
-    const path = target.split('?')[0]!;
-    let answer: StageAnswer;
-    if (server === 'auth') {
-      let forwarded = body;
-      let refused: StageAnswer | undefined;
-      if (path === '/oauth/token' && method === 'POST') {
-        exchange.form = reader.tokenFormOf(text, req.headers);
-        // Without the run's secret (or a leak of it) the request is not the journey's: kept apart, and
-        // it plays no scenario step (an outsider cannot use up the narrowed grant).
-        if (!exchange.form.secretMatches && exchange.leaks.length === 0) exchange.outside = true;
-        else {
-          // The narrowed grant is exercised the first time the journey asks for more than it is granted;
-          // with every scope authorised, that request is granted fewer scopes than it asked for.
-          const narrowed = await ledger.tokenRequested(
-            (exchange.form.scope ?? '').split(' ').filter(Boolean),
-            at,
-            number,
-          );
-          if (Array.isArray(narrowed))
-            if (narrowed.length === 0) refused = narrowedRefusal();
-            else forwarded = withScope(text, narrowed);
-        }
-      }
-      if (path === '/oauth/token') mock.setTokenTtl(context.ttlNow());
-      answer = refused ?? (await dispatchBuffered('auth', req, target, forwarded, mock));
-      if (path === '/oauth/token' && answer.status === 200) {
-        const draft = context.draftOf(answer.body, exchange.seq);
-        if (draft) exchange.issued = (await ledger.issue(draft)).ref;
-      }
-      if (context.tokenDelayMs > 0 && path === '/oauth/token')
-        await new Promise((r) => setTimeout(r, context.tokenDelayMs));
-    } else {
-      if (context.apiDelayMs > 0) await new Promise((r) => setTimeout(r, context.apiDelayMs));
-      const bearer = reader.bearerOf(req.headers.authorization);
-      if (bearer) exchange.bearer = bearer;
-      const issued = bearer?.wellFormed && bearerValue ? known.get(bearerValue) : undefined;
-      // No token this run issued and none of its credentials anywhere: not the journey's call.
-      if (bearer?.token === undefined && exchange.leaks.length === 0) exchange.outside = true;
-      const injected = exchange.outside
-        ? undefined
-        : await ledger.play(method, path, issued, since(), at, number);
-      if (injected) {
-        exchange.injected = injected;
-        answer = injectedAnswer(injected);
-      } else {
-        answer = context.recordBeforeAnswer
-          ? await dispatchBuffered('api', req, target, body, mock)
-          : await dispatch(req, res, target, body, mock);
-        if (!exchange.outside)
-          await ledger.apiAnswered(answer.status, answer.headers['www-authenticate'], at, number);
-      }
-    }
-    exchange.status = answer.status;
-    for (const name of ['content-type', 'www-authenticate', 'retry-after', 'cache-control'])
-      if (answer.headers[name] !== undefined)
-        exchange.responseHeaders[name] = cut(redactText(answer.headers[name]!));
-    // Redact a window a little wider than what is kept (a secret across the cut is still caught).
-    exchange.responseBody = cut(redactText(answer.body.slice(0, keptText * 4)));
-    if (answer.body.length > keptText * 4)
-      exchange.responseBody = `${exchange.responseBody.slice(0, keptText)}…[${answer.body.length} chars]`;
-    const error = /"error"\s*:\s*"([^"]{1,64})"/.exec(answer.body)?.[1];
-    if (error) exchange.error = error;
-    if (context.recordBeforeAnswer) {
-      exchange.end = since();
-      await record(exchange);
-      if (!res.headersSent) await send(res, answer.status, answer.headers, answer.body);
-      return;
-    }
-    if (!res.headersSent) await send(res, answer.status, answer.headers, answer.body);
-    exchange.end = since();
-    await record(exchange);
-  }
-
+  const stage: Stage = {
+    ...context,
+    plain: requestReader(context.client, context.redactor, { byValue: () => undefined }),
+  };
   /** Serves a request; never rejects (an error of the stage's own is answered 502 and recorded). */
-  return (server: StageServer, req: IncomingMessage, res: ServerResponse, target = req.url ?? '/') =>
-    handle(server, req, res, target).catch(async (error: unknown) => {
-      const refusal = ledger.refusal?.(error);
-      if (refusal) {
-        req.resume();
-        if (!res.headersSent)
-          await send(
-            res,
-            refusal.status,
-            { 'content-type': 'application/json', ...refusal.headers },
-            refusal.body,
-          );
-        return;
-      }
-      const message = error instanceof Error ? error.message : String(error);
-      try {
-        await record({
-          seq: await ledger.nextSeq(),
-          server,
-          at: since(),
-          end: since(),
-          method: req.method ?? '',
-          target: cut(keptValue(target)),
-          requestHeaders: {},
-          body: { bytes: 0, kind: 'none' },
-          leaks: [],
-          status: 502,
-          responseHeaders: {},
-          responseBody: cut(redactText(`stage error: ${message}`)),
-        });
-      } catch {
-        // The ledger itself failed (its database is gone): the answer below still says so.
-      }
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
-      if (!res.writableEnded) res.end(json({ error: 'stage_error', error_description: redactText(message) }));
+  return (server: StageServer, req: IncomingMessage, res: ServerResponse, target = req.url ?? '/') => {
+    const arrival: Arrival = { server, req, res, target };
+    return handle(stage, arrival).catch((error: unknown) => answerStageError(stage, arrival, error));
+  };
+}
+
+/** Numbers a request, reads its body within the stage's budget, and answers it (or refuses it unread). */
+async function handle(stage: Stage, arrival: Arrival): Promise<void> {
+  const { server, req, target } = arrival;
+  const number = await stage.ledger.nextSeq();
+  const at = stage.since();
+  const method = req.method ?? '';
+  const read = await readBody(req, stage.budget);
+  const base: ExchangeBase = {
+    seq: number,
+    server,
+    at,
+    method,
+    target: cut(stage.plain.keptValue(target)),
+    requestHeaders: stage.plain.keptHeaders(req.headers),
+  };
+  if (read === 'too-large' || read === 'over-budget') {
+    await refuseUnread(stage, arrival, base, read);
+    return;
+  }
+  try {
+    await respond(stage, arrival, read.body, base);
+  } finally {
+    read.release();
+  }
+}
+
+/**
+ * A body over 1 MiB: 413 from the API (400 from the token endpoint, RFC 6749 §5.2); the stage's budget
+ * of bodies held at once spent (many large bodies at once): 503, try again. Recorded either way.
+ */
+async function refuseUnread(
+  stage: Stage,
+  { server, req, res, target }: Arrival,
+  base: ExchangeBase,
+  read: 'too-large' | 'over-budget',
+): Promise<void> {
+  const status = read === 'over-budget' ? 503 : server === 'api' ? 413 : 400;
+  const answer = json(
+    read === 'over-budget'
+      ? {
+          error: 'temporarily_unavailable',
+          error_description: 'the stage holds too many request bodies at once; retry',
+        }
+      : { error: 'invalid_request', error_description: 'the request body is over 1 MiB' },
+  );
+  const exchange: RecordedExchange = {
+    ...base,
+    end: stage.since(),
+    body: { bytes: read === 'too-large' ? maxBodyBytes + 1 : 0, kind: 'other' },
+    leaks: stage.plain.leaksOf(server, target, req.headers, ''),
+    status,
+    responseHeaders: { 'content-type': 'application/json' },
+    responseBody: answer,
+    error: read === 'over-budget' ? 'temporarily_unavailable' : 'invalid_request',
+  };
+  if (stage.recordBeforeAnswer) await stage.ledger.record(exchange);
+  await send(res, status, { 'content-type': 'application/json', connection: 'close' }, answer);
+  if (!stage.recordBeforeAnswer) await stage.ledger.record(exchange);
+}
+
+/** Answers a request read whole (the scenario plan first, the mock for the rest) and records it. */
+async function respond(stage: Stage, arrival: Arrival, body: Buffer, base: ExchangeBase): Promise<void> {
+  const request = await readRequest(stage, arrival, body, base);
+  const { exchange, res } = request;
+  const answer =
+    arrival.server === 'auth' ? await answerAuth(stage, request) : await answerApi(stage, request);
+  keepAnswer(stage, exchange, answer);
+  if (stage.recordBeforeAnswer) {
+    exchange.end = stage.since();
+    await stage.ledger.record(exchange);
+    if (!res.headersSent) await send(res, answer.status, answer.headers, answer.body);
+    return;
+  }
+  if (!res.headersSent) await send(res, answer.status, answer.headers, answer.body);
+  exchange.end = stage.since();
+  await stage.ledger.record(exchange);
+}
+
+/** A request's exchange as recorded before its answer: its body (digest, kind, kept text) and its leaks. */
+async function readRequest(
+  stage: Stage,
+  arrival: Arrival,
+  body: Buffer,
+  base: ExchangeBase,
+): Promise<ReadRequest> {
+  const { server, req, target } = arrival;
+  const text = body.toString('utf8');
+  // The issued tokens this request may carry, looked up once: its bearer and the JWT-shaped runs of its body.
+  const bearerValue = bearerPattern.exec(req.headers.authorization ?? '')?.[2];
+  const candidates = [...(server === 'api' ? (text.match(jwtCandidates) ?? []) : [])];
+  if (bearerValue) candidates.push(bearerValue);
+  const known: Map<string, IssuedToken> =
+    candidates.length > 0 ? await stage.ledger.tokensByValue(candidates) : new Map();
+  const reader = requestReader(stage.client, stage.redactor, { byValue: (value) => known.get(value) });
+  const kind = bodyKindOf(body, req.headers['content-type']);
+  const exchange: RecordedExchange = {
+    ...base,
+    end: 0,
+    body: {
+      bytes: body.length,
+      ...(body.length > 0 && { sha256: createHash('sha256').update(body).digest('hex') }),
+      kind,
+      ...(body.length > 0 && { text: cut(stage.plain.keptValue(text.slice(0, keptText * 4))) }),
+    },
+    leaks: reader.leaksOf(server, target, req.headers, text),
+    status: 0,
+    responseHeaders: {},
+    responseBody: '',
+  };
+  return { ...arrival, body, text, path: target.split('?')[0]!, exchange, reader, known, bearerValue };
+}
+
+/** The token endpoint's answer: the narrowed grant played, the mock's token recorded, then the delay. */
+async function answerAuth(stage: Stage, request: ReadRequest): Promise<StageAnswer> {
+  const { req, target, path, exchange } = request;
+  const { forwarded, refused } = await playTokenRequest(stage, request);
+  if (path === '/oauth/token') stage.mock.setTokenTtl(stage.ttlNow());
+  const answer = refused ?? (await dispatchBuffered('auth', req, target, forwarded, stage.mock));
+  if (path === '/oauth/token' && answer.status === 200) {
+    const draft = stage.draftOf(answer.body, exchange.seq);
+    if (draft) exchange.issued = (await stage.ledger.issue(draft)).ref;
+  }
+  if (stage.tokenDelayMs > 0 && path === '/oauth/token')
+    await new Promise((r) => setTimeout(r, stage.tokenDelayMs));
+  return answer;
+}
+
+/**
+ * A token request's form recorded and its scenario step played: what goes on to the mock (the body, its
+ * scope narrowed), or the refusal when the narrowed grant leaves nothing of what was asked.
+ */
+async function playTokenRequest(
+  stage: Stage,
+  { req, path, body, text, exchange, reader }: ReadRequest,
+): Promise<{ forwarded: Buffer; refused?: StageAnswer }> {
+  if (path !== '/oauth/token' || req.method !== 'POST') return { forwarded: body };
+  exchange.form = reader.tokenFormOf(text, req.headers);
+  // Without the run's secret (or a leak of it) the request is not the journey's: kept apart, and
+  // it plays no scenario step (an outsider cannot use up the narrowed grant).
+  if (!exchange.form.secretMatches && exchange.leaks.length === 0) {
+    exchange.outside = true;
+    return { forwarded: body };
+  }
+  // The narrowed grant is exercised the first time the journey asks for more than it is granted;
+  // with every scope authorised, that request is granted fewer scopes than it asked for.
+  const narrowed = await stage.ledger.tokenRequested(
+    (exchange.form.scope ?? '').split(' ').filter(Boolean),
+    exchange.at,
+    exchange.seq,
+  );
+  if (!Array.isArray(narrowed)) return { forwarded: body };
+  return narrowed.length === 0
+    ? { forwarded: body, refused: narrowedRefusal() }
+    : { forwarded: withScope(text, narrowed) };
+}
+
+/** The partner API's answer: after the delay, a scenario step's injected answer or the mock's. */
+async function answerApi(stage: Stage, request: ReadRequest): Promise<StageAnswer> {
+  const { req, res, target, path, body, exchange, reader, known, bearerValue } = request;
+  if (stage.apiDelayMs > 0) await new Promise((r) => setTimeout(r, stage.apiDelayMs));
+  const bearer = reader.bearerOf(req.headers.authorization);
+  if (bearer) exchange.bearer = bearer;
+  const issued = bearer?.wellFormed && bearerValue ? known.get(bearerValue) : undefined;
+  // No token this run issued and none of its credentials anywhere: not the journey's call.
+  if (bearer?.token === undefined && exchange.leaks.length === 0) exchange.outside = true;
+  const injected = exchange.outside
+    ? undefined
+    : await stage.ledger.play(exchange.method, path, issued, stage.since(), exchange.at, exchange.seq);
+  if (injected) {
+    exchange.injected = injected;
+    return injectedAnswer(injected);
+  }
+  const answer = stage.recordBeforeAnswer
+    ? await dispatchBuffered('api', req, target, body, stage.mock)
+    : await dispatch(req, res, target, body, stage.mock);
+  if (!exchange.outside)
+    await stage.ledger.apiAnswered(
+      answer.status,
+      answer.headers['www-authenticate'],
+      exchange.at,
+      exchange.seq,
+    );
+  return answer;
+}
+
+/** What the exchange keeps of its answer: status, the headers judged, the body redacted and cut, its error. */
+function keepAnswer(stage: Stage, exchange: RecordedExchange, answer: StageAnswer): void {
+  const redactText = stage.plain.redact;
+  exchange.status = answer.status;
+  for (const name of ['content-type', 'www-authenticate', 'retry-after', 'cache-control'])
+    if (answer.headers[name] !== undefined)
+      exchange.responseHeaders[name] = cut(redactText(answer.headers[name]!));
+  // Redact a window a little wider than what is kept (a secret across the cut is still caught).
+  exchange.responseBody = cut(redactText(answer.body.slice(0, keptText * 4)));
+  if (answer.body.length > keptText * 4)
+    exchange.responseBody = `${exchange.responseBody.slice(0, keptText)}…[${answer.body.length} chars]`;
+  const error = /"error"\s*:\s*"([^"]{1,64})"/.exec(answer.body)?.[1];
+  if (error) exchange.error = error;
+}
+
+/**
+ * An error while serving: the ledger's refusal when it has one (its status, as the ledger says), else
+ * 502, recorded when the ledger still can.
+ */
+async function answerStageError(
+  stage: Stage,
+  { server, req, res, target }: Arrival,
+  error: unknown,
+): Promise<void> {
+  const refusal = stage.ledger.refusal?.(error);
+  if (refusal) {
+    req.resume();
+    if (!res.headersSent)
+      await send(
+        res,
+        refusal.status,
+        { 'content-type': 'application/json', ...refusal.headers },
+        refusal.body,
+      );
+    return;
+  }
+  const redactText = stage.plain.redact;
+  const message = error instanceof Error ? error.message : String(error);
+  try {
+    await stage.ledger.record({
+      seq: await stage.ledger.nextSeq(),
+      server,
+      at: stage.since(),
+      end: stage.since(),
+      method: req.method ?? '',
+      target: cut(stage.plain.keptValue(target)),
+      requestHeaders: {},
+      body: { bytes: 0, kind: 'none' },
+      leaks: [],
+      status: 502,
+      responseHeaders: {},
+      responseBody: cut(redactText(`stage error: ${message}`)),
     });
+  } catch {
+    // The ledger itself failed (its database is gone): the answer below still says so.
+  }
+  if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
+  if (!res.writableEnded) res.end(json({ error: 'stage_error', error_description: redactText(message) }));
 }
