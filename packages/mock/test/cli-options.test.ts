@@ -233,6 +233,111 @@ describe('cli-options: parseCli and toMockOptions', () => {
       expect(usage(argv as string[])).toMatch(message);
     });
 
+    describe('--evidence and --operator-key-file', () => {
+      const registerArgs = [
+        ...base,
+        '--register',
+        'https://c.example/register',
+        '--register-key-file',
+        keyFile,
+      ];
+      const evidenceKey = join(dir, 'evidence.key');
+      writeFileSync(evidenceKey, 'er_evidence_reporter_key_0123\n');
+      const fingerprintKey = join(dir, 'fingerprint.key');
+      writeFileSync(fingerprintKey, 'fk_0123456789abcdef0123456789abcdef\n');
+      const shortKey = join(dir, 'short.key');
+      writeFileSync(shortKey, 'short\n');
+      const operatorKey = join(dir, 'operator.key');
+      writeFileSync(operatorKey, 'op_operator_key_0123456789\n');
+
+      it('hands the evidence flags to startMock, the keys read from their files', () => {
+        const options = toMockOptions(
+          parseCli([
+            ...registerArgs,
+            '--evidence',
+            'https://certify.example/evidence',
+            '--evidence-key-file',
+            evidenceKey,
+            '--evidence-spool',
+            join(dir, 'evidence.spool'),
+            '--evidence-spool-bytes',
+            '1048576',
+            '--evidence-buffer',
+            '500',
+            '--evidence-fingerprint-key-file',
+            fingerprintKey,
+            '--operator-key-file',
+            operatorKey,
+          ]),
+        );
+        expect(options.evidence).toEqual({
+          url: 'https://certify.example/evidence',
+          key: 'er_evidence_reporter_key_0123',
+          spoolFile: join(dir, 'evidence.spool'),
+          spoolMaxBytes: 1048576,
+          bufferRecords: 500,
+          fingerprintKey: 'fk_0123456789abcdef0123456789abcdef',
+        });
+        expect(options.operatorKey).toBe('op_operator_key_0123456789');
+        // Control: without --evidence there is no report, and the operator control works in any profile.
+        expect(toMockOptions(parseCli(registerArgs))).not.toHaveProperty('evidence');
+        expect(toMockOptions(parseCli(['--operator-key-file', operatorKey])).operatorKey).toBe(
+          'op_operator_key_0123456789',
+        );
+      });
+
+      it.each([
+        [['--evidence', 'https://c.example/evidence'], /^--evidence is for --profile production only\.$/],
+        [
+          [...registerArgs, '--evidence', 'https://c.example/evidence'],
+          /^--evidence needs --evidence-key-file FILE \(an evidence reporter key from partner-certification-service admin add-evidence-reporter\)\.$/,
+        ],
+        [
+          [...registerArgs, '--evidence-spool', 'x.spool'],
+          /^--evidence-spool needs --evidence URL \(the certification service's evidence endpoint\)\.$/,
+        ],
+        [
+          [...registerArgs, '--evidence', 'ftp://c.example/evidence', '--evidence-key-file', evidenceKey],
+          /^--evidence must be an http\(s\) URL, got "ftp:\/\/c\.example\/evidence"\.$/,
+        ],
+        [
+          [
+            ...registerArgs,
+            '--evidence',
+            'https://c.example/e',
+            '--evidence-key-file',
+            evidenceKey,
+            '--evidence-buffer',
+            '0',
+          ],
+          /^--evidence-buffer must be an integer from 1 to 10000000, got "0"\.$/,
+        ],
+        [
+          [...registerArgs, '--evidence', 'https://c.example/e', '--evidence-key-file', keyDir],
+          /^the evidence key file .* is a directory, not a regular file/,
+        ],
+        [
+          [
+            ...registerArgs,
+            '--evidence',
+            'https://c.example/e',
+            '--evidence-key-file',
+            evidenceKey,
+            '--evidence-fingerprint-key-file',
+            shortKey,
+          ],
+          /^the fingerprint key file .* holds a key of 5 characters; it needs at least 32\.$/,
+        ],
+        [
+          ['--operator-key-file', shortKey],
+          /^the operator key file .* holds a key of 5 characters; it needs at least 16\.$/,
+        ],
+        [['--operator-key-file', join(dir, 'absent')], /^cannot read the operator key file .*: ENOENT/],
+      ])('refuses %j', (argv, message) => {
+        expect(usage(argv as string[])).toMatch(message);
+      });
+    });
+
     it('never echoes the key', () => {
       const secretKey = join(dir, 'two-words.key');
       writeFileSync(secretKey, 'rr_secret_part another_word');

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { faultNames } from '../src/index.js';
+import { startEvidenceReceiver, takenRecords } from './support/evidence-receiver.js';
 import { startRegisterServer } from './support/register-server.js';
 
 // The CLI is tested as users run it: the committed launcher importing the built dist/cli.js.
@@ -382,4 +383,112 @@ describe('cli: partner-mock', () => {
       await register.close();
     }
   }, 30_000);
+  it('--evidence: a gate killed with SIGKILL sends at its next start what its spool held, under the same Idempotency-Key', async () => {
+    const register = await startRegisterServer();
+    const receiver = await startEvidenceReceiver({ kind: 'busy', status: 503 });
+    try {
+      register.state.partners = [
+        {
+          partnerId: 'ptn_cli',
+          name: 'CLI Lending',
+          status: 'active',
+          scopes: ['read:loans'],
+          validUntil: null,
+          decisionId: 'dec_cli',
+        },
+      ];
+      const dir = mkdtempSync(join(tmpdir(), 'partner-mock-evidence-'));
+      const evidenceKey = 'er_cli_reporter_key_0123456789';
+      writeFileSync(join(dir, 'register.key'), `${register.key}\n`);
+      writeFileSync(join(dir, 'evidence.key'), `${evidenceKey}\n`);
+      writeFileSync(join(dir, 'operator.key'), 'op_cli_operator_key_0123456789\n');
+      writeFileSync(
+        join(dir, 'clients.json'),
+        JSON.stringify([
+          {
+            partnerId: 'ptn_cli',
+            clientId: 'prod-cli',
+            clientSecret: 'prod-secret-0123456789',
+            authorizedScopes: ['read:loans'],
+          },
+        ]),
+      );
+      const spool = join(dir, 'evidence.spool');
+      const args = [
+        '--profile',
+        'production',
+        '--register',
+        register.registerUrl,
+        '--register-key-file',
+        join(dir, 'register.key'),
+        '--clients',
+        join(dir, 'clients.json'),
+        '--evidence',
+        receiver.url,
+        '--evidence-key-file',
+        join(dir, 'evidence.key'),
+        '--evidence-spool',
+        spool,
+        '--operator-key-file',
+        join(dir, 'operator.key'),
+      ];
+      const first = start([...args, '--json']);
+      const info = JSON.parse(await first.firstLine);
+      expect(info.evidence).toMatchObject({ url: receiver.url, spool: { file: spool }, pending: 0 });
+      const token = await fetch(`${info.authUrl}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: 'prod-cli',
+          client_secret: 'prod-secret-0123456789',
+        }),
+      });
+      expect(token.status).toBe(200);
+      // A batch is written to the spool (fsync) before its first send: once the service was asked, it is on disk.
+      const deadline = Date.now() + 10_000;
+      while (receiver.attempts.length === 0 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(receiver.attempts.length).toBeGreaterThan(0);
+      first.child.kill('SIGKILL');
+      await first.exited;
+      expect(readFileSync(spool, 'utf8')).toContain(receiver.attempts[0]!.idempotencyKey!);
+
+      receiver.mode = { kind: 'ok' };
+      const second = start([...args, '--json']);
+      // What the spool held is sent first (perhaps before the start-up line is printed).
+      expect(JSON.parse(await second.firstLine).evidence).toMatchObject({ url: receiver.url });
+      while (receiver.taken.size === 0 && Date.now() < deadline + 10_000)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      expect([...receiver.taken.keys()]).toEqual([receiver.attempts[0]!.idempotencyKey]);
+      expect(takenRecords(receiver)).toEqual([
+        expect.objectContaining({
+          'partner.id': 'ptn_cli',
+          'url.path': '/oauth/token',
+          'http.response.status_code': 200,
+        }),
+      ]);
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+      const output = JSON.stringify([first.output(), second.output()]);
+      expect(output).not.toContain(evidenceKey);
+      expect(output).not.toContain('op_cli_operator_key_0123456789');
+
+      // The human-readable start says where evidence goes, and the operator route.
+      const human = start(args);
+      await human.firstLine;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      human.child.kill('SIGTERM');
+      expect(await human.exited).toBe(0);
+      const text = human.output().stdout;
+      expect(text).toContain(`evidence     reported to ${receiver.url}`);
+      expect(text).toContain(`evidence     spooled in ${spool}`);
+      expect(text).toContain('token fingerprints under a key new at this start');
+      expect(text).toMatch(/operator {5}POST http:\/\/127\.0\.0\.1:\d+\/operator\/revoke-tokens/);
+      expect(text).not.toContain(evidenceKey);
+    } finally {
+      await receiver.close();
+      await register.close();
+    }
+  }, 60_000);
 });
