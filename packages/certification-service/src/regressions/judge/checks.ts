@@ -216,6 +216,8 @@ function bearer(ctx: Context, exchange: Exchange): void {
 }
 
 function ownPartner(ctx: Context, exchange: Exchange): void {
+  // The common case without a regular expression: the path names the partner itself.
+  if (exchange.path.startsWith(ctx.ownPath)) return;
   const match = partnerPath.exec(exchange.path);
   if (!match) return;
   let inPath: string;

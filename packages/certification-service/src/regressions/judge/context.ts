@@ -24,6 +24,8 @@ export interface Burst {
 /** What the checks read and write: one partner's bounded state. */
 export interface Context {
   readonly partnerId: string;
+  /** `/v3/partner/<partnerId>/`, the partner's own paths. */
+  readonly ownPath: string;
   readonly thresholds: Thresholds;
   readonly tokens: TokenRecords;
   readonly issues: MinuteWindow;

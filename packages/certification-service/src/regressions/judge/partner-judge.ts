@@ -36,6 +36,7 @@ export interface JudgeState {
   partnerId: string;
   held: Exchange[];
   tokens: [string, TokenRecord][];
+  moves: number;
   windows: Record<'issues' | 'calls' | 'scopeRefusals' | 'bearerRefusals', MinuteWindowState>;
   rings: Record<string, Exchange[]>;
   recent: [string, Recent][];
@@ -57,6 +58,7 @@ export class PartnerJudge implements Context {
   readonly recent: Map<string, Recent>;
   burst: Burst | undefined;
   apiCalls: number;
+  readonly ownPath: string;
   private readonly reorder: Reorder;
   private readonly episodes: Map<string, Episode>;
   private findings: Finding[] = [];
@@ -70,7 +72,8 @@ export class PartnerJudge implements Context {
     state?: JudgeState,
   ) {
     const t = thresholds;
-    this.tokens = new TokenRecords(t.maxFingerprints, state?.tokens);
+    this.ownPath = `/v3/partner/${encodeURIComponent(partnerId)}/`;
+    this.tokens = new TokenRecords(t.maxFingerprints, state?.tokens, state?.moves);
     this.issues = new MinuteWindow(t.reuseWindowMs, state?.windows.issues);
     this.calls = new MinuteWindow(t.reuseWindowMs, state?.windows.calls);
     this.scopeRefusals = new MinuteWindow(t.scopeWindowMs, state?.windows.scopeRefusals);
@@ -139,6 +142,7 @@ export class PartnerJudge implements Context {
       partnerId: this.partnerId,
       held: this.reorder.held(),
       tokens: this.tokens.state(),
+      moves: this.tokens.moved,
       windows: {
         issues: this.issues.state(),
         calls: this.calls.state(),

@@ -15,32 +15,50 @@ export interface TokenRecord {
   waitAnswer?: Exchange | undefined;
   waitUntil?: number | undefined;
   early: number;
+  /** The record's place in the least-recently-seen order when it was last moved to its end. */
+  stamp: number;
 }
 
-/** Token records by fingerprint, the least recently seen dropped past `max` (Map order: O(1)). */
+/**
+ * Token records by fingerprint, the least recently seen dropped past `max` (Map order: O(1)). A record
+ * seen again is moved to the end only when it has drifted into the older half: a record moved less than
+ * max/2 moves ago has at least that many moves before it could be dropped, and a token in steady use
+ * costs a lookup, not a delete and an insert.
+ */
 export class TokenRecords {
   private readonly records = new Map<string, TokenRecord>();
+  private moves = 0;
 
   constructor(
     private readonly max: number,
     state: readonly [string, TokenRecord][] = [],
+    moves = 0,
   ) {
     for (const [fingerprint, record] of state.slice(-max)) this.records.set(fingerprint, record);
+    this.moves = moves;
   }
 
-  /** The record of `fingerprint`, made most recent (created when new). */
+  /** The record of `fingerprint`, kept among the recent (created when new). */
   touch(fingerprint: string): TokenRecord {
     let record = this.records.get(fingerprint);
-    if (record) this.records.delete(fingerprint);
-    else {
-      record = { uses: 0, resent: 0, early: 0 };
+    if (record) {
+      if (this.moves - record.stamp < this.max / 2) return record;
+      this.records.delete(fingerprint);
+    } else {
+      record = { uses: 0, resent: 0, early: 0, stamp: 0 };
       if (this.records.size >= this.max) {
         const oldest = this.records.keys().next().value as string;
         this.records.delete(oldest);
       }
     }
+    record.stamp = this.moves++;
     this.records.set(fingerprint, record);
     return record;
+  }
+
+  /** Moves so far (kept in the state, with the records' stamps). */
+  get moved(): number {
+    return this.moves;
   }
 
   /** Without making it recent. */
