@@ -2,7 +2,7 @@
 // libraries, a fleet) with the gate's faults, judged in the batches reporters send: no finding. The same
 // generator with a broken client (the controls) is flagged, so the bed could fail.
 import { describe, expect, it } from 'vitest';
-import { createPartnerJudge, type Finding } from '../src/regressions/windows.js';
+import { createPartnerJudge, type Finding, type Thresholds } from '../src/regressions/windows.js';
 import {
   type ClientFault,
   type ClientProfile,
@@ -10,9 +10,14 @@ import {
   productionTraffic,
 } from './support/production-traffic.js';
 
-function judgeDay(profile: ClientProfile, fault?: ClientFault, seed = 7) {
+function judgeDay(
+  profile: ClientProfile,
+  fault?: ClientFault,
+  seed = 7,
+  thresholds: Partial<Thresholds> = {},
+) {
   const traffic = productionTraffic({ profile, ...(fault ? { fault } : {}), seed });
-  const judge = createPartnerJudge('partner-a');
+  const judge = createPartnerJudge('partner-a', { thresholds });
   const findings: Finding[] = [];
   for (const batch of traffic.batches) findings.push(...judge.observe(batch));
   const state = judge.state() as { judged: number };
@@ -50,4 +55,21 @@ describe('controls: broken clients on the same generator are flagged', () => {
       // One finding per episode, not one per exchange.
       expect(result.findings.filter((f) => f.check === check).length).toBeLessThanOrEqual(24);
     });
+});
+
+describe('the bed reaches the edges the tolerances are for', () => {
+  it('with the grace and in-flight allowances at zero, a leeway-0 client and the gate’s 429s are flagged', () => {
+    const openidClient = clientProfiles[1]!;
+    const result = judgeDay(openidClient, undefined, 7, {
+      expiryGraceMs: 0,
+      inFlightMs: 0,
+      retryAfterTolerance: 0,
+    });
+    console.log(line(`no allowances: ${openidClient.name}`, result));
+    const checks = new Set(result.findings.map((f) => f.check));
+    // Renewing at expires_in on a clock behind the gate's, its last calls arrive a little late…
+    expect(checks).toContain('client-no-expired-token');
+    // …and calls set out before a 429's answer arrive after it.
+    expect(checks).toContain('client-retry-after');
+  });
 });
