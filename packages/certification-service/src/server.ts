@@ -5,7 +5,7 @@ import { Hono } from 'hono';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
 import { StorageUnavailableError, unavailableRetrySeconds } from './errors.js';
-import { type EvidenceOptions, startEvidence } from './evidence/index.js';
+import { claimExchanges, type EvidenceOptions, startEvidence } from './evidence/index.js';
 import { allowedMethods, methodNotAllowed } from './http/allow.js';
 import { type Audit, mountApi } from './http/api.js';
 import {
@@ -276,8 +276,15 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   );
   const oidc = options.oidc && oidcSignIn(options.oidc, { db, publicUrl, audit, log });
   mountUi(app, { db, publicUrl, audit, signin, production, ...(oidc && { oidc }) });
-  // Regressions: recorded under --on-regression; the evidence watch starts once the evidence side hands out exchanges.
-  const regressions = startRegressions({ db, production, policy: production.settings.onRegression, log });
+  // Regressions: the evidence's new exchanges judged (each partner's once, on whichever instance claims
+  // it) and recorded under --on-regression.
+  const regressions = startRegressions({
+    db,
+    production,
+    policy: production.settings.onRegression,
+    log,
+    evidence: { claim: () => claimExchanges(db) },
+  });
   production.mountUi(app, { sections: [regressions.section] });
   regressions.mount(app);
   const allowedAt = allowedMethods(openApiDocument(publicUrl).paths);

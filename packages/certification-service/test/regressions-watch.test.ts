@@ -1,13 +1,24 @@
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../src/db/database.js';
+import { addPartner, addReviewer } from '../src/admin.js';
+import type { Database, Queryable } from '../src/db/database.js';
+import { openDatabase } from '../src/db/database.js';
+import { migrate } from '../src/db/migrations.js';
 import type { Exchange } from '../src/evidence/exchange.js';
 import { recordSignedDecision } from '../src/production/decisions/signed.js';
 import type { RegressionFinding } from '../src/regressions/finding.js';
+import {
+  type RecordedRegression,
+  recordRegressionIn,
+  regressionCommitted,
+} from '../src/regressions/record.js';
 import type { ClaimEvidence, ClaimedEvidence, CreateJudge } from '../src/regressions/watch.js';
 import { startRegressionWatch } from '../src/regressions/watch.js';
 import { createPartnerJudge } from '../src/regressions/windows.js';
-import { attestedRun, type InProcessService, inProcessService } from './support/in-process.js';
+import { attestedRun } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 
 // The watch loop over the real evidence tables (migration 8), on both stores: exchanges queued for a
@@ -132,17 +143,37 @@ const streakJudge: CreateJudge = (partnerId, options) => {
 
 const stores: Array<['embedded' | 'postgres']> = [['embedded'], ['postgres']];
 
+/**
+ * The database with what recording needs, and no service: the service's own watch (over the evidence
+ * side's hand-out) would otherwise claim the exchanges these tests queue.
+ */
+async function openBench(databaseUrl: string | undefined) {
+  const dir = mkdtempSync(join(tmpdir(), 'pcs-watch-'));
+  const db = await openDatabase({ databaseUrl, dataDir: join(dir, 'data') });
+  await migrate(db);
+  const key = { privateKey: generateKeyPairSync('ed25519').privateKey, kid: 'watch-test' };
+  const options = { policy: 'suspend' as const, signingKey: key };
+  return {
+    db,
+    key,
+    partner: (name: string) => addPartner(db, name),
+    reviewer: (name: string) => addReviewer(db, name),
+    recordIn: (tx: Queryable, finding: RegressionFinding) => recordRegressionIn(tx, finding, options),
+    committed: (outcomes: readonly RecordedRegression[]) => regressionCommitted(outcomes, {}),
+    async close() {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 describe.each(stores)('the regression watch on the %s store', (store) => {
   let postgres: ThrowawayPostgres | undefined;
-  let svc: InProcessService;
+  let svc: Awaited<ReturnType<typeof openBench>>;
   let reporterId: string;
   beforeAll(async () => {
     if (store === 'postgres') postgres = await startPostgres();
-    svc = await inProcessService({
-      ...(postgres && { databaseUrl: await postgres.database('watch') }),
-      sweepIntervalMs: 3_600_000,
-      production: { onRegression: 'suspend' },
-    });
+    svc = await openBench(postgres && (await postgres.database('watch')));
     reporterId = `rep_${randomUUID().slice(0, 8)}`;
     await svc.db.query("INSERT INTO evidence_reporters (id, name, key_hash) VALUES ($1, 'gateway', $2)", [
       reporterId,
@@ -189,7 +220,7 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
           scopes: ['loans:read'],
           validUntil: new Date(Date.now() + 86_400_000),
         },
-        svc.service.production,
+        { key: svc.key },
       ),
     );
     return partner;
@@ -202,8 +233,8 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
     );
 
   const recording = () => ({
-    record: svc.service.regressions.recordIn,
-    committed: svc.service.regressions.committed,
+    record: svc.recordIn,
+    committed: svc.committed,
   });
 
   it('judges queued exchanges once, with the state carried across rounds, and records each finding', async () => {
@@ -252,11 +283,11 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
       createJudge: streakJudge,
       // Records the finding, then fails once: the commit it is part of rolls back.
       record: async (tx, finding) => {
-        const outcome = await svc.service.regressions.recordIn(tx, finding);
+        const outcome = await svc.recordIn(tx, finding);
         if (failures-- > 0) throw new Error('the instance stopped mid-commit');
         return outcome;
       },
-      committed: svc.service.regressions.committed,
+      committed: svc.committed,
       intervalMs: 3_600_000,
       log: (line) => lines.push(line),
     });
