@@ -33,11 +33,15 @@ function sendTokenError(res: ServerResponse, answer: TokenErrorAnswer, exchange:
   // RFC 7235 §3.1: a 401 carries a challenge; RFC 6749 §5.2 names Basic for invalid_client.
   const challenge: Record<string, string> =
     answer.status === 401 ? { 'WWW-Authenticate': 'Basic realm="partner-auth", charset="UTF-8"' } : {};
+  // RFC 9110 §10.2.3: a 503 may say when to ask again.
+  const retry: Record<string, string> =
+    answer.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(answer.retryAfterSeconds) };
+  if (answer.retryAfterSeconds !== undefined) exchange.retryAfter = String(answer.retryAfterSeconds);
   sendJson(
     res,
     answer.status,
     { error: answer.error, error_description: answer.description },
-    { ...noStore(faults), ...challenge },
+    { ...noStore(faults), ...challenge, ...retry },
   );
 }
 

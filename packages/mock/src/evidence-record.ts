@@ -23,8 +23,8 @@ export interface EvidenceRecord {
   /** `oauth.scope.granted` (space-separated) and `oauth.token.expires_in`: on a token issue. */
   readonly scopeGranted?: string;
   readonly expiresIn?: number;
-  /** `http.response.header.retry-after`, in seconds. */
-  readonly retryAfter?: number;
+  /** `http.response.header.retry-after`: the header as answered (seconds or an HTTP-date). */
+  readonly retryAfter?: string;
   /** `error.type`: the OAuth (or RFC 6750) error code of the answer. */
   readonly error?: string;
 }
@@ -42,7 +42,10 @@ export function fingerprint(key: Uint8Array, token: string): string {
   return createHmac('sha256', key).update(token).digest().subarray(0, fingerprintBytes).toString('base64url');
 }
 
-type AnyValue = { stringValue: string } | { intValue: string };
+type AnyValue =
+  | { stringValue: string }
+  | { intValue: string }
+  | { arrayValue: { values: Array<{ stringValue: string }> } };
 interface Attribute {
   key: string;
   value: AnyValue;
@@ -63,8 +66,12 @@ function attributesOf(record: EvidenceRecord): Attribute[] {
   if (record.grantType !== undefined) attributes.push(text('oauth.grant_type', record.grantType));
   if (record.scopeGranted !== undefined) attributes.push(text('oauth.scope.granted', record.scopeGranted));
   if (record.expiresIn !== undefined) attributes.push(int('oauth.token.expires_in', record.expiresIn));
+  // The semantic conventions' http.response.header.<key>: the header's values, an array of strings.
   if (record.retryAfter !== undefined)
-    attributes.push(int('http.response.header.retry-after', record.retryAfter));
+    attributes.push({
+      key: 'http.response.header.retry-after',
+      value: { arrayValue: { values: [{ stringValue: record.retryAfter }] } },
+    });
   if (record.error !== undefined) attributes.push(text('error.type', record.error));
   return attributes;
 }
@@ -112,7 +119,7 @@ export function isEvidenceRecord(value: unknown): value is EvidenceRecord {
     (record.grantType === undefined || typeof record.grantType === 'string') &&
     (record.scopeGranted === undefined || typeof record.scopeGranted === 'string') &&
     (record.expiresIn === undefined || typeof record.expiresIn === 'number') &&
-    (record.retryAfter === undefined || typeof record.retryAfter === 'number') &&
+    (record.retryAfter === undefined || typeof record.retryAfter === 'string') &&
     (record.error === undefined || typeof record.error === 'string')
   );
 }

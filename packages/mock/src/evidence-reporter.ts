@@ -243,7 +243,6 @@ export class EvidenceReporter {
       return;
     }
     const token = tokenEndpoint ? exchange.issued?.token : exchange.presented;
-    const retryAfter = retryAfterSeconds(served.retryAfter, Date.now());
     this.#buffer.push({
       at: served.at,
       partnerId: cap(partnerId, 200),
@@ -257,7 +256,7 @@ export class EvidenceReporter {
           scopeGranted: cap(exchange.issued.scope, 1024),
           expiresIn: exchange.issued.expiresIn,
         }),
-      ...(retryAfter !== undefined && { retryAfter }),
+      ...(served.retryAfter !== undefined && { retryAfter: cap(served.retryAfter, 64) }),
       ...(exchange.error !== undefined && { error: cap(exchange.error, 64) }),
     });
     if (this.#buffer.length >= this.#options.batchRecords && !this.#formScheduled) {

@@ -19,6 +19,8 @@ export interface Exchange {
   grantType?: string;
   /** The token endpoint: what a 200 issued. */
   issued?: { token: string; scope: string; expiresIn: number };
+  /** The Retry-After the answer gave (headers given to writeHead are not readable afterwards). */
+  retryAfter?: string;
 }
 
 /** One answered request, as the evidence reporter is told of it (after the answer went out). */
@@ -169,7 +171,7 @@ export function createMockServer(options: ServerOptions): Server {
           ...(exchange.partnerId !== undefined && { partnerId: exchange.partnerId }),
         });
         if (options.onServed !== undefined && target !== undefined) {
-          const retryAfter = res.getHeader('retry-after');
+          const retryAfter = exchange.retryAfter ?? res.getHeader('retry-after');
           options.onServed({
             at,
             server: options.name,

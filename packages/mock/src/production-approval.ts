@@ -30,6 +30,8 @@ export async function approvedScopes(
     return {
       status: 503,
       error: 'temporarily_unavailable',
+      // The register is read again at the next token request at least a second after a failed read.
+      retryAfterSeconds: 1,
       description: safe(
         `the production register cannot be confirmed (${lastError ?? 'no copy yet'}) and no valid copy is held, so no production token is issued; try again later`,
       ),

@@ -15,6 +15,8 @@ export interface TokenErrorAnswer {
     | 'access_denied'
     | 'temporarily_unavailable';
   readonly description: string;
+  /** Seconds to wait before asking again (`Retry-After`), for a 503. */
+  readonly retryAfterSeconds?: number;
 }
 
 /** A syntactically valid token request (RFC 6749 §4.4.2), not yet authenticated. */

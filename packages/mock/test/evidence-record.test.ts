@@ -33,7 +33,7 @@ describe('evidence-record: otlpLogsRequest', () => {
     grantType: 'client_credentials',
     scopeGranted: 'read:loans',
     expiresIn: 43199,
-    retryAfter: 2,
+    retryAfter: '2',
     error: 'slow_down',
   };
 
@@ -54,7 +54,7 @@ describe('evidence-record: otlpLogsRequest', () => {
       { key: 'oauth.grant_type', value: { stringValue: 'client_credentials' } },
       { key: 'oauth.scope.granted', value: { stringValue: 'read:loans' } },
       { key: 'oauth.token.expires_in', value: { intValue: '43199' } },
-      { key: 'http.response.header.retry-after', value: { intValue: '2' } },
+      { key: 'http.response.header.retry-after', value: { arrayValue: { values: [{ stringValue: '2' }] } } },
       { key: 'error.type', value: { stringValue: 'slow_down' } },
     ]);
   });

@@ -250,6 +250,28 @@ describe('evidence: what the gate reports', () => {
     });
   });
 
+  it('reports the Retry-After the gate gave: a 503 while no register can be read says Retry-After: 1', async () => {
+    const register = await registerServer();
+    register.state.tamper = true;
+    const at = await receiver();
+    const gate = await startGate(register, {}, at);
+    const unavailable = await gate.token();
+    expect(unavailable.status).toBe(503);
+    expect(unavailable.headers.get('retry-after')).toBe('1');
+    // Control: a token issued gives none.
+    register.state.tamper = false;
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect((await gate.token()).status).toBe(200);
+    expect(await until(() => takenRecords(at).length === 2)).toBe(true);
+    const [refused, issued] = takenRecords(at);
+    expect(refused).toMatchObject({
+      'http.response.status_code': 503,
+      'error.type': 'temporarily_unavailable',
+      'http.response.header.retry-after': ['1'],
+    });
+    expect(issued).not.toHaveProperty('http.response.header.retry-after');
+  });
+
   it('refuses evidence outside the production profile and bad options, saying what is expected', async () => {
     await expect(
       startMock({ evidence: { url: 'http://127.0.0.1:1/evidence', key: reporterKey } }),

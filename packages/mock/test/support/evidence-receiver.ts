@@ -25,7 +25,11 @@ export interface Attempt {
 
 export interface OtlpAttribute {
   key: string;
-  value: { stringValue?: string; intValue?: string };
+  value: {
+    stringValue?: string;
+    intValue?: string;
+    arrayValue?: { values: Array<{ stringValue?: string }> };
+  };
 }
 export interface OtlpLogs {
   resourceLogs: Array<{
@@ -49,18 +53,22 @@ export interface EvidenceReceiver {
   close(): Promise<void>;
 }
 
-/** A log record's attributes as a plain object (intValue as a number). */
-export function attributesOf(attributes: OtlpAttribute[]): Record<string, string | number> {
+/** A log record's attributes as a plain object (intValue as a number, an array of strings as one). */
+export function attributesOf(attributes: OtlpAttribute[]): Record<string, string | number | string[]> {
   return Object.fromEntries(
     attributes.map(({ key, value }) => [
       key,
-      value.intValue !== undefined ? Number(value.intValue) : (value.stringValue ?? ''),
+      value.intValue !== undefined
+        ? Number(value.intValue)
+        : value.arrayValue !== undefined
+          ? value.arrayValue.values.map((item) => item.stringValue ?? '')
+          : (value.stringValue ?? ''),
     ]),
   );
 }
 
 /** Every log record the receiver took, as attribute objects, in order. */
-export function takenRecords(receiver: EvidenceReceiver): Array<Record<string, string | number>> {
+export function takenRecords(receiver: EvidenceReceiver): Array<Record<string, string | number | string[]>> {
   return [...receiver.taken.values()].flatMap((body) =>
     body.resourceLogs.flatMap((resource) =>
       resource.scopeLogs.flatMap((scope) =>
