@@ -67,6 +67,7 @@ function checkAdminFlags(sub: string, values: Values): void {
     'metrics-host',
     'retain-days',
     'evidence-retention-days',
+    'on-regression',
     'shutdown-delay',
     'log-format',
     'oidc-issuer',

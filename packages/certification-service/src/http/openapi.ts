@@ -276,7 +276,7 @@ export function openApiDocument(publicUrl: string) {
                 properties: {
                   id: { type: 'string' },
                   runId: { type: 'string' },
-                  decision: { enum: ['approved', 'rejected', 'revoked', 'expired'] },
+                  decision: { enum: ['approved', 'rejected', 'revoked', 'expired', 'suspended'] },
                   at: { type: 'string', format: 'date-time' },
                   reviewer: {
                     type: ['object', 'null'],
@@ -300,7 +300,7 @@ export function openApiDocument(publicUrl: string) {
               required: ['partnerId', 'status', 'scopes', 'validUntil', 'decisionId', 'expiring'],
               properties: {
                 partnerId: { type: 'string' },
-                status: { enum: ['active', 'revoked', 'expired'] },
+                status: { enum: ['active', 'suspended', 'revoked', 'expired'] },
                 scopes: { type: 'array', items: { type: 'string' } },
                 validUntil: { type: ['string', 'null'], format: 'date-time' },
                 decisionId: { type: 'string' },

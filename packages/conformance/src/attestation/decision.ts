@@ -10,7 +10,7 @@ export const decisionPredicateType = 'https://partner-lending.dev/certification-
 /** What a decision statement says: who was decided on, what, by whom, until when, on which run. */
 export interface DecisionPredicate {
   partner: { id: string; name: string };
-  decision: 'approved' | 'rejected' | 'revoked' | 'expired';
+  decision: 'approved' | 'rejected' | 'revoked' | 'expired' | 'suspended';
   scopes: string[];
   reviewer: { name: string } | null;
   at: string;
@@ -58,7 +58,7 @@ function shapeProblems(value: unknown): string[] {
     !p ||
     !isText(p.partner?.id, 200) ||
     !isText(p.partner?.name, 200) ||
-    !['approved', 'rejected', 'revoked', 'expired'].includes(String(p.decision)) ||
+    !['approved', 'rejected', 'revoked', 'expired', 'suspended'].includes(String(p.decision)) ||
     !Array.isArray(p.scopes) ||
     p.scopes.length > 16 ||
     !p.scopes.every((scope) => isText(scope, 100)) ||

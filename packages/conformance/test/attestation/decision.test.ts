@@ -15,7 +15,7 @@ import {
 import { capturedIo } from '../helpers.js';
 
 /** A decision statement signed as the certification service signs one, resting on `attestation`'s bytes. */
-async function decided(attestation: Buffer) {
+async function decided(attestation: Buffer, decision: string = 'approved') {
   const { privateKey } = generateKeyPairSync('ed25519');
   const jwk = await publicJwk(privateKey);
   const statement: DecisionStatement = {
@@ -29,7 +29,7 @@ async function decided(attestation: Buffer) {
     predicateType: decisionPredicateType,
     predicate: {
       partner: { id: 'partner_7f3', name: 'Acme Lending' },
-      decision: 'approved',
+      decision: decision as DecisionStatement['predicate']['decision'],
       scopes: ['read:loans', 'create:loan_draft', 'create:journal_update', 'create:repayment'],
       reviewer: { name: 'Dana Reviewer' },
       at: '2026-11-25T10:00:00.000Z',
@@ -64,6 +64,18 @@ describe('decision statements, verified offline', () => {
     const elsewhere = verifyDecision(envelope, keys, otherAttestation);
     expect(elsewhere.ok).toBe(false);
     expect(elsewhere.problems[0]).toContain('not the attestation this decision rests on');
+  });
+
+  it("the service's own suspension (on a regression) verifies; a decision word it never signs does not", async () => {
+    const attestation = Buffer.from(
+      '{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[]}',
+    );
+    const suspended = await decided(attestation, 'suspended');
+    expect(verifyDecision(suspended.envelope, keysOf(suspended.jwks), attestation).problems).toEqual([]);
+    const paused = await decided(attestation, 'paused');
+    const refused = verifyDecision(paused.envelope, keysOf(paused.jwks), attestation);
+    expect(refused.ok).toBe(false);
+    expect(refused.problems.join(' ')).toMatch(/predicate/);
   });
 
   it('partner-conformance verify DECISION_FILE prints partner, decision, scopes and validUntil; exit 1 after a one-byte change', async () => {
