@@ -32,6 +32,7 @@ const layers = [
   'runs',
   'production',
   'evidence',
+  'regressions',
   'retention',
   'http',
   'signin',
