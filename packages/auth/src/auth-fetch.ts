@@ -30,9 +30,16 @@ async function discard(response: Response): Promise<void> {
 }
 
 /**
+ * Replays of one request after a 401: the first for any refused token (RFC 6750 §3: a revoked token, a
+ * rotated key), the others only for a token that expired in flight (a stall, a queue, a slow connect).
+ */
+export const MAX_AUTH_REPLAYS = 3;
+
+/**
  * A fetch that sends `Authorization: Bearer …` from the provider. It sits below openapi-fetch's
  * middleware (which cannot replay bodies): on a 401 with a Bearer challenge (RFC 6750 §3) it drops the
- * token, gets a fresh one and replays the request once, with the body kept from before the first try.
+ * token, gets a fresh one and replays the request, with the body kept from before the first try: once,
+ * and up to MAX_AUTH_REPLAYS times while the refused token had expired in flight.
  */
 export function createAuthFetch(provider: TokenProvider, options: AuthFetchOptions = {}): AuthFetch {
   const fetchImpl = options.fetch ?? globalThis.fetch;
@@ -57,16 +64,25 @@ export function createAuthFetch(provider: TokenProvider, options: AuthFetchOptio
     const scopes = options.scopesFor?.(request);
     const tokenOptions = { ...(scopes !== undefined ? { scopes } : {}), signal: request.signal };
     // Throws ScopeNotGrantedError before anything is sent when a needed scope was not granted.
-    const token = await provider.getToken(tokenOptions);
+    let token = await provider.getToken(tokenOptions);
     // A body can be read once: keep a copy for the replay before the first attempt consumes it.
     const spare = request.body === null ? request : request.clone();
-    const first = await fetchImpl(withBearer(request, token));
-    if (first.status === 401 && findBearerChallenge(first.headers.get('www-authenticate'))) {
-      await discard(first);
+    let sentAt = Date.now();
+    let answer = await fetchImpl(withBearer(request, token));
+    for (let replays = 0; replays < MAX_AUTH_REPLAYS; replays++) {
+      if (answer.status !== 401 || !findBearerChallenge(answer.headers.get('www-authenticate'))) break;
+      const answeredAt = Date.now();
+      // A second refusal is replayed only when the token had expired by the time it was answered
+      // (it expired in flight); one refused while alive (revoked, a rotated key) is returned as is.
+      if (replays > 0 && token.expiresAt > answeredAt) break;
+      await discard(answer);
       await provider.invalidate(token);
-      const fresh = await provider.getToken(tokenOptions);
-      return checkScope(await fetchImpl(withBearer(spare, fresh)));
+      // The replay's token must outlive a repeat of the delay that made this one expire in flight.
+      token = await provider.getToken({ ...tokenOptions, minValidityMs: answeredAt - sentAt });
+      const body = replays + 1 < MAX_AUTH_REPLAYS ? spare.clone() : spare;
+      sentAt = Date.now();
+      answer = await fetchImpl(withBearer(body, token));
     }
-    return checkScope(first);
+    return checkScope(answer);
   };
 }

@@ -1,6 +1,6 @@
 import type { AccessToken } from './access-token.js';
 import { CacheKeys } from './provider/cache-key.js';
-import { HeldTokens } from './provider/held-tokens.js';
+import { HeldTokens, handOverBefore } from './provider/held-tokens.js';
 import { createJwtVerifier } from './provider/jwt-verifier.js';
 import { Lookup, stopped } from './provider/lookup.js';
 import { Obtainer } from './provider/obtain.js';
@@ -53,7 +53,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   const self: TokenProvider = {
     ...(resolved.environment === undefined ? {} : { environment: resolved.environment }),
     getToken(getOptions = {}) {
-      const { signal, timeoutMs } = getOptions;
+      const { signal, timeoutMs, minValidityMs } = getOptions;
       if (signal?.aborted) return Promise.reject(stopped(signal.reason, undefined));
       if (
         timeoutMs !== undefined &&
@@ -61,6 +61,16 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       ) {
         return Promise.reject(
           new TypeError(`getToken: timeoutMs must be a finite number > 0, got ${String(timeoutMs)}.`),
+        );
+      }
+      if (
+        minValidityMs !== undefined &&
+        (typeof minValidityMs !== 'number' || !Number.isFinite(minValidityMs) || minValidityMs < 0)
+      ) {
+        return Promise.reject(
+          new TypeError(
+            `getToken: minValidityMs must be a finite number ≥ 0 (ms of life the token must still have), got ${String(minValidityMs)}.`,
+          ),
         );
       }
       if (!keys.ready) return keys.prepare().then(() => self.getToken(getOptions));
@@ -76,13 +86,22 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
       if (current === undefined) {
         // A narrower request served by a broader token held under another key.
         const broader = covering.get(key);
-        if (broader !== undefined && memory.get(broader.key) === broader && clock.now() < broader.refreshAt) {
+        if (
+          broader !== undefined &&
+          memory.get(broader.key) === broader &&
+          clock.now() < broader.refreshAt &&
+          (minValidityMs === undefined || clock.now() < handOverBefore(broader, minValidityMs))
+        ) {
           return Promise.resolve(held.serve(broader));
         }
-      } else if (current.covers && clock.now() < current.refreshAt) {
+      } else if (
+        current.covers &&
+        clock.now() < current.refreshAt &&
+        (minValidityMs === undefined || clock.now() < handOverBefore(current, minValidityMs))
+      ) {
         return Promise.resolve(held.serve(current));
       }
-      return lookup.bounded(key, wanted, signal, timeoutMs);
+      return lookup.bounded(key, wanted, signal, timeoutMs, minValidityMs);
     },
 
     async invalidate(token?: AccessToken | string) {

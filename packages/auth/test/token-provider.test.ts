@@ -422,6 +422,53 @@ describe('never an expired token', () => {
     }
   });
 
+  it('a 1-s token the server rounds down to a few ms is not handed out: it is renewed at its exp and the caller gets a whole second', async () => {
+    // exp = floor(now) + 1 and expires_in 1, asked for at x.990 s: the token lives 10 ms.
+    const clock = fakeClock(Date.UTC(2026, 0, 1, 0, 0, 0, 990));
+    const local = await startTokenServer({ now: clock.now, ttlSeconds: 1 });
+    local.fallback = async (_request, issue) => ({ body: await issue({ response: { expires_in: 1 } }) });
+    try {
+      const provider = providerFor(local, {
+        clock,
+        refresh: { clockSkewMs: 0 },
+        sleep: async (ms) => clock.advance(ms),
+      });
+      const token = await provider.getToken();
+      expect(local.tokenRequests()).toBe(2);
+      expect(token.expiresAt - clock.now()).toBe(1_000);
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('minValidityMs: a held token with less life left is replaced; one in the first half of its life serves any wish', async () => {
+    const clock = fakeClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
+    const local = await startTokenServer({ now: clock.now, ttlSeconds: 10 });
+    local.fallback = async (_request, issue) => ({ body: await issue({ response: { expires_in: 9 } }) });
+    try {
+      const provider = providerFor(local, { clock, refresh: { clockSkewMs: 0 } });
+      const first = await provider.getToken();
+      expect(first.expiresAt - clock.now()).toBe(9_000);
+      clock.advance(6_000);
+      // Control: 3 s left, more than the safety window (450 ms): served as it is without a wish.
+      expect((await provider.getToken()).accessToken).toBe(first.accessToken);
+      expect(local.tokenRequests()).toBe(1);
+      // A caller whose last request took 4 s gets a token with more than that left.
+      const second = await provider.getToken({ minValidityMs: 4_000 });
+      expect(second.accessToken).not.toBe(first.accessToken);
+      expect(second.expiresAt - clock.now()).toBeGreaterThan(4_000);
+      expect(local.tokenRequests()).toBe(2);
+      // A wish above half the lifetime is capped: a token in its first half serves it, no request.
+      expect((await provider.getToken({ minValidityMs: 60_000 })).accessToken).toBe(second.accessToken);
+      expect(local.tokenRequests()).toBe(2);
+      await expect(provider.getToken({ minValidityMs: -1 })).rejects.toThrow(
+        /minValidityMs must be a finite number ≥ 0/,
+      );
+    } finally {
+      await local.close();
+    }
+  });
+
   it('a narrower request served by a broader token takes the warm path from the second call (no store read)', async () => {
     let reads = 0;
     const inner = createMemoryTokenStore();

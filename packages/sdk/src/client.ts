@@ -167,8 +167,14 @@ export function createPartnerClient(
   const transport = createTransport({
     fetch: baseFetch,
     tokens: {
-      getToken: (scopes, signal, timeoutMs) =>
-        tokenProvider.getToken(scopes ? { scopes, signal, timeoutMs } : { signal, timeoutMs }),
+      getToken: (scopes, signal, timeoutMs, minValidityMs) =>
+        tokenProvider.getToken(
+          minValidityMs === undefined
+            ? scopes
+              ? { scopes, signal, timeoutMs }
+              : { signal, timeoutMs }
+            : { ...(scopes ? { scopes } : {}), signal, timeoutMs, minValidityMs },
+        ),
       invalidate: (token) => tokenProvider.invalidate(token),
     },
     origin: `${connection.baseUrl.origin}/`,

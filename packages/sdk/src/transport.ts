@@ -95,6 +95,8 @@ export interface TokenSource {
     scopes: readonly string[] | undefined,
     signal: AbortSignal,
     timeoutMs: number,
+    /** The least life the token must still have when handed over (a replay after a 401). */
+    minValidityMs?: number,
   ): Promise<AccessToken>;
   invalidate(token: AccessToken): Promise<void>;
 }
@@ -115,6 +117,8 @@ export interface TransportOptions {
   sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   random: () => number;
   logger?: PartnerLogger | undefined;
+  /** Replays after a 401 per call. Default MAX_AUTH_REPLAYS (tests lower it to show what the replays prevent). */
+  maxAuthReplays?: number | undefined;
 }
 
 export interface TransportCall extends CallOptions {
@@ -126,6 +130,12 @@ export interface TransportCall extends CallOptions {
 
 /** Sends a request with the token, the deadline, retries and error classification. */
 export type Transport = (request: OutgoingRequest, call?: TransportCall) => Promise<Response>;
+
+/**
+ * Replays of one call after a 401: the first for any refused token (RFC 6750 §3: a revoked token, a
+ * rotated key), the others only for a token that expired in flight. The bound of auth's createAuthFetch.
+ */
+export const MAX_AUTH_REPLAYS = 3;
 
 const answers = new WeakMap<
   Response,
@@ -226,7 +236,8 @@ export function createTransport(options: TransportOptions): Transport {
           ? undefined
           : await request.arrayBuffer();
     const signal = deadline.signal;
-    let replayed = false;
+    /** Replays after a 401 in this call (see MAX_AUTH_REPLAYS). */
+    let replays = 0;
     /** Until when this call has already waited (a retry's delay serves the pause it was asked for). */
     let waitedUntil = 0;
     for (let attempt = 1; ; attempt++) {
@@ -253,22 +264,30 @@ export function createTransport(options: TransportOptions): Transport {
           request.headers.set('authorization', `Bearer ${token.accessToken}`);
         }
         deadline.phase = 'api';
+        let sentAt = options.now();
         let answer = await sendOnce(request, body, signal);
-        if (
+        while (
           tokens &&
           token &&
-          !replayed &&
+          replays < (options.maxAuthReplays ?? MAX_AUTH_REPLAYS) &&
           answer.status === 401 &&
           findBearerChallenge(answer.headers.get('www-authenticate'))
         ) {
-          // RFC 6750 §3: the token was refused; one fresh token and one replay (a rotated key, a revoked token).
-          replayed = true;
+          const answeredAt = options.now();
+          // RFC 6750 §3: the token was refused; a fresh token and a replay (a rotated key, a revoked
+          // token). Replayed again only while the refused token had expired by the time it was
+          // answered (it expired in flight: a stall, a queue, a slow connect); one refused while alive is
+          // returned as is.
+          if (replays > 0 && token.expiresAt > answeredAt) break;
+          replays++;
           await discard(answer);
           await tokens.invalidate(token);
           deadline.phase = 'token';
-          token = await tokens.getToken(call.scopes, signal, remaining(deadline));
+          // The replay's token must outlive a repeat of the delay that made the refused one expire.
+          token = await tokens.getToken(call.scopes, signal, remaining(deadline), answeredAt - sentAt);
           request.headers.set('authorization', `Bearer ${token.accessToken}`);
           deadline.phase = 'api';
+          sentAt = options.now();
           answer = await sendOnce(request, body, signal);
         }
         deadline.phase = 'body';

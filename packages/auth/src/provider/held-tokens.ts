@@ -16,6 +16,22 @@ export interface Held extends RefreshPlan {
   view: AccessToken;
 }
 
+/** A caller's `minValidityMs` asks for at most this share of a token's lifetime (see handOverBefore). */
+export const MIN_VALIDITY_SHARE = 0.5;
+
+/**
+ * Until when `held` may be handed to a caller asking for `minValidityMs` of life: before its hard
+ * window (the safety window), and before `minValidityMs` of its life is left — that wish capped at
+ * half the token's lifetime, so that a token in the first half of its life always serves (at most two
+ * token requests per lifetime, whatever callers ask) and a token just received is never refused.
+ */
+export function handOverBefore(held: Held, minValidityMs: number | undefined): number {
+  if (minValidityMs === undefined || minValidityMs <= 0) return held.hardAt;
+  const { expiresAt, obtainedAt } = held.entry;
+  const wish = Math.min(minValidityMs, MIN_VALIDITY_SHARE * Math.max(0, expiresAt - obtainedAt));
+  return Math.min(held.hardAt, expiresAt - wish);
+}
+
 /**
  * The provider's own memory: tokens are served from here even when a shared store fails. The maps are
  * read directly by the warm path of getToken (no await, no allocation).

@@ -9,7 +9,7 @@ import {
 } from '../errors.js';
 import { missingScopes, type ScopeSet } from '../scope-set.js';
 import type { StoredToken } from '../token-store.js';
-import type { Held, HeldTokens } from './held-tokens.js';
+import { type Held, type HeldTokens, handOverBefore } from './held-tokens.js';
 import type { ResolvedOptions } from './options.js';
 import type { RequestGate } from './request-gate.js';
 import type { StoreAccess } from './store-access.js';
@@ -24,7 +24,10 @@ const nextTurn: () => Promise<void> =
     ? () => new Promise((resolve) => setImmediate(resolve))
     : () => new Promise((resolve) => setTimeout(resolve, 0));
 
-/** A token that keeps arriving with less than its safety window left is renewed at most this often per call. */
+/**
+ * A token that keeps arriving with less than its safety window left is renewed at most this often per
+ * call without a deadline of its own (with one, until the deadline).
+ */
 const MAX_RENEWALS = 3;
 
 /** An aborted or timed-out wait, inside the PartnerApiError family (the reason is the cause). */
@@ -75,23 +78,25 @@ export class Lookup {
     wanted: ScopeSet,
     signal: AbortSignal | undefined,
     deadlineAt: number | undefined,
+    minValidityMs: number | undefined,
   ): Promise<AccessToken> {
     const { clock, scopeRecheckMs } = this.#options;
     const held = this.#held;
     // The hand-over rule: a token is handed out only with at least its safety window (the hard
     // window) left, checked on the turn of the event loop its caller resumes on, after every await
     // (a slow store, a long shared request, a host that stalled). One with less left is renewed, not
-    // handed out.
+    // handed out. A held token must also meet the caller's minValidityMs (capped, see handOverBefore);
+    // a token received for this call needs only its safety window: it is the freshest there is.
     for (let round = 0; ; round++) {
       const found = await this.find(key, wanted);
       const now = clock.now();
       let fresh: Held;
-      if (found !== undefined && now < found.hardAt) {
+      if (found !== undefined && now < handOverBefore(found, minValidityMs)) {
         if (missingScopes(wanted, found.entry.grantedScopes).length === 0) {
           if (now >= found.refreshAt) this.#gate.refreshInBackground(found.key, found, now);
           await nextTurn();
-          if (clock.now() < found.hardAt) return held.serve(found);
-          this.#tooLate(found, round);
+          if (clock.now() < handOverBefore(found, minValidityMs)) return held.serve(found);
+          this.#tooLate(found, round, deadlineAt);
           continue;
         }
         // A decision made once is asked again (at most once per scopeRecheckMs): the console may have
@@ -105,10 +110,15 @@ export class Lookup {
       } else {
         // While a (remote) store read was pending, another caller's request may have completed.
         const latest = held.memory.get(key);
-        if (latest !== undefined && latest !== found && latest.covers && now < latest.hardAt) {
+        if (
+          latest !== undefined &&
+          latest !== found &&
+          latest.covers &&
+          now < handOverBefore(latest, minValidityMs)
+        ) {
           await nextTurn();
-          if (clock.now() < latest.hardAt) return held.serve(latest);
-          this.#tooLate(latest, round);
+          if (clock.now() < handOverBefore(latest, minValidityMs)) return held.serve(latest);
+          this.#tooLate(latest, round, deadlineAt);
           continue;
         }
         try {
@@ -132,16 +142,20 @@ export class Lookup {
       if (missingScopes(wanted, fresh.entry.grantedScopes).length > 0) throw notGranted(wanted, fresh.entry);
       await nextTurn();
       if (clock.now() < fresh.hardAt) return fresh.view;
-      this.#tooLate(fresh, round);
+      this.#tooLate(fresh, round, deadlineAt);
     }
   }
 
-  /** A token reached its hand-over with less than its safety window left: renew, a bounded number of times. */
-  #tooLate(token: Held, round: number): void {
-    if (round < MAX_RENEWALS) return;
+  /**
+   * A token reached its hand-over with less than its safety window left: renew, until the caller's
+   * deadline when it has one (each round is one token request shared by every waiter, and the callers
+   * who lost one hand-over are the first to wait for the next), else a bounded number of times.
+   */
+  #tooLate(token: Held, round: number, deadlineAt: number | undefined): void {
+    if (deadlineAt === undefined ? round < MAX_RENEWALS : this.#options.clock.now() < deadlineAt) return;
     const left = token.entry.expiresAt - this.#options.clock.now();
     throw new TokenResponseError(
-      `${MAX_RENEWALS + 1} tokens in a row reached their caller with less than their safety window left (${token.entry.expiresAt - token.hardAt} ms; the last one ${left > 0 ? `${left} ms before` : `${-left} ms past`} its expiry at ${new Date(token.entry.expiresAt).toISOString()}); check this machine's clock, the token lifetime (expires_in) and whether the host stalls (CPU starvation, long synchronous work).`,
+      `${round + 1} tokens in a row reached their caller with less than their safety window left (${token.entry.expiresAt - token.hardAt} ms; the last one ${left > 0 ? `${left} ms before` : `${-left} ms past`} its expiry at ${new Date(token.entry.expiresAt).toISOString()}); check this machine's clock, the token lifetime (expires_in) and whether the host stalls (CPU starvation, long synchronous work).`,
     );
   }
 
@@ -151,6 +165,7 @@ export class Lookup {
     wanted: ScopeSet,
     signal: AbortSignal | undefined,
     timeoutMs: number | undefined,
+    minValidityMs?: number,
   ): Promise<AccessToken> {
     const deadline =
       timeoutMs === undefined ? undefined : startDeadline(timeoutMs, `no token within ${timeoutMs} ms`);
@@ -158,7 +173,7 @@ export class Lookup {
       deadline === undefined ? signal : signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
     try {
       const deadlineAt = timeoutMs === undefined ? undefined : this.#options.clock.now() + timeoutMs;
-      return await raceSignal(this.#slowPath(key, wanted, limit, deadlineAt), limit);
+      return await raceSignal(this.#slowPath(key, wanted, limit, deadlineAt, minValidityMs), limit);
     } catch (error) {
       if (limit?.aborted && error === limit.reason) {
         const timedOut = deadline?.signal.aborted === true && deadline.signal.reason === limit.reason;

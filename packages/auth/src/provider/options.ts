@@ -103,6 +103,14 @@ export interface GetTokenOptions {
    * bounded by `requestTimeoutMs`, and the whole sequence by the retry policy).
    */
   timeoutMs?: number;
+  /**
+   * The least time, in ms, the token must still have when it is handed over, beyond the safety window:
+   * e.g. how long this caller's last API request took to be answered, so that a replay after a 401
+   * does not get a token that expires in flight again. A held token with less left is replaced (callers
+   * wait for the request). Capped at half the token's lifetime, so a token in the first half of its
+   * life always serves and a token just received is never refused. Default: none (the safety window alone).
+   */
+  minValidityMs?: number;
 }
 
 export interface TokenProvider {

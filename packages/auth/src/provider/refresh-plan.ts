@@ -45,15 +45,20 @@ export function planRefresh(
   random: () => number,
 ): RefreshPlan {
   const lifetime = Math.max(0, entry.expiresAt - entry.obtainedAt);
-  const hard = Math.max(
-    Math.min(windows.hardWindowMs, HARD_SHARE * lifetime),
-    Math.min(windows.hardWindowMs, HARD_FLOOR_MS, HARD_FLOOR_SHARE * lifetime),
-  );
   // A server that counts exp from the start of the current second (exp = floor(now) + expires_in, as
   // most do) gives a token asked for before this one's exp only one second more than this one: for a
   // short token that doubles the requests. Such a token is renewed at its exp instead, callers waiting
   // through its hard window (the request's latency plus the hard window).
-  const aligned = entry.expiresAt % 1000 === 0 && Math.ceil(lifetime / 1000) * 1000 <= ALIGN_MAX_LIFETIME_MS;
+  const wholeSeconds = Math.ceil(lifetime / 1000) * 1000;
+  const aligned = entry.expiresAt % 1000 === 0 && wholeSeconds <= ALIGN_MAX_LIFETIME_MS;
+  // The same rounding cuts a token asked for late in a second short: a 1-s token issued at 0.99 s
+  // lives 10 ms. Its safety window is sized on the whole seconds it was issued for (200 ms), not on
+  // the 10 ms left, so it is renewed at its exp instead of being handed out to expire in flight.
+  const sized = aligned ? wholeSeconds : lifetime;
+  const hard = Math.max(
+    Math.min(windows.hardWindowMs, HARD_SHARE * sized),
+    Math.min(windows.hardWindowMs, HARD_FLOOR_MS, HARD_FLOOR_SHARE * sized),
+  );
   let soft = 0;
   if (!aligned) {
     const base =

@@ -48,6 +48,19 @@ describe('planRefresh (a pure function: no provider, no clock)', () => {
     expect(at(0, 60_000).expiresAt - planRefresh(at(0, 60_000), defaults, () => 0).hardAt).toBe(3_000);
   });
 
+  it("a whole-second token cut short by the server's rounding keeps the safety window of the seconds it was issued for", () => {
+    // A 1-s token asked for at x.990 s: exp = floor + 1, so it lives 10 ms. Its window is 200 ms (a fifth
+    // of 1 s), so it is not handed out but renewed at its exp.
+    const late = at(1_000_000_000_990, 10);
+    const plan = planRefresh(late, defaults, () => 0.5);
+    expect(late.expiresAt - plan.hardAt).toBe(200);
+    expect(plan.hardAt).toBeLessThan(late.obtainedAt);
+    expect(plan.renewAt).toBe(late.expiresAt);
+    // Control: the same 10 ms off the whole second is sized on what it has (2 ms), as before.
+    const offSecond = at(1_000_000_000_980, 10);
+    expect(offSecond.expiresAt - planRefresh(offSecond, defaults, () => 0.5).hardAt).toBe(2);
+  });
+
   it('the jitter widens the soft window by up to jitterRatio, drawn from the random source', () => {
     const token = at(0, 3_600_000);
     const draws = [0, 0.25, 0.5, 0.75].map(
