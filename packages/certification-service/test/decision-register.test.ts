@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultPlan, planScopes } from '../src/plan/plan.js';
 import { addRegisterReader } from '../src/production/register/register.js';
-import { ed25519Pem, type InProcessService, inProcessService } from './support/in-process.js';
+import { approvableRun, ed25519Pem, type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { reviewerForms } from './support/reviewer-forms.js';
 
@@ -68,42 +68,6 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('revoke' as const), on: fc.nat(1) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('expire' as const), on: fc.nat(1) }) },
 );
-
-/** A judged, attested certification run under the default plan that approvability passes. */
-async function approvableRun(db: InProcessService['db'], partnerId: string): Promise<string> {
-  const id = `run_${Math.random().toString(36).slice(2, 12)}`;
-  const report = {
-    coverage: {
-      operations: defaultPlan.operations.map((item) => ({
-        operationId: item.operationId,
-        calls: 2,
-        succeeded: 1,
-      })),
-      scenarios: [...defaultPlan.scenarios, 'renewal'].map((scenario) => ({ id: scenario, met: true })),
-      mustNotVerified: [],
-    },
-    checks: defaultPlan.decisiveShouldChecks.map((check) => ({
-      id: check,
-      severity: 'should',
-      status: 'passed',
-    })),
-    certification: { passed: true, reasons: [] },
-  };
-  await db.query(
-    `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, stage, client_id,
-       max_exchanges, scenario_state, verdict, attestation, finished_at, plan, report_json)
-     VALUES ($1, $2, 'judged', 0, now(), 60, true, '{}', $3, 100, '{}', 'PASS', $4, now(), $5, $6)`,
-    [
-      id,
-      partnerId,
-      `cid_${id}`,
-      `{"attestation":"${id}"}\n`,
-      JSON.stringify(defaultPlan),
-      JSON.stringify(report),
-    ],
-  );
-  return id;
-}
 
 const stores: Array<['embedded' | 'postgres']> = [['embedded'], ['postgres']];
 

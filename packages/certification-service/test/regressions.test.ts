@@ -11,7 +11,7 @@ import { regressionsRecorded } from '../src/regressions/metrics.js';
 import { recordRegression } from '../src/regressions/record.js';
 import { type RegressionStatement, regressionPredicateType } from '../src/regressions/statement.js';
 import { secretsKeyFrom } from '../src/secrets.js';
-import { type InProcessService, inProcessService } from './support/in-process.js';
+import { approvableRun, type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { type Receiver, startReceiver } from './support/receiver.js';
 import { reviewerForms } from './support/reviewer-forms.js';
@@ -21,42 +21,6 @@ import { reviewerForms } from './support/reviewer-forms.js';
 // receiver); under `suspend` the register says `suspended` with a higher seq and `partner.suspended`
 // leaves, until a new approval reinstates (`partner.reinstated`); under `notify` the partner stays
 // active. Every positive step has its control.
-
-/** A judged, attested certification run under the default plan that approvability passes. */
-async function approvableRun(db: Database, partnerId: string): Promise<string> {
-  const id = `run_${Math.random().toString(36).slice(2, 12)}`;
-  const report = {
-    coverage: {
-      operations: defaultPlan.operations.map((item) => ({
-        operationId: item.operationId,
-        calls: 2,
-        succeeded: 1,
-      })),
-      scenarios: [...defaultPlan.scenarios, 'renewal'].map((scenario) => ({ id: scenario, met: true })),
-      mustNotVerified: [],
-    },
-    checks: defaultPlan.decisiveShouldChecks.map((check) => ({
-      id: check,
-      severity: 'should',
-      status: 'passed',
-    })),
-    certification: { passed: true, reasons: [] },
-  };
-  await db.query(
-    `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, stage, client_id,
-       max_exchanges, scenario_state, verdict, attestation, finished_at, plan, report_json)
-     VALUES ($1, $2, 'judged', 0, now(), 60, true, '{}', $3, 100, '{}', 'PASS', $4, now(), $5, $6)`,
-    [
-      id,
-      partnerId,
-      `cid_${id}`,
-      `{"attestation":"${id}"}\n`,
-      JSON.stringify(defaultPlan),
-      JSON.stringify(report),
-    ],
-  );
-  return id;
-}
 
 let windowStart = Date.UTC(2026, 10, 1);
 /** A finding as the production judge hands one over, on a window of its own. */

@@ -12,6 +12,7 @@ import {
   type ServiceOptions,
   startService,
 } from '../../src/index.js';
+import { defaultPlan } from '../../src/plan/plan.js';
 
 export interface InProcessService {
   service: RunningService;
@@ -71,6 +72,42 @@ export async function attestedRun(db: Database, partnerId: string, attestation?:
        max_exchanges, scenario_state, verdict, attestation, finished_at)
      VALUES ($1, $2, 'judged', 0, now(), 60, true, '{}', $3, 100, '{}', 'PASS', $4, now())`,
     [id, partnerId, `cid_${id}`, attestation ?? `{"attestation":"${id}"}\n`],
+  );
+  return id;
+}
+
+/** A judged, attested certification run under the default plan that approvability passes. */
+export async function approvableRun(db: Database, partnerId: string): Promise<string> {
+  const id = `run_${Math.random().toString(36).slice(2, 12)}`;
+  const report = {
+    coverage: {
+      operations: defaultPlan.operations.map((item) => ({
+        operationId: item.operationId,
+        calls: 2,
+        succeeded: 1,
+      })),
+      scenarios: [...defaultPlan.scenarios, 'renewal'].map((scenario) => ({ id: scenario, met: true })),
+      mustNotVerified: [],
+    },
+    checks: defaultPlan.decisiveShouldChecks.map((check) => ({
+      id: check,
+      severity: 'should',
+      status: 'passed',
+    })),
+    certification: { passed: true, reasons: [] },
+  };
+  await db.query(
+    `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, stage, client_id,
+       max_exchanges, scenario_state, verdict, attestation, finished_at, plan, report_json)
+     VALUES ($1, $2, 'judged', 0, now(), 60, true, '{}', $3, 100, '{}', 'PASS', $4, now(), $5, $6)`,
+    [
+      id,
+      partnerId,
+      `cid_${id}`,
+      `{"attestation":"${id}"}\n`,
+      JSON.stringify(defaultPlan),
+      JSON.stringify(report),
+    ],
   );
   return id;
 }
