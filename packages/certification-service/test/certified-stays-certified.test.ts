@@ -24,10 +24,10 @@ import { reviewerForms } from './support/reviewer-forms.js';
 // suspension. A new approved run reinstates it (`partner.reinstated`, the gate issues again); then the
 // client re-sends a revoked token, and is flagged for that too.
 //
-// PARTNER_E2E_STEADY_MS sets how long the correct client runs (default 60 000 ms: a minute window of
+// PARTNER_E2E_STEADY_MS sets how long the correct client runs (default 120 000 ms: two of
 // the judge's, and a revocation in it).
 
-const steadyMs = Number(process.env.PARTNER_E2E_STEADY_MS ?? 60_000);
+const steadyMs = Number(process.env.PARTNER_E2E_STEADY_MS ?? 120_000);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.each([['embedded'], ['postgres']] as const)(
