@@ -178,6 +178,8 @@ function sendLoans(
   context: ApiServerContext,
   exchange: Exchange,
 ) {
+  // `limit` above 100 is refused 400: the mock's bound, not the API's (the Partner Lending API
+  // documentation specifies none); the OpenAPI document says so and states it as `x-mock-maximum`.
   const paging = parsePaging(query);
   if (!paging.ok) {
     exchange.error = 'invalid_request';

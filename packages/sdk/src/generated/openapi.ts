@@ -459,7 +459,11 @@ export interface operations {
             query?: {
                 /**
                  * @description Largest number of loans to return. Modelled as an integer ≥ 1; the default and the upper
-                 *     bound are not specified by the API documentation.
+                 *     bound are not specified by the API documentation, so this document sets no `maximum`: a
+                 *     server may bound `limit`, answering a larger value 400 `invalid_request`. The toolkit's mock
+                 *     refuses values over 100 (its default is 20): that bound is the mock's choice, not the API's,
+                 *     and is stated here as `x-mock-maximum` so that a generator of requests from this document
+                 *     knows it.
                  * @example 50
                  */
                 limit?: number;
