@@ -23,11 +23,6 @@ const notYetSplit = [
   'packages/certification-service/src/runs/stage-keys.ts: stageKeyPool',
   'packages/certification-service/src/server.ts: startService',
   'packages/certification-service/src/ui/routes.ts: mountUi',
-  'packages/conformance/src/cli/hosted.ts: hostedClientMain',
-  'packages/conformance/src/cli/server.ts: parseCliArgs',
-  'packages/conformance/src/cli/verify.ts: verifyMain',
-  'packages/conformance/src/client/stage.ts: startStage',
-  'packages/conformance/src/reporters/html/client.ts: formatClientHtmlReport',
   'packages/mock/src/start-mock.ts: startMock',
 ];
 

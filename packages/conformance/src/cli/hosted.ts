@@ -3,6 +3,8 @@ import { dirname } from 'node:path';
 import { clientChecks } from '../client/checks/index.js';
 import { resolveCommand, runJourney } from '../client/journey.js';
 import { defaultTimeoutSeconds } from '../client/run.js';
+import type { JourneyRecord } from '../client/session.js';
+import { journeyEnv } from '../client/stage/stage-client.js';
 import { readRegularFile } from '../common/regular-file.js';
 import { type ClientReport, exitCodeFor, reportVerdict } from '../common/report.js';
 import { terminalSafe } from '../common/terminal.js';
@@ -29,6 +31,15 @@ interface HostedRun {
   expiresAt: string;
 }
 
+/** What `POST /api/runs/{id}/finish` answers: the service's report and the run's status. */
+interface FinishedRun {
+  report: ClientReport;
+  status: string;
+}
+
+/** A request to the certification service, with the partner's key; a refusal throws ConformanceError. */
+type ServiceCall = (method: 'GET' | 'POST', path: string, body?: unknown) => Promise<Response>;
+
 /** Longest a request to the service may take (creating and judging a run included). */
 const serviceTimeoutMs = 60_000;
 
@@ -40,17 +51,60 @@ const serviceTimeoutMs = 60_000;
 export async function hostedClientMain(config: ClientCliConfig, io: CliIo): Promise<number> {
   const service = config.service!;
   const command = config.options.command!;
-  const env = io.env;
-  resolveCommand(command[0]!, env);
-  const keyText = (await readRegularFile(config.serviceKeyFile!, 4096, '--service-key-file'))
-    .toString('utf8')
-    .trim();
+  resolveCommand(command[0]!, io.env);
+  const call = serviceCaller(service, await readServiceKey(config.serviceKeyFile!));
+  const options = config.options;
+  const created = (await (
+    await call('POST', '/api/runs', {
+      certify: options.certify === true,
+      ...(options.ttlSeconds !== undefined && { ttlSeconds: options.ttlSeconds }),
+      ...(options.longTtlSeconds !== undefined && { longTtlSeconds: options.longTtlSeconds }),
+      ...(options.scenarios !== undefined && { scenarios: options.scenarios }),
+      ...(options.scopes !== undefined && { scopes: options.scopes }),
+      ...(options.integration && { integration: options.integration }),
+    })
+  ).json()) as HostedRun;
+  const reporter = new ConsoleReporter({ stream: io.stdout, env: io.env });
+  reporter.begin(tool, hostedRunLines(created, service, command).map(terminalSafe), clientChecks);
+  const journey = await runJourney({
+    command,
+    env: { ...io.env, ...journeyEnv(created, created) },
+    timeoutMs: (options.timeoutSeconds ?? defaultTimeoutSeconds) * 1000,
+    ...(io.signal && { signal: io.signal }),
+    stdio: 'inherit',
+  });
+  const finished = (await (
+    await call('POST', `/api/runs/${created.id}/finish`, {
+      journeyExitCode: journey.ending === 'exited' ? journey.exitCode : null,
+    })
+  ).json()) as FinishedRun;
+  const { report } = finished;
+  const top = coverageLines(report);
+  if (top.length > 0) io.stdout.write(terminalSafe(`${top.join('\n')}\n\n`));
+  for (const result of report.checks) reporter.result(result);
+  io.stdout.write(terminalSafe(finishedLines(command, journey, finished, created.id)));
+  reporter.finish(report);
+  await writeReports(await hostedWrites(config, report, call, created.id, io), io);
+  return Math.max(exitCodeFor(report.checks, { certify: report.certify }), reportVerdict(report).code);
+}
+
+/** The partner's API key, read from `--service-key-file`: one line of 16 to 512 characters, no spaces. */
+async function readServiceKey(file: string): Promise<string> {
+  const keyText = (await readRegularFile(file, 4096, '--service-key-file')).toString('utf8').trim();
   if (!/^\S{16,512}$/.test(keyText))
     throw new ConformanceError(
       'ERR_USAGE',
-      `--service-key-file ${config.serviceKeyFile} does not hold an API key (one line, no spaces): put the key the vendor gave you in it, alone`,
+      `--service-key-file ${file} does not hold an API key (one line, no spaces): put the key the vendor gave you in it, alone`,
     );
-  const call = async (method: 'GET' | 'POST', path: string, body?: unknown): Promise<Response> => {
+  return keyText;
+}
+
+/**
+ * Requests to the service at `service` with the key: unreachable is ERR_UNREACHABLE, a refusal
+ * ERR_CREDENTIALS (401) or ERR_SERVICE, saying what the service said.
+ */
+function serviceCaller(service: string, keyText: string): ServiceCall {
+  return async (method, path, body) => {
     let response: Response;
     try {
       response = await fetch(`${service}${path}`, {
@@ -71,93 +125,71 @@ export async function hostedClientMain(config: ClientCliConfig, io: CliIo): Prom
       );
     }
     if (response.ok) return response;
-    const text = (await response.text()).slice(0, 2000);
-    let detail = text;
-    try {
-      const problem = JSON.parse(text) as { title?: string; detail?: string };
-      detail = [problem.title, problem.detail].filter(Boolean).join(': ');
-    } catch {}
-    throw new ConformanceError(
-      response.status === 401 ? 'ERR_CREDENTIALS' : 'ERR_SERVICE',
-      `the certification service refused ${method} ${path} (HTTP ${response.status}): ${detail}${response.status === 401 ? ' — check the key in --service-key-file' : ''}`,
-    );
+    throw await serviceRefusal(response, method, path);
   };
+}
 
-  const options = config.options;
-  const created = (await (
-    await call('POST', '/api/runs', {
-      certify: options.certify === true,
-      ...(options.ttlSeconds !== undefined && { ttlSeconds: options.ttlSeconds }),
-      ...(options.longTtlSeconds !== undefined && { longTtlSeconds: options.longTtlSeconds }),
-      ...(options.scenarios !== undefined && { scenarios: options.scenarios }),
-      ...(options.scopes !== undefined && { scopes: options.scopes }),
-      ...(options.integration && { integration: options.integration }),
-    })
-  ).json()) as HostedRun;
-  const reporter = new ConsoleReporter({ stream: io.stdout, env: io.env });
-  reporter.begin(
-    tool,
-    [
-      `mode     client, hosted run ${created.id} of ${service} (recorded, judged and signed there)`,
-      `stage    token endpoint ${created.tokenUrl}`,
-      `         partner API    ${created.baseUrl}`,
-      `         authorised ${created.authorizedScopes.join(' ')}; open until ${created.expiresAt}`,
-      ...created.plan.filter((item) => item.enabled).map((item) => `scenario ${item.name}: ${item.plan}`),
-      `journey  ${command.join(' ')}`,
-    ].map(terminalSafe),
-    clientChecks,
+/** The service's refusal as a ConformanceError: its status and its problem's title and detail. */
+async function serviceRefusal(response: Response, method: string, path: string): Promise<ConformanceError> {
+  const text = (await response.text()).slice(0, 2000);
+  let detail = text;
+  try {
+    const problem = JSON.parse(text) as { title?: string; detail?: string };
+    detail = [problem.title, problem.detail].filter(Boolean).join(': ');
+  } catch {}
+  return new ConformanceError(
+    response.status === 401 ? 'ERR_CREDENTIALS' : 'ERR_SERVICE',
+    `the certification service refused ${method} ${path} (HTTP ${response.status}): ${detail}${response.status === 401 ? ' — check the key in --service-key-file' : ''}`,
   );
-  const journey = await runJourney({
-    command,
-    env: {
-      ...env,
-      PARTNER_AUTH_URL: created.authUrl,
-      PARTNER_BASE_URL: created.baseUrl,
-      PARTNER_TOKEN_URL: created.tokenUrl,
-      PARTNER_AUDIENCE: created.audience,
-      PARTNER_CLIENT_ID: created.clientId,
-      PARTNER_CLIENT_SECRET: created.clientSecret,
-      PARTNER_SCOPES: created.authorizedScopes.join(' '),
-    },
-    timeoutMs: (options.timeoutSeconds ?? defaultTimeoutSeconds) * 1000,
-    ...(io.signal && { signal: io.signal }),
-    stdio: 'inherit',
-  });
-  const finished = (await (
-    await call('POST', `/api/runs/${created.id}/finish`, {
-      journeyExitCode: journey.ending === 'exited' ? journey.exitCode : null,
-    })
-  ).json()) as { report: ClientReport; status: string };
-  const report = finished.report;
-  const top = coverageLines(report);
-  if (top.length > 0) io.stdout.write(terminalSafe(`${top.join('\n')}\n\n`));
-  for (const result of report.checks) reporter.result(result);
-  io.stdout.write(
-    terminalSafe(
-      `\njourney  ${command.join(' ')} — ${journey.ending === 'exited' ? `exit ${journey.exitCode ?? `signal ${journey.signal}`}` : journey.ending}, ${(journey.durationMs / 1000).toFixed(2)} s; ${report.journey.calls.token} token requests, ${report.journey.calls.api} API calls, as the service recorded them\nrun      ${report.run?.url ?? created.id} (${finished.status})\n`,
-    ),
-  );
-  reporter.finish(report);
+}
+
+/** The console's header of a hosted run: the run, its stage, its grant and scenarios, the journey. */
+function hostedRunLines(created: HostedRun, service: string, command: readonly string[]): string[] {
+  return [
+    `mode     client, hosted run ${created.id} of ${service} (recorded, judged and signed there)`,
+    `stage    token endpoint ${created.tokenUrl}`,
+    `         partner API    ${created.baseUrl}`,
+    `         authorised ${created.authorizedScopes.join(' ')}; open until ${created.expiresAt}`,
+    ...created.plan.filter((item) => item.enabled).map((item) => `scenario ${item.name}: ${item.plan}`),
+    `journey  ${command.join(' ')}`,
+  ];
+}
+
+/** How the journey ended and what the service recorded of it, and where the run is. */
+function finishedLines(
+  command: readonly string[],
+  journey: JourneyRecord,
+  { report, status }: FinishedRun,
+  id: string,
+): string {
+  const ending =
+    journey.ending === 'exited' ? `exit ${journey.exitCode ?? `signal ${journey.signal}`}` : journey.ending;
+  return `\njourney  ${command.join(' ')} — ${ending}, ${(journey.durationMs / 1000).toFixed(2)} s; ${report.journey.calls.token} token requests, ${report.journey.calls.api} API calls, as the service recorded them\nrun      ${report.run?.url ?? id} (${status})\n`;
+}
+
+/**
+ * The reports asked for, from the service's own bytes where it serves them (the JSON report is its
+ * report again: its digest is the one the attestation names); the session is saved at once.
+ */
+async function hostedWrites(
+  config: ClientCliConfig,
+  report: ClientReport,
+  call: ServiceCall,
+  id: string,
+  io: CliIo,
+): Promise<Array<[string, string]>> {
   const writes: Array<[string, string]> = [];
-  // The JSON report is the service's own bytes again: its digest is the one the attestation names.
   if (config.reports.json) writes.push([config.reports.json, formatJsonReport(report)]);
   if (config.reports.junit) writes.push([config.reports.junit, formatJunitReport(report)]);
   if (config.reports.html)
-    writes.push([
-      config.reports.html,
-      await (await call('GET', `/api/runs/${created.id}/report.html`)).text(),
-    ]);
+    writes.push([config.reports.html, await (await call('GET', `/api/runs/${id}/report.html`)).text()]);
   if (config.attestation)
-    writes.push([
-      config.attestation,
-      await (await call('GET', `/api/runs/${created.id}/attestation`)).text(),
-    ]);
+    writes.push([config.attestation, await (await call('GET', `/api/runs/${id}/attestation`)).text()]);
   if (config.saveSession) {
-    const session = await (await call('GET', `/api/runs/${created.id}/session`)).text();
+    const session = await (await call('GET', `/api/runs/${id}/session`)).text();
     await mkdir(dirname(config.saveSession), { recursive: true });
     await writeFile(config.saveSession, session);
     io.stdout.write(`session saved: ${config.saveSession}\n`);
   }
-  await writeReports(writes, io);
-  return Math.max(exitCodeFor(report.checks, { certify: report.certify }), reportVerdict(report).code);
+  return writes;
 }

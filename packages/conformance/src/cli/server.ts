@@ -83,8 +83,14 @@ export function refuseUserinfo(flag: string, value: string | undefined): void {
     );
 }
 
+type Values = ReturnType<typeof parseFlags<typeof flags>>['values'];
+type Env = Record<string, string | undefined>;
+
+/** An environment variable, when set and not empty. */
+const nonEmpty = (value: string | undefined) => (value === undefined || value === '' ? undefined : value);
+
 /** Reads argv and the environment into options; throws ConformanceError ERR_USAGE with a one-line message. */
-export function parseCliArgs(argv: readonly string[], env: Record<string, string | undefined>): CliConfig {
+export function parseCliArgs(argv: readonly string[], env: Env): CliConfig {
   const { values } = parseFlags(argv, flags, 'partner-conformance', false);
   const config: CliConfig = {
     options: {},
@@ -94,6 +100,21 @@ export function parseCliArgs(argv: readonly string[], env: Record<string, string
   };
   if (config.help || config.version) return config;
   const options = config.options;
+  targetFlags(options, values, env);
+  runFlags(options, values);
+  otherPartnerFlags(options, values, env);
+  listenFlag(options, values);
+  expiryWaitFlag(options, values);
+  checkIdFlags(options, values);
+  config.reports = reportFlags(values);
+  return config;
+}
+
+/**
+ * `--target mock`, or `--auth-url`, `--base-url`, `--audience` (flags win over PARTNER_AUTH_URL,
+ * PARTNER_BASE_URL, PARTNER_AUDIENCE) with the client's credentials, from the environment only.
+ */
+function targetFlags(options: ConformanceOptions, values: Values, env: Env): void {
   if (values.target !== undefined && values.target !== 'mock')
     throw usageError(
       `--target accepts only "mock" (the embedded mock); to test a service give --auth-url and --base-url`,
@@ -101,37 +122,36 @@ export function parseCliArgs(argv: readonly string[], env: Record<string, string
   const explicitMock = values.target === 'mock';
   if (explicitMock && (values['auth-url'] !== undefined || values['base-url'] !== undefined))
     throw usageError('--target mock cannot be combined with --auth-url or --base-url');
-  const nonEmpty = (value: string | undefined) => (value === undefined || value === '' ? undefined : value);
-  refuseUserinfo(
-    '--auth-url',
-    values['auth-url'] ?? (explicitMock ? undefined : nonEmpty(env.PARTNER_AUTH_URL)),
-  );
-  refuseUserinfo(
-    '--base-url',
-    values['base-url'] ?? (explicitMock ? undefined : nonEmpty(env.PARTNER_BASE_URL)),
-  );
-  refuseUserinfo('--audience', values.audience ?? nonEmpty(env.PARTNER_AUDIENCE));
   const authUrl = values['auth-url'] ?? (explicitMock ? undefined : nonEmpty(env.PARTNER_AUTH_URL));
   const baseUrl = values['base-url'] ?? (explicitMock ? undefined : nonEmpty(env.PARTNER_BASE_URL));
-  if (authUrl !== undefined || baseUrl !== undefined) {
-    if (authUrl === undefined) throw usageError('--base-url needs --auth-url (or PARTNER_AUTH_URL) too');
-    if (baseUrl === undefined) throw usageError('--auth-url needs --base-url (or PARTNER_BASE_URL) too');
-    options.authUrl = authUrl;
-    options.baseUrl = baseUrl;
-    const audience = values.audience ?? nonEmpty(env.PARTNER_AUDIENCE);
-    if (audience !== undefined) options.audience = audience;
-    const clientId = nonEmpty(env.PARTNER_CLIENT_ID);
-    const clientSecret = nonEmpty(env.PARTNER_CLIENT_SECRET);
-    const missing = [clientId ? '' : 'PARTNER_CLIENT_ID', clientSecret ? '' : 'PARTNER_CLIENT_SECRET'].filter(
-      Boolean,
+  const audience = values.audience ?? nonEmpty(env.PARTNER_AUDIENCE);
+  refuseUserinfo('--auth-url', authUrl);
+  refuseUserinfo('--base-url', baseUrl);
+  refuseUserinfo('--audience', audience);
+  if (authUrl === undefined && baseUrl === undefined) {
+    if (values.audience !== undefined) options.audience = values.audience;
+    return;
+  }
+  if (authUrl === undefined) throw usageError('--base-url needs --auth-url (or PARTNER_AUTH_URL) too');
+  if (baseUrl === undefined) throw usageError('--auth-url needs --base-url (or PARTNER_BASE_URL) too');
+  options.authUrl = authUrl;
+  options.baseUrl = baseUrl;
+  if (audience !== undefined) options.audience = audience;
+  const clientId = nonEmpty(env.PARTNER_CLIENT_ID);
+  const clientSecret = nonEmpty(env.PARTNER_CLIENT_SECRET);
+  const missing = [clientId ? '' : 'PARTNER_CLIENT_ID', clientSecret ? '' : 'PARTNER_CLIENT_SECRET'].filter(
+    Boolean,
+  );
+  if (missing.length > 0)
+    throw usageError(
+      `${missing.join(' and ')} must be set to test ${baseUrl} (credentials come from the environment, never from flags)`,
     );
-    if (missing.length > 0)
-      throw usageError(
-        `${missing.join(' and ')} must be set to test ${baseUrl} (credentials come from the environment, never from flags)`,
-      );
-    options.clientId = clientId!;
-    options.clientSecret = clientSecret!;
-  } else if (values.audience !== undefined) options.audience = values.audience;
+  options.clientId = clientId!;
+  options.clientSecret = clientSecret!;
+}
+
+/** `--expect-scopes`, `--allow-writes`, `--certify`: what the run expects and may do. */
+function runFlags(options: ConformanceOptions, values: Values): void {
   if (values['expect-scopes'] !== undefined) {
     const list = parseScopeList(values['expect-scopes']);
     if (list.length === 0)
@@ -140,6 +160,13 @@ export function parseCliArgs(argv: readonly string[], env: Record<string, string
   }
   if (values['allow-writes']) options.allowWrites = true;
   if (values.certify) options.certify = true;
+}
+
+/**
+ * `--other-partner-id`, `--other-audience`, and a second partner's client (PARTNER_OTHER_CLIENT_ID and
+ * PARTNER_OTHER_CLIENT_SECRET, both or neither): what partner-isolation and audience-foreign use.
+ */
+function otherPartnerFlags(options: ConformanceOptions, values: Values, env: Env): void {
   if (values['other-partner-id'] !== undefined) {
     const id = values['other-partner-id'].trim();
     if (id === '' || /[/?#\s]/.test(id))
@@ -159,22 +186,32 @@ export function parseCliArgs(argv: readonly string[], env: Record<string, string
     options.otherClientId = otherId;
     options.otherClientSecret = otherSecret;
   }
-  if (values.listen !== undefined) {
-    const host = values.listen.trim();
-    if (host === '' || /[/\s@]/.test(host))
-      throw usageError(
-        `--listen needs a host name or IP address the target can reach (e.g. 10.0.0.5 or conformance.internal), got ${JSON.stringify(values.listen)}`,
-      );
-    options.listen = host;
-  }
-  if (values['max-expiry-wait'] !== undefined) {
-    const text = values['max-expiry-wait'];
-    if (!/^\d+$/.test(text) || Number(text) > 86_400)
-      throw usageError(
-        `--max-expiry-wait must be a whole number of seconds from 0 to 86400, got ${JSON.stringify(text)}`,
-      );
-    options.maxExpiryWaitSeconds = Number(text);
-  }
+}
+
+/** `--listen HOST`: where the suite's own issuer listens, a host the target can reach. */
+function listenFlag(options: ConformanceOptions, values: Values): void {
+  if (values.listen === undefined) return;
+  const host = values.listen.trim();
+  if (host === '' || /[/\s@]/.test(host))
+    throw usageError(
+      `--listen needs a host name or IP address the target can reach (e.g. 10.0.0.5 or conformance.internal), got ${JSON.stringify(values.listen)}`,
+    );
+  options.listen = host;
+}
+
+/** `--max-expiry-wait SECONDS`: the longest real wait for a token to expire, 0 to 86400. */
+function expiryWaitFlag(options: ConformanceOptions, values: Values): void {
+  const text = values['max-expiry-wait'];
+  if (text === undefined) return;
+  if (!/^\d+$/.test(text) || Number(text) > 86_400)
+    throw usageError(
+      `--max-expiry-wait must be a whole number of seconds from 0 to 86400, got ${JSON.stringify(text)}`,
+    );
+  options.maxExpiryWaitSeconds = Number(text);
+}
+
+/** `--only ID,…` (at least one) and `--skip ID,…`: the checks run. */
+function checkIdFlags(options: ConformanceOptions, values: Values): void {
   const only = idList(values.only);
   const skip = idList(values.skip);
   if (only !== undefined) {
@@ -182,6 +219,10 @@ export function parseCliArgs(argv: readonly string[], env: Record<string, string
     options.only = only;
   }
   if (skip !== undefined) options.skip = skip;
+}
+
+/** `--report-json`, `--report-junit`, `--report-html`: each a file of its own. */
+function reportFlags(values: Values): CliConfig['reports'] {
   const json = reportPath('report-json', values['report-json']);
   const junit = reportPath('report-junit', values['report-junit']);
   const html = reportPath('report-html', values['report-html']);
@@ -189,10 +230,7 @@ export function parseCliArgs(argv: readonly string[], env: Record<string, string
   const repeated = paths.find((path, index) => paths.indexOf(path) !== index);
   if (repeated)
     throw usageError(`the same path ${repeated} is given for two reports; give each report its own file`);
-  if (json) config.reports.json = json;
-  if (junit) config.reports.junit = junit;
-  if (html) config.reports.html = html;
-  return config;
+  return { ...(json && { json }), ...(junit && { junit }), ...(html && { html }) };
 }
 
 /** `partner-conformance [flags]`: certifies a token endpoint and partner API; returns the exit code (0/1/2/3). */

@@ -4,8 +4,9 @@ import {
   payloadProblem,
   verifyDecision,
 } from '../attestation/decision.js';
-import { keysOf } from '../attestation/keys.js';
-import { parseEnvelope, verifyAttestation } from '../attestation/verify.js';
+import type { DsseEnvelope } from '../attestation/dsse.js';
+import { type AttestationPublicKey, keysOf } from '../attestation/keys.js';
+import { parseEnvelope, type Verification, verifyAttestation } from '../attestation/verify.js';
 import { isLoopbackHost } from '../common/loopback.js';
 import { readRegularFile } from '../common/regular-file.js';
 import { attestationOf } from '../common/report.js';
@@ -91,135 +92,19 @@ async function loadKeys(where: string): Promise<unknown> {
   }
 }
 
+type Values = ReturnType<typeof parseFlags<typeof flags>>['values'];
+
+/** A signed statement to verify: its file, its envelope and the keys it must be signed by. */
+interface Signed {
+  file: string;
+  envelope: DsseEnvelope;
+  keys: AttestationPublicKey[];
+}
+
 /** `partner-conformance verify …`: returns 0 when the attestation holds, 1 when not, 2 on usage errors. */
 export async function verifyMain(argv: readonly string[], io: CliIo): Promise<number> {
   try {
-    const { values, positionals } = parseFlags(argv, flags, 'partner-conformance verify', true);
-    if (values.help) {
-      io.stdout.write(verifyUsageText);
-      return 0;
-    }
-    if (positionals.length !== 1)
-      throw usageError(
-        'give one attestation file, e.g. partner-conformance verify attestation.json --keys jwks.json',
-      );
-    if (values.keys === undefined)
-      throw usageError(
-        "--keys is needed: the certification service's key set (its /.well-known/jwks.json, or a saved copy)",
-      );
-    const envelopeText = (await readRegularFile(positionals[0]!, 16 * maxSmallBytes, 'attestation')).toString(
-      'utf8',
-    );
-    let envelope: ReturnType<typeof parseEnvelope>;
-    let keys: ReturnType<typeof keysOf>;
-    try {
-      envelope = parseEnvelope(envelopeText);
-      keys = keysOf(await loadKeys(values.keys));
-    } catch (error) {
-      if (error instanceof ConformanceError) throw error;
-      throw usageError((error as Error).message);
-    }
-    // A payload that does not read cannot say whether it is an attestation or a decision: say what is wrong.
-    const unreadable = payloadProblem(envelope);
-    if (unreadable !== undefined) {
-      io.stdout.write(
-        `${terminalSafe(`${positionals[0]} does NOT hold: ${unreadable}. A signed statement's payload is JSON (an attestation or a decision): this one was changed or damaged after it was signed; fetch it again from the certification service`)}\n`,
-      );
-      return 1;
-    }
-    if (claimedPredicateType(envelope) === decisionPredicateType) {
-      for (const flag of ['session', 'require-pass', 'report-json', 'report-junit', 'report-html'] as const)
-        if (values[flag] !== undefined)
-          throw usageError(
-            `--${flag} is for an attestation; ${positionals[0]} is a decision (give --attestation FILE)`,
-          );
-      const attestation =
-        values.attestation === undefined
-          ? undefined
-          : await readRegularFile(values.attestation, 16 * maxSmallBytes, 'attestation');
-      const decided = verifyDecision(envelope, keys, attestation);
-      const p = decided.statement?.predicate;
-      const lines =
-        decided.ok && p
-          ? [
-              `decision holds: signed by ${decided.keyid}`,
-              `partner ${p.partner.id} ${p.partner.name}`,
-              `decision ${p.decision} on run ${p.runId} at ${p.at}${p.reviewer?.name ? ` by ${p.reviewer.name}` : ''}`,
-              `scopes ${p.scopes.join(' ') || '(none)'}`,
-              `validUntil ${p.validUntil ?? '(none)'}`,
-              ...(p.note ? [`note ${p.note.slice(0, 500)}`] : []),
-              `attestation SHA-256 ${decided.statement?.subject[0]?.digest.sha256}${attestation ? ': the attestation given' : ' (give --attestation to check it is the one given)'}`,
-            ]
-          : ['decision does NOT hold:', ...decided.problems.map((problem) => `  - ${problem}`)];
-      io.stdout.write(`${lines.map(terminalSafe).join('\n')}\n`);
-      return decided.ok ? 0 : 1;
-    }
-    if (values.attestation !== undefined)
-      throw usageError(
-        `--attestation is for a decision; ${positionals[0]} is an attestation (give --session FILE)`,
-      );
-    const reports = {
-      json: reportPath('report-json', values['report-json']),
-      junit: reportPath('report-junit', values['report-junit']),
-      html: reportPath('report-html', values['report-html']),
-    };
-    if (values.session === undefined && Object.values(reports).some((path) => path !== undefined))
-      throw usageError(
-        '--report-json, --report-junit and --report-html write the report of the session judged again: give --session FILE',
-      );
-    const session =
-      values.session === undefined
-        ? undefined
-        : await readRegularFile(values.session, 100 * maxSmallBytes, 'session');
-    const result = verifyAttestation(
-      envelope,
-      keys,
-      session,
-      values.session === undefined ? {} : { sessionFile: values.session },
-    );
-    const predicate = result.statement?.predicate;
-    const lines = result.ok
-      ? [
-          `attestation holds: signed by ${result.keyid}`,
-          `result ${predicate?.result}: ${predicate?.passedTests.length} passed, ${predicate?.warnedTests.length} warned (${predicate?.warnedTests.join(', ') || 'none'}), ${predicate?.failedTests.length} failed (${predicate?.failedTests.join(', ') || 'none'})`,
-          `session SHA-256 ${result.statement?.subject[0]?.digest?.sha256}${session ? ': the session given, judged again to the same verdicts' : ' (give --session to judge it again)'}`,
-          ...(result.report ? [`provenance ${attestationOf(result.report.provenance).mark}`] : []),
-          predicate?.partner
-            ? `partner ${predicate.partner.id} ${predicate.partner.name}`
-            : 'partner (not named: the run was not hosted by a service that names its partners)',
-          ...(predicate?.integration
-            ? [
-                `integration ${[predicate.integration.name, predicate.integration.version].filter(Boolean).join(' ')}`,
-              ]
-            : []),
-          ...(predicate?.plan ? [`plan ${predicate.plan.id} sha256:${predicate.plan.digest}`] : []),
-          // With the session judged again: what the plan found missing, as the service's notApprovable names it.
-          ...(result.report?.certification
-            ? result.report.certification.passed
-              ? ['certified under the plan: nothing it requires is missing']
-              : [
-                  `not certified under the plan (${result.report.certification.reasons.length} reason${result.report.certification.reasons.length === 1 ? '' : 's'}):`,
-                  ...result.report.certification.reasons.map((reason) => `  - ${reason}`),
-                ]
-            : []),
-          ...(predicate?.service ? [`service ${predicate.service.url} ${predicate.service.version}`] : []),
-        ]
-      : ['attestation does NOT hold:', ...result.problems.map((problem) => `  - ${problem}`)];
-    const failedRun = result.ok && values['require-pass'] === true && predicate?.result === 'FAILED';
-    if (failedRun) lines.push(`--require-pass: the attested run did not pass (result ${predicate?.result})`);
-    io.stdout.write(`${lines.map(terminalSafe).join('\n')}\n`);
-    const writes: Array<[string, string]> = [];
-    if (result.report && result.session) {
-      const { report } = result;
-      if (reports.json) writes.push([reports.json, formatJsonReport(report)]);
-      if (reports.junit) writes.push([reports.junit, formatJunitReport(report)]);
-      if (reports.html) writes.push([reports.html, formatClientHtmlReport(report, result.session)]);
-    } else if (Object.values(reports).some((path) => path !== undefined))
-      io.stdout.write(
-        'no report written: the attestation does not hold for this session (see the problems above)\n',
-      );
-    await writeReports(writes, io);
-    return result.ok && !failedRun ? 0 : 1;
+    return await verify(argv, io);
   } catch (error) {
     if (error instanceof ConformanceError) {
       io.stderr.write(`partner-conformance verify: ${terminalSafe(error.message)}\n`);
@@ -230,4 +115,159 @@ export async function verifyMain(argv: readonly string[], io: CliIo): Promise<nu
     );
     return 1;
   }
+}
+
+/** Reads the flags and the signed file, then verifies it as the decision or the attestation it is. */
+async function verify(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseFlags(argv, flags, 'partner-conformance verify', true);
+  if (values.help) {
+    io.stdout.write(verifyUsageText);
+    return 0;
+  }
+  if (positionals.length !== 1)
+    throw usageError(
+      'give one attestation file, e.g. partner-conformance verify attestation.json --keys jwks.json',
+    );
+  if (values.keys === undefined)
+    throw usageError(
+      "--keys is needed: the certification service's key set (its /.well-known/jwks.json, or a saved copy)",
+    );
+  const signed = await readSigned(positionals[0]!, values.keys);
+  // A payload that does not read cannot say whether it is an attestation or a decision: say what is wrong.
+  const unreadable = payloadProblem(signed.envelope);
+  if (unreadable !== undefined) {
+    io.stdout.write(
+      `${terminalSafe(`${signed.file} does NOT hold: ${unreadable}. A signed statement's payload is JSON (an attestation or a decision): this one was changed or damaged after it was signed; fetch it again from the certification service`)}\n`,
+    );
+    return 1;
+  }
+  return claimedPredicateType(signed.envelope) === decisionPredicateType
+    ? await verifyDecisionFile(signed, values, io)
+    : await verifyAttestationFile(signed, values, io);
+}
+
+/** The signed file's envelope and the key set (a file or an address); what does not read is a usage error. */
+async function readSigned(file: string, keysAt: string): Promise<Signed> {
+  const envelopeText = (await readRegularFile(file, 16 * maxSmallBytes, 'attestation')).toString('utf8');
+  try {
+    const envelope = parseEnvelope(envelopeText);
+    return { file, envelope, keys: keysOf(await loadKeys(keysAt)) };
+  } catch (error) {
+    if (error instanceof ConformanceError) throw error;
+    throw usageError((error as Error).message);
+  }
+}
+
+/** A decision: its signature and, with --attestation, the attestation it rests on; what it says, printed. */
+async function verifyDecisionFile(
+  { file, envelope, keys }: Signed,
+  values: Values,
+  io: CliIo,
+): Promise<number> {
+  for (const flag of ['session', 'require-pass', 'report-json', 'report-junit', 'report-html'] as const)
+    if (values[flag] !== undefined)
+      throw usageError(`--${flag} is for an attestation; ${file} is a decision (give --attestation FILE)`);
+  const attestation =
+    values.attestation === undefined
+      ? undefined
+      : await readRegularFile(values.attestation, 16 * maxSmallBytes, 'attestation');
+  const decided = verifyDecision(envelope, keys, attestation);
+  const p = decided.statement?.predicate;
+  const lines =
+    decided.ok && p
+      ? [
+          `decision holds: signed by ${decided.keyid}`,
+          `partner ${p.partner.id} ${p.partner.name}`,
+          `decision ${p.decision} on run ${p.runId} at ${p.at}${p.reviewer?.name ? ` by ${p.reviewer.name}` : ''}`,
+          `scopes ${p.scopes.join(' ') || '(none)'}`,
+          `validUntil ${p.validUntil ?? '(none)'}`,
+          ...(p.note ? [`note ${p.note.slice(0, 500)}`] : []),
+          `attestation SHA-256 ${decided.statement?.subject[0]?.digest.sha256}${attestation ? ': the attestation given' : ' (give --attestation to check it is the one given)'}`,
+        ]
+      : ['decision does NOT hold:', ...decided.problems.map((problem) => `  - ${problem}`)];
+  io.stdout.write(`${lines.map(terminalSafe).join('\n')}\n`);
+  return decided.ok ? 0 : 1;
+}
+
+/**
+ * An attestation: its signature, and with --session the session judged again (its reports written when
+ * it holds for it); with --require-pass, the attested result must have passed.
+ */
+async function verifyAttestationFile(
+  { file, envelope, keys }: Signed,
+  values: Values,
+  io: CliIo,
+): Promise<number> {
+  if (values.attestation !== undefined)
+    throw usageError(`--attestation is for a decision; ${file} is an attestation (give --session FILE)`);
+  const reports = {
+    json: reportPath('report-json', values['report-json']),
+    junit: reportPath('report-junit', values['report-junit']),
+    html: reportPath('report-html', values['report-html']),
+  };
+  const wantsReports = Object.values(reports).some((path) => path !== undefined);
+  if (values.session === undefined && wantsReports)
+    throw usageError(
+      '--report-json, --report-junit and --report-html write the report of the session judged again: give --session FILE',
+    );
+  const session =
+    values.session === undefined
+      ? undefined
+      : await readRegularFile(values.session, 100 * maxSmallBytes, 'session');
+  const result = verifyAttestation(
+    envelope,
+    keys,
+    session,
+    values.session === undefined ? {} : { sessionFile: values.session },
+  );
+  const predicate = result.statement?.predicate;
+  const lines = result.ok
+    ? attestationLines(result, session !== undefined)
+    : ['attestation does NOT hold:', ...result.problems.map((problem) => `  - ${problem}`)];
+  const failedRun = result.ok && values['require-pass'] === true && predicate?.result === 'FAILED';
+  if (failedRun) lines.push(`--require-pass: the attested run did not pass (result ${predicate?.result})`);
+  io.stdout.write(`${lines.map(terminalSafe).join('\n')}\n`);
+  const writes: Array<[string, string]> = [];
+  if (result.report && result.session) {
+    const { report } = result;
+    if (reports.json) writes.push([reports.json, formatJsonReport(report)]);
+    if (reports.junit) writes.push([reports.junit, formatJunitReport(report)]);
+    if (reports.html) writes.push([reports.html, formatClientHtmlReport(report, result.session)]);
+  } else if (wantsReports)
+    io.stdout.write(
+      'no report written: the attestation does not hold for this session (see the problems above)\n',
+    );
+  await writeReports(writes, io);
+  return result.ok && !failedRun ? 0 : 1;
+}
+
+/** What an attestation that holds says: its signer, result, session, whose run it is and, judged again, the plan's verdict. */
+function attestationLines(result: Verification, withSession: boolean): string[] {
+  const predicate = result.statement?.predicate;
+  const certification = result.report?.certification;
+  return [
+    `attestation holds: signed by ${result.keyid}`,
+    `result ${predicate?.result}: ${predicate?.passedTests.length} passed, ${predicate?.warnedTests.length} warned (${predicate?.warnedTests.join(', ') || 'none'}), ${predicate?.failedTests.length} failed (${predicate?.failedTests.join(', ') || 'none'})`,
+    `session SHA-256 ${result.statement?.subject[0]?.digest?.sha256}${withSession ? ': the session given, judged again to the same verdicts' : ' (give --session to judge it again)'}`,
+    ...(result.report ? [`provenance ${attestationOf(result.report.provenance).mark}`] : []),
+    predicate?.partner
+      ? `partner ${predicate.partner.id} ${predicate.partner.name}`
+      : 'partner (not named: the run was not hosted by a service that names its partners)',
+    ...(predicate?.integration
+      ? [
+          `integration ${[predicate.integration.name, predicate.integration.version].filter(Boolean).join(' ')}`,
+        ]
+      : []),
+    ...(predicate?.plan ? [`plan ${predicate.plan.id} sha256:${predicate.plan.digest}`] : []),
+    // With the session judged again: what the plan found missing, as the service's notApprovable names it.
+    ...(certification
+      ? certification.passed
+        ? ['certified under the plan: nothing it requires is missing']
+        : [
+            `not certified under the plan (${certification.reasons.length} reason${certification.reasons.length === 1 ? '' : 's'}):`,
+            ...certification.reasons.map((reason) => `  - ${reason}`),
+          ]
+      : []),
+    ...(predicate?.service ? [`service ${predicate.service.url} ${predicate.service.version}`] : []),
+  ];
 }

@@ -8,10 +8,10 @@ import type { ClientSession, JourneyRecord, ScenarioName } from './session.js';
 import { maxSessionExchanges } from './session-schema.js';
 import { assembleSession, stageInfoOf } from './stage/assemble.js';
 import { createStageHandler } from './stage/handler.js';
-import { type LedgerContents, memoryLedger } from './stage/ledger.js';
+import { memoryLedger } from './stage/ledger.js';
 import { ByteBudget, defaultMaxHeldBytes } from './stage/request-reader.js';
 import { defaultScopes, playScenarios, scenarioNames, shortPhaseLifetimes } from './stage/scenarios.js';
-import { newStageClient, type StageClient } from './stage/stage-client.js';
+import { journeyEnv, newStageClient, type StageClient } from './stage/stage-client.js';
 import { tokenDraftOf } from './stage/tokens.js';
 import { hostOf, listenOn } from './stage/transport.js';
 
@@ -105,37 +105,133 @@ export interface RunningStage {
   close(): Promise<void>;
 }
 
+/** What a stage plays, from its options and its plan: lifetimes, scenarios, grant, delays and its cap. */
+interface StagePlay {
+  ttlSeconds: number;
+  longTtlSeconds: number;
+  shortPhaseMs: number;
+  enabled: Set<ScenarioName>;
+  grant: string[];
+  tokenDelayMs: number;
+  apiDelayMs: number;
+  maxExchanges: number;
+}
+
+/** The stage's two servers, listening, and the addresses the journey reaches them by. */
+interface StageFronts {
+  authFront: Server;
+  apiFront: Server;
+  authUrl: string;
+  baseUrl: string;
+}
+
 /** Starts the certification stage: a strict token endpoint and partner API (the mock) behind a recorder. */
 export async function startStage(options: StageOptions = {}): Promise<RunningStage> {
   const clock = options.clock ?? Date.now;
+  const play = stagePlayOf(options);
+  const { ttlSeconds, longTtlSeconds, shortPhaseMs } = play;
+  const budget = new ByteBudget(options.maxHeldBytes ?? defaultMaxHeldBytes);
+  const client = newStageClient(play.grant);
+  const redactor = stageRedactor(client);
+  const startedAtEpoch = clock();
+  const since = () => clock() - startedAtEpoch;
+  const ledger = memoryLedger({
+    maxExchanges: play.maxExchanges,
+    scenarios: playScenarios(play.enabled, play.grant),
+  });
+  const fronts = await openFronts(options);
+  const { authFront, apiFront, authUrl, baseUrl } = fronts;
+  const mock = await startStageMock(fronts, client, ttlSeconds, clock);
+  const addresses = { authUrl, baseUrl, tokenUrl: `${authUrl}/oauth/token`, audience: mock.audience };
+  const serve = createStageHandler({
+    client,
+    redactor,
+    ledger,
+    mock,
+    budget,
+    since,
+    /** The lifetime of a token asked for now: short in the short phase, long after. */
+    ttlNow: () => (since() < shortPhaseMs ? ttlSeconds : longTtlSeconds),
+    tokenDelayMs: play.tokenDelayMs,
+    apiDelayMs: play.apiDelayMs,
+    draftOf: (body, issuedBy) =>
+      tokenDraftOf(body, issuedBy, { startedAtEpoch, since, ttlSeconds, partnerId: client.partnerId }),
+  });
+  authFront.on('request', (req: IncomingMessage, res: ServerResponse) => void serve('auth', req, res));
+  apiFront.on('request', (req: IncomingMessage, res: ServerResponse) => void serve('api', req, res));
+  for (const server of [authFront, apiFront]) server.keepAliveTimeout = 5000;
+
+  let closing: Promise<void> | undefined;
+  return {
+    ...addresses,
+    client,
+    ttlSeconds,
+    longTtlSeconds,
+    shortPhaseMs,
+    env: () => journeyEnv(addresses, client),
+    exchangeCount: () => ledger.count(),
+    session: (journey) =>
+      assembleSession({
+        stage: stageInfoOf({
+          ...addresses,
+          ...play,
+          partnerId: client.partnerId,
+          authorizedScopes: client.authorizedScopes,
+        }),
+        startedAtEpoch,
+        durationMs: since(),
+        journey,
+        contents: ledger.contents(),
+        maxExchanges: play.maxExchanges,
+        integration: options.integration,
+        names: {
+          ...(options.partner && { partner: options.partner }),
+          ...(options.plan && { plan: options.plan }),
+          ...(options.service && { service: options.service }),
+        },
+        redact: (text) => redactor.redact(text),
+      }),
+    close: () => {
+      closing ??= Promise.all([closeFront(authFront), closeFront(apiFront), mock.close()]).then(() => {});
+      return closing;
+    },
+  };
+}
+
+/** What the stage plays: a certification run's plan wins over the options, the defaults fill the rest. */
+function stagePlayOf(options: StageOptions): StagePlay {
   const { plan } = options;
   const ttlSeconds = plan?.ttlSeconds ?? options.ttlSeconds ?? defaultTtlSeconds;
-  const longTtlSeconds = plan?.longTtlSeconds ?? options.longTtlSeconds ?? defaultLongTtlSeconds;
-  const shortPhaseMs = shortPhaseLifetimes * ttlSeconds * 1000;
   const enabled = new Set(plan?.scenarios ?? options.scenarios ?? scenarioNames);
-  const grant = plan
-    ? [...plan.scopes]
-    : enabled.has('narrowed-grant')
-      ? [...(options.scopes ?? defaultScopes)]
-      : [...allScopes];
-  const tokenDelayMs = options.tokenDelayMs ?? defaultTokenDelayMs;
-  const apiDelayMs = options.apiDelayMs ?? defaultApiDelayMs;
-  // Never more than a session file may hold: the stage's own sessions always pass --judge.
-  const maxExchanges = Math.min(options.maxExchanges ?? defaultMaxExchanges, maxSessionExchanges);
-  const budget = new ByteBudget(options.maxHeldBytes ?? defaultMaxHeldBytes);
-  const listen = options.listen ?? '127.0.0.1';
-  const client = newStageClient(grant);
+  return {
+    ttlSeconds,
+    longTtlSeconds: plan?.longTtlSeconds ?? options.longTtlSeconds ?? defaultLongTtlSeconds,
+    shortPhaseMs: shortPhaseLifetimes * ttlSeconds * 1000,
+    enabled,
+    grant: plan
+      ? [...plan.scopes]
+      : enabled.has('narrowed-grant')
+        ? [...(options.scopes ?? defaultScopes)]
+        : [...allScopes],
+    tokenDelayMs: options.tokenDelayMs ?? defaultTokenDelayMs,
+    apiDelayMs: options.apiDelayMs ?? defaultApiDelayMs,
+    // Never more than a session file may hold: the stage's own sessions always pass --judge.
+    maxExchanges: Math.min(options.maxExchanges ?? defaultMaxExchanges, maxSessionExchanges),
+  };
+}
+
+/** A redactor that knows the stage client's id and secret, alone and as HTTP Basic credentials. */
+function stageRedactor(client: StageClient): Redactor {
   const redactor = new Redactor();
   redactor.addSecret(client.clientSecret, '[client_secret]');
   redactor.addSecret(client.clientId, '[client_id]');
   redactor.addBasicCredentials(client.clientId, client.clientSecret, '[client_credentials]');
+  return redactor;
+}
 
-  const startedAtEpoch = clock();
-  const since = () => clock() - startedAtEpoch;
-  /** The lifetime of a token asked for now: short in the short phase, long after. */
-  const ttlNow = () => (since() < shortPhaseMs ? ttlSeconds : longTtlSeconds);
-  const ledger = memoryLedger({ maxExchanges, scenarios: playScenarios(enabled, grant) });
-
+/** The token endpoint's and the partner API's servers, listening (neither left open when one fails). */
+async function openFronts(options: StageOptions): Promise<StageFronts> {
+  const listen = options.listen ?? '127.0.0.1';
   const authFront = createServer();
   const apiFront = createServer();
   const authPort = await listenOn(authFront, listen, options.authPort ?? 0, 'the token endpoint');
@@ -148,97 +244,33 @@ export async function startStage(options: StageOptions = {}): Promise<RunningSta
   }
   const publicHost =
     options.publicUrl ?? `http://${hostOf(listen === '0.0.0.0' || listen === '::' ? '127.0.0.1' : listen)}`;
-  const authUrl = `${publicHost}:${authPort}`;
-  const baseUrl = `${publicHost}:${apiPort}`;
-  let mock: RunningMock;
+  return { authFront, apiFront, authUrl: `${publicHost}:${authPort}`, baseUrl: `${publicHost}:${apiPort}` };
+}
+
+/** The mock behind the stage's fronts, answering at their addresses (the fronts closed when it fails). */
+async function startStageMock(
+  fronts: StageFronts,
+  client: StageClient,
+  ttlSeconds: number,
+  clock: () => number,
+): Promise<RunningMock> {
   try {
-    mock = await startMock({
+    return await startMock({
       tokenTtlSeconds: ttlSeconds,
       clients: [client],
-      publicUrls: { authUrl, baseUrl },
+      publicUrls: { authUrl: fronts.authUrl, baseUrl: fronts.baseUrl },
       clock,
     });
   } catch (error) {
-    authFront.close();
-    apiFront.close();
+    fronts.authFront.close();
+    fronts.apiFront.close();
     throw error;
   }
-  const tokenUrl = `${authUrl}/oauth/token`;
-  const audience = mock.audience;
-  const serve = createStageHandler({
-    client,
-    redactor,
-    ledger,
-    mock,
-    budget,
-    since,
-    ttlNow,
-    tokenDelayMs,
-    apiDelayMs,
-    draftOf: (body, issuedBy) =>
-      tokenDraftOf(body, issuedBy, { startedAtEpoch, since, ttlSeconds, partnerId: client.partnerId }),
-  });
-  authFront.on('request', (req: IncomingMessage, res: ServerResponse) => void serve('auth', req, res));
-  apiFront.on('request', (req: IncomingMessage, res: ServerResponse) => void serve('api', req, res));
-  for (const server of [authFront, apiFront]) server.keepAliveTimeout = 5000;
-
-  let closing: Promise<void> | undefined;
-  const closeFront = (server: Server) =>
-    new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-  return {
-    authUrl,
-    baseUrl,
-    tokenUrl,
-    audience,
-    client,
-    ttlSeconds,
-    longTtlSeconds,
-    shortPhaseMs,
-    env: () => ({
-      PARTNER_AUTH_URL: authUrl,
-      PARTNER_BASE_URL: baseUrl,
-      PARTNER_TOKEN_URL: tokenUrl,
-      PARTNER_AUDIENCE: audience,
-      PARTNER_CLIENT_ID: client.clientId,
-      PARTNER_CLIENT_SECRET: client.clientSecret,
-      PARTNER_SCOPES: client.authorizedScopes.join(' '),
-    }),
-    exchangeCount: () => ledger.count(),
-    session: (journey) => sessionOf(journey, ledger.contents()),
-    close: () => {
-      closing ??= Promise.all([closeFront(authFront), closeFront(apiFront), mock.close()]).then(() => {});
-      return closing;
-    },
-  };
-
-  function sessionOf(journey: JourneyRecord, contents: LedgerContents): ClientSession {
-    return assembleSession({
-      stage: stageInfoOf({
-        authUrl,
-        baseUrl,
-        audience,
-        partnerId: client.partnerId,
-        authorizedScopes: client.authorizedScopes,
-        ttlSeconds,
-        longTtlSeconds,
-        tokenDelayMs,
-        apiDelayMs,
-      }),
-      startedAtEpoch,
-      durationMs: since(),
-      journey,
-      contents,
-      maxExchanges,
-      integration: options.integration,
-      names: {
-        ...(options.partner && { partner: options.partner }),
-        ...(plan && { plan }),
-        ...(options.service && { service: options.service }),
-      },
-      redact: (text) => redactor.redact(text),
-    });
-  }
 }
+
+/** Closes a server and every connection it holds. */
+const closeFront = (server: Server) =>
+  new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });

@@ -17,3 +17,30 @@ export function newStageClient(authorizedScopes: readonly string[]): StageClient
     authorizedScopes: [...authorizedScopes],
   };
 }
+
+/** Where a journey reaches its stage: the token endpoint's and the partner API's addresses. */
+export interface StageAddresses {
+  authUrl: string;
+  baseUrl: string;
+  tokenUrl: string;
+  audience: string;
+}
+
+/**
+ * The variables a journey reads (the stage's addresses and its client's credentials, secret included),
+ * whether its stage runs here or at the certification service.
+ */
+export function journeyEnv(
+  addresses: StageAddresses,
+  client: Pick<StageClient, 'clientId' | 'clientSecret' | 'authorizedScopes'>,
+): Record<string, string> {
+  return {
+    PARTNER_AUTH_URL: addresses.authUrl,
+    PARTNER_BASE_URL: addresses.baseUrl,
+    PARTNER_TOKEN_URL: addresses.tokenUrl,
+    PARTNER_AUDIENCE: addresses.audience,
+    PARTNER_CLIENT_ID: client.clientId,
+    PARTNER_CLIENT_SECRET: client.clientSecret,
+    PARTNER_SCOPES: client.authorizedScopes.join(' '),
+  };
+}

@@ -7,45 +7,12 @@ import { timelineSvg } from './timeline.js';
 
 /** The self-contained HTML report of a client run: verdict, journey, scenario plan, timeline, checks. */
 export function formatClientHtmlReport(report: ClientReport, session: ClientSession): string {
-  const { passed, failed, skipped, errored } = report.summary;
-  const journey = report.journey;
   const command =
-    journey.command.length > 0 ? journey.command.join(' ') : '(none: the stage recorded what arrived)';
-  const ending =
-    journey.ending === 'exited'
-      ? `exited with ${journey.exitCode ?? `signal ${journey.signal}`}`
-      : `${journey.ending}${journey.note ? `: ${journey.note}` : ''}`;
-  const scenarios = report.scenarios
-    .map(
-      (item) =>
-        `<tr><td><code>${htmlEscape(item.name)}</code></td><td>${item.enabled ? (item.firedAt !== undefined ? `fired at ${num(item.firedAt / 1000, 2)} s (#${num(item.seq)})` : 'not reached by the journey') : 'not selected'}</td><td>${htmlEscape(item.plan)}</td></tr>`,
-    )
-    .join('\n');
-  const operations = report.operations
-    .map(
-      (operation) =>
-        `<tr class="${operation.exercised ? 'passed' : 'skipped'}"><td><code>${htmlEscape(operation.operationId)}</code><br><span class="muted">${htmlEscape(operation.method)} ${htmlEscape(operation.path)}</span></td><td>${num(operation.calls)}</td><td>${num(operation.successes)}</td><td>${
-          Object.entries(operation.refusals)
-            .map(([status, count]) => `${num(count)} × ${status === '0' ? 'no answer' : htmlEscape(status)}`)
-            .join(', ') || '—'
-        }</td><td>${operation.exercised ? 'certified on it' : '<strong>not exercised successfully</strong>: this report certifies nothing about it'}</td></tr>`,
-    )
-    .join('\n');
-  // Played and handled apart: a scenario is met only when the check the plan names for it passed.
-  const handled = (report.coverage?.scenarios ?? [])
-    .map(
-      (item) =>
-        `<tr class="${item.met ? 'passed' : item.outcome === 'not-handled' ? 'failed' : 'skipped'}"><td><code>${htmlEscape(item.id)}</code></td><td>${item.played === undefined ? '—' : item.played ? 'yes' : '<strong>no</strong>'}</td><td>${
-          (item.checks ?? (item.check ? [item.check] : []))
-            .map(
-              (check) =>
-                `<code>${htmlEscape(check.id)}</code> ${htmlEscape(check.status === 'skipped' ? 'not verified' : check.status)}`,
-            )
-            .join('<br>') || '—'
-        }</td><td>${htmlEscape(item.outcome ?? (item.met ? 'met' : 'not met'))}</td><td>${htmlEscape(item.detail ?? '')}</td></tr>`,
-    )
-    .join('\n');
-  const { provenance, integration } = report;
+    report.journey.command.length > 0
+      ? report.journey.command.join(' ')
+      : '(none: the stage recorded what arrived)';
+  const handled = handledRows(report);
+  const { provenance } = report;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -75,10 +42,77 @@ ${decisionLines(report)
   .join('\n')}
 </ul>
 <div class="scroll"><table><thead><tr><th>operation</th><th>calls</th><th>2xx</th><th>other answers</th><th>in this report</th></tr></thead><tbody>
-${operations}
+${operationRows(report)}
 </tbody></table></div>
 <h2>Run</h2>
-<dl>
+${runHtml(report, command)}
+<h2>Scenario plan</h2>
+<p><strong>Phases</strong>: ${htmlEscape(phasesPlan(report.stage.ttlSeconds, report.stage.longTtlSeconds, report.stage.shortPhaseMs))}.</p>
+<div class="scroll"><table><thead><tr><th>step</th><th>in this session</th><th>what the stage does</th></tr></thead><tbody>
+${scenarioRows(report)}
+</tbody></table></div>
+<h2>Timeline</h2>
+${timelineSvg(session)}
+<p class="muted">A check is <em>passed</em> only when the journey reached what it judges; otherwise it is <em>not verified</em>, with the reason (in the JSON report its status is <code>skipped</code>). The session file (<code>--save-session</code>) lets anyone judge the same traffic again: <code>partner-conformance client --judge FILE</code>.</p>
+${sectionsHtml(report)}
+</body>
+</html>
+`;
+}
+
+/** The scenario plan's rows: each step, whether and when it fired, what the stage does. */
+function scenarioRows(report: ClientReport): string {
+  return report.scenarios
+    .map(
+      (item) =>
+        `<tr><td><code>${htmlEscape(item.name)}</code></td><td>${item.enabled ? (item.firedAt !== undefined ? `fired at ${num(item.firedAt / 1000, 2)} s (#${num(item.seq)})` : 'not reached by the journey') : 'not selected'}</td><td>${htmlEscape(item.plan)}</td></tr>`,
+    )
+    .join('\n');
+}
+
+/** The operations' rows: calls, successes and refusals of each, and whether the report certifies it. */
+function operationRows(report: ClientReport): string {
+  return report.operations
+    .map(
+      (operation) =>
+        `<tr class="${operation.exercised ? 'passed' : 'skipped'}"><td><code>${htmlEscape(operation.operationId)}</code><br><span class="muted">${htmlEscape(operation.method)} ${htmlEscape(operation.path)}</span></td><td>${num(operation.calls)}</td><td>${num(operation.successes)}</td><td>${
+          Object.entries(operation.refusals)
+            .map(([status, count]) => `${num(count)} × ${status === '0' ? 'no answer' : htmlEscape(status)}`)
+            .join(', ') || '—'
+        }</td><td>${operation.exercised ? 'certified on it' : '<strong>not exercised successfully</strong>: this report certifies nothing about it'}</td></tr>`,
+    )
+    .join('\n');
+}
+
+/**
+ * The coverage's scenario rows, played and handled apart: a scenario is met only when the check the
+ * plan names for it passed. Empty without a plan's coverage.
+ */
+function handledRows(report: ClientReport): string {
+  return (report.coverage?.scenarios ?? [])
+    .map(
+      (item) =>
+        `<tr class="${item.met ? 'passed' : item.outcome === 'not-handled' ? 'failed' : 'skipped'}"><td><code>${htmlEscape(item.id)}</code></td><td>${item.played === undefined ? '—' : item.played ? 'yes' : '<strong>no</strong>'}</td><td>${
+          (item.checks ?? (item.check ? [item.check] : []))
+            .map(
+              (check) =>
+                `<code>${htmlEscape(check.id)}</code> ${htmlEscape(check.status === 'skipped' ? 'not verified' : check.status)}`,
+            )
+            .join('<br>') || '—'
+        }</td><td>${htmlEscape(item.outcome ?? (item.met ? 'met' : 'not met'))}</td><td>${htmlEscape(item.detail ?? '')}</td></tr>`,
+    )
+    .join('\n');
+}
+
+/** The run's facts: integration, provenance, tool and rules, the journey and its calls, the stage, the summary. */
+function runHtml(report: ClientReport, command: string): string {
+  const { passed, failed, skipped, errored } = report.summary;
+  const { journey, provenance, integration } = report;
+  const ending =
+    journey.ending === 'exited'
+      ? `exited with ${journey.exitCode ?? `signal ${journey.signal}`}`
+      : `${journey.ending}${journey.note ? `: ${journey.note}` : ''}`;
+  return `<dl>
 <dt>Integration</dt><dd>${integration?.name || integration?.version ? htmlEscape([integration.name, integration.version].filter(Boolean).join(' — ')) : '<span class="muted">not named (--partner, --integration-version)</span>'}</dd>
 <dt>Attested</dt><dd><strong>${attestationOf(provenance).attested ? 'yes' : 'no'}</strong>: ${htmlEscape(attestationOf(provenance).mark)}</dd>
 <dt>Provenance</dt><dd><strong>${htmlEscape(provenance.source === 'live' ? 'live run' : provenance.source === 'rejudged' ? 'judged again from a session file' : 'certification service')}</strong>${provenance.sessionFile ? ` (<code>${htmlEscape(provenance.sessionFile)}</code>)` : ''}: ${htmlEscape(provenance.note)}</dd>
@@ -93,17 +127,5 @@ ${operations}
 <dt>Date</dt><dd>${htmlEscape(report.startedAt)}</dd>
 ${provenanceHtml(report)}
 <dt>Summary</dt><dd>${report.checks.length} checks: ${passed} passed, ${failed} failed, ${skipped} not verified, ${errored} errored</dd>
-</dl>
-<h2>Scenario plan</h2>
-<p><strong>Phases</strong>: ${htmlEscape(phasesPlan(report.stage.ttlSeconds, report.stage.longTtlSeconds, report.stage.shortPhaseMs))}.</p>
-<div class="scroll"><table><thead><tr><th>step</th><th>in this session</th><th>what the stage does</th></tr></thead><tbody>
-${scenarios}
-</tbody></table></div>
-<h2>Timeline</h2>
-${timelineSvg(session)}
-<p class="muted">A check is <em>passed</em> only when the journey reached what it judges; otherwise it is <em>not verified</em>, with the reason (in the JSON report its status is <code>skipped</code>). The session file (<code>--save-session</code>) lets anyone judge the same traffic again: <code>partner-conformance client --judge FILE</code>.</p>
-${sectionsHtml(report)}
-</body>
-</html>
-`;
+</dl>`;
 }
