@@ -105,7 +105,7 @@ export function mountProductionUi(
       c,
       page(
         `${partner.name}: production`,
-        `<p><a href="/partners/${h(partner.id)}">Back to the partner</a></p>${standing}${revoke}<h2>Decisions</h2>
+        `<p><a href="/ui/partners/${h(partner.id)}">Back to the partner</a></p>${standing}${revoke}<h2>Decisions</h2>
 <table><thead><tr><th>Decision</th><th>By</th><th>When</th><th>On run</th><th>Scopes</th><th>Valid until</th><th>Note</th><th>Signed</th></tr></thead><tbody>${rows || '<tr><td colspan="8" class="muted">No decision yet.</td></tr>'}</tbody></table>${sections}`,
         reviewer,
       ),

@@ -52,8 +52,8 @@ export async function auditPage(
     )
     .join('\n');
   const link = (extra: Record<string, string>) =>
-    `/audit?${new URLSearchParams({ ...(action && { action }), ...(subject && { subject }), ...extra })}`;
-  const filter = `<form method="get" action="/audit"><label>Action <select name="action"><option value="">any</option>${actions
+    `/ui/audit?${new URLSearchParams({ ...(action && { action }), ...(subject && { subject }), ...extra })}`;
+  const filter = `<form method="get" action="/ui/audit"><label>Action <select name="action"><option value="">any</option>${actions
     .map((item) => `<option${item.action === action ? ' selected' : ''}>${h(item.action)}</option>`)
     .join(
       '',

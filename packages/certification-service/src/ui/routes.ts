@@ -12,6 +12,7 @@ import { derivedSecret, hashSecret, newSecret, sameText } from '../secrets.js';
 import type { SigninGuard } from '../signin/signin-guard.js';
 import { h, page, stylesheet, uiContentSecurityPolicy, wantsProblem } from '../web/html.js';
 import { problem } from '../web/problem.js';
+import { mountUiRedirects } from './addresses.js';
 import { auditPage } from './audit.js';
 import { runForUi, runPageBody } from './run-page.js';
 
@@ -122,7 +123,7 @@ export function mountUi(
     }
     await startSession(c, reviewer.id);
     await deps.audit(`reviewer:${reviewer.id}`, 'signin', null, {});
-    return c.redirect('/', 303);
+    return c.redirect('/ui/partners', 303);
   });
 
   // Everything else of the UI needs a signed-in reviewer; a POST also needs this origin and the CSRF token.
@@ -158,7 +159,8 @@ export function mountUi(
     }
     await next();
   };
-  for (const path of ['/', '/partners/*', '/ui/*', '/audit', '/signout']) app.use(path, signedIn);
+  mountUiRedirects(app);
+  for (const path of ['/ui/*', '/signout']) app.use(path, signedIn);
 
   app.post('/signout', async (c) => {
     const token = getCookie(c, cookieName);
@@ -168,7 +170,7 @@ export function mountUi(
     return c.redirect('/signin', 303);
   });
 
-  app.get('/', async (c) => {
+  app.get('/ui/partners', async (c) => {
     const partners = await db.query<{
       id: string;
       name: string;
@@ -200,7 +202,7 @@ export function mountUi(
     };
     const rows = partners
       .map(
-        (p) => `<tr data-partner="${h(p.id)}"><td><a href="/partners/${h(p.id)}">${h(p.name)}</a></td>
+        (p) => `<tr data-partner="${h(p.id)}"><td><a href="/ui/partners/${h(p.id)}">${h(p.name)}</a></td>
 <td>${production(p.id)}</td>
 <td>${p.run_id ? `<a href="/ui/runs/${h(p.run_id)}">${h(p.run_id)}</a> <span class="${h(p.verdict)}">${h(p.verdict)}</span> <span class="muted">${h(iso(p.finished_at))}</span>` : '<span class="muted">no attested run yet</span>'}</td>
 <td>${p.decision ? `<span class="${h(p.decision)}">${h(p.decision)}</span> on run <a href="/ui/runs/${h(p.decided_run)}">${h(p.decided_run)}</a> <span class="muted">${h(iso(p.decided_at))}</span>` : '<span class="muted">undecided</span>'}</td></tr>`,
@@ -216,7 +218,7 @@ export function mountUi(
     );
   });
 
-  app.get('/partners/:id', async (c) => {
+  app.get('/ui/partners/:id', async (c) => {
     const [partner] = await db.query<{ id: string; name: string }>(
       'SELECT id, name FROM partners WHERE id = $1',
       [c.req.param('id')],
@@ -347,10 +349,10 @@ export function mountUi(
         );
       }
     }
-    return c.redirect(`/partners/${encodeURIComponent(run.partner_id)}`, 303);
+    return c.redirect(`/ui/partners/${encodeURIComponent(run.partner_id)}`, 303);
   });
 
-  app.get('/audit', async (c) => html(c, await auditPage(db, c.req.query(), c.get('reviewer'))));
+  app.get('/ui/audit', async (c) => html(c, await auditPage(db, c.req.query(), c.get('reviewer'))));
 }
 
 function safeOrigin(value: string): string | undefined {

@@ -108,7 +108,7 @@ export async function runPageBody(
 ${approvable ? '<button name="decision" value="approved">Approve for production</button>' : ''}
 <button name="decision" value="rejected">Reject</button></form>`;
   return `<table><tbody>
-<tr><th>Partner</th><td><a href="/partners/${h(run.partner_id)}">${h(run.partner_name)}</a> <span class="muted">${h(run.partner_id)}</span></td></tr>
+<tr><th>Partner</th><td><a href="/ui/partners/${h(run.partner_id)}">${h(run.partner_name)}</a> <span class="muted">${h(run.partner_id)}</span></td></tr>
 <tr><th>Kind</th><td id="kind">${run.certify ? 'certification run' : 'practice run (never approvable)'}</td></tr>
 <tr><th>Plan</th><td id="plan">${run.plan ? `${h(run.plan.id)} <code>${h(run.plan.digest)}</code>` : '<span class="muted">none: the partner chose the settings</span>'}</td></tr>
 <tr><th>Status</th><td>${h(open ? 'open' : run.status)}</td></tr>

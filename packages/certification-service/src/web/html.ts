@@ -42,7 +42,7 @@ export function wantsProblem(c: { req: { header(name: string): string | undefine
 /** A whole page: the title, the signed-in reviewer's bar (with a sign-out form), and the body. */
 export function page(title: string, body: string, reviewer?: { name: string; csrf: string }): string {
   const bar = reviewer
-    ? `<a href="/">Partners</a><a href="/ui/webhooks">Webhooks</a><a href="/audit">Audit log</a><span class="muted">${h(reviewer.name)}</span>
+    ? `<a href="/ui/partners">Partners</a><a href="/ui/webhooks">Webhooks</a><a href="/ui/audit">Audit log</a><span class="muted">${h(reviewer.name)}</span>
 <form method="post" action="/signout"><input type="hidden" name="csrf" value="${h(reviewer.csrf)}"><button>Sign out</button></form>`
     : '';
   return `<!doctype html>
