@@ -176,9 +176,9 @@ describe('the hand-out to judging, on two instances', () => {
     const [later] = await claimExchanges(pools[1]!, { partners: 3 });
     expect(later!.exchanges.map((exchange) => exchange.path)).toEqual(['/early']);
     await later!.commit(later!.state);
-    const [{ id: laterId }] = await pools[1]!.query<{ id: string }>(
-      "SELECT id FROM evidence_exchanges WHERE path = '/early'",
-    );
+    const laterId = (
+      await pools[1]!.query<{ id: string }>("SELECT id FROM evidence_exchanges WHERE path = '/early'")
+    )[0]!.id;
     expect(earlyId).toBeLessThan(Number(laterId));
     letGo();
     await slow;

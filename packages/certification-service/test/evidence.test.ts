@@ -357,27 +357,26 @@ describe('POST /evidence: under pressure', () => {
   });
 });
 
+/** The one number a `SELECT count(*)::int AS n …` gives. */
+const countOf = async (sql: string, params: unknown[] = []) =>
+  Number((await svc.db.query<{ n: number }>(sql, params))[0]!.n);
+
 describe('evidence retention', () => {
   it('deletes exchanges and batch ids received before the retention, and keeps the rest', async () => {
-    const [{ n: total }] = await svc.db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM evidence_exchanges',
-    );
+    const total = await countOf('SELECT count(*)::int AS n FROM evidence_exchanges');
     await svc.db.query(
       "UPDATE evidence_exchanges SET received_at = now() - interval '31 days' WHERE partner_id = $1",
       [partnerB.partnerId],
     );
     await svc.db.query("UPDATE evidence_batches SET received_at = now() - interval '31 days'");
-    const [{ n: old }] = await svc.db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM evidence_exchanges WHERE partner_id = $1',
-      [partnerB.partnerId],
-    );
+    const old = await countOf('SELECT count(*)::int AS n FROM evidence_exchanges WHERE partner_id = $1', [
+      partnerB.partnerId,
+    ]);
     expect(old).toBeGreaterThan(0);
     const purged = await purgeEvidence(svc.db, 30);
     expect(purged.exchanges).toBe(old);
     expect(purged.batches).toBeGreaterThan(0);
-    const [{ n: left }] = await svc.db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM evidence_exchanges',
-    );
+    const left = await countOf('SELECT count(*)::int AS n FROM evidence_exchanges');
     expect(left).toBe(total - old);
     // A longer retention (control) deletes nothing more.
     expect(await purgeEvidence(svc.db, 60)).toEqual({ exchanges: 0, batches: 0 });

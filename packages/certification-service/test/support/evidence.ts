@@ -64,13 +64,29 @@ export function postEvidence(
       ...(options.key !== undefined && { authorization: `Bearer ${options.key}` }),
       ...options.headers,
     },
-    body,
+    body: typeof body === 'string' ? body : new Uint8Array(body),
   });
 }
 
+/** An `evidence_exchanges` row, as the tests read it. */
+export interface StoredExchange {
+  partner_id: string;
+  reporter_id: string;
+  at: number;
+  kind: string;
+  method: string;
+  path: string;
+  status: number;
+  fingerprint: string | null;
+  scopes_granted: string[] | null;
+  expires_at: number | null;
+  retry_after_seconds: number | null;
+  error: string | null;
+}
+
 /** The exchanges stored, as rows without their ids and arrival, in `at` then id order. */
-export async function storedExchanges(db: Database, partnerId?: string) {
-  const rows = await db.query<Record<string, unknown>>(
+export async function storedExchanges(db: Database, partnerId?: string): Promise<StoredExchange[]> {
+  const rows = await db.query<StoredExchange>(
     `SELECT partner_id, reporter_id, at, kind, method, path, status, fingerprint, scopes_granted, expires_at,
        retry_after_seconds, error FROM evidence_exchanges ${partnerId ? 'WHERE partner_id = $1' : ''} ORDER BY at, id`,
     partnerId ? [partnerId] : [],
