@@ -66,6 +66,7 @@ describe('POST /evidence: who may send', () => {
 
 describe('POST /evidence: what is stored', () => {
   it('reads every attribute into the exchange, and keeps neither the body nor other attributes', async () => {
+    const received = await count(evidenceMetrics.received);
     const answer = await postEvidence(
       url,
       otlpJson([
@@ -115,6 +116,7 @@ describe('POST /evidence: what is stored', () => {
         scopes_granted: ['loans:read'],
       }),
     ]);
+    expect(await count(evidenceMetrics.received)).toBe(received + 2);
     const text = JSON.stringify(await svc.db.query('SELECT * FROM evidence_exchanges'));
     expect(text).not.toContain('10.0.0.7');
     expect(text).not.toContain('served');
