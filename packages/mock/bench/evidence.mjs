@@ -213,12 +213,16 @@ console.log(
 await measure(gates.off);
 await measure(gates.on);
 const added = { api: [], token: [] };
+const addedP50 = { api: [], token: [] };
+const baseP99 = { api: [], token: [] };
 const line = (m) => `p50 ${m.p50.toFixed(2)} ms p99 ${m.p99.toFixed(2)} ms (${m.calls})`;
 for (let round = 1; round <= rounds; round += 1) {
   const off = await measure(gates.off);
   const on = await measure(gates.on);
   for (const kind of ['api', 'token']) {
     added[kind].push(on[kind].p99 - off[kind].p99);
+    addedP50[kind].push(on[kind].p50 - off[kind].p50);
+    baseP99[kind].push(off[kind].p99);
     console.log(
       `round ${round} ${kind === 'api' ? 'API  ' : 'token'}: off ${line(off[kind])} | on ${line(on[kind])} | added p99 ${(on[kind].p99 - off[kind].p99).toFixed(2)} ms`,
     );
@@ -228,10 +232,19 @@ const status = gates.on.evidenceStatus();
 console.log(
   `evidence reported: ${status.sent.records} exchanges in ${status.sent.batches} batches (receiver: ${received.batches} batches, ${(received.bytes / 1e6).toFixed(1)} MB), dropped ${status.dropped.total}`,
 );
+// When the baseline's own p99 moves across rounds by far more than the target (a shared machine's
+// load), the difference of two p99s says nothing about a 1-ms target: the verdict says so.
 for (const kind of ['api', 'token']) {
   const verdict = median(added[kind]);
+  const noise = Math.max(...baseP99[kind]) - Math.min(...baseP99[kind]);
+  const outcome =
+    noise > 10 * targetMs
+      ? `INCONCLUSIVE (the baseline's own p99 moved by ${noise.toFixed(2)} ms across rounds; run on a quiet machine)`
+      : verdict < targetMs
+        ? 'PASS'
+        : 'FAIL';
   console.log(
-    `${kind === 'api' ? 'API calls' : 'token requests'}: added p99 (on − off) median ${verdict.toFixed(2)} ms, range ${range(added[kind])} over ${rounds} rounds; target < ${targetMs} ms: ${verdict < targetMs ? 'PASS' : 'FAIL'}`,
+    `${kind === 'api' ? 'API calls' : 'token requests'}: added p99 (on − off) median ${verdict.toFixed(2)} ms, range ${range(added[kind])} over ${rounds} rounds; added p50 median ${median(addedP50[kind]).toFixed(2)} ms, range ${range(addedP50[kind])}; target < ${targetMs} ms added p99: ${outcome}`,
   );
 }
 await gates.off.close();
