@@ -131,7 +131,7 @@ describe.each(stores)('decisions and the register on the %s store', (store) => {
       decisions: Array<{ id: string; decision: string; runId: string }>;
       production: { status: Status; decisionId: string; scopes: string[] } | null;
     };
-    const list = (await forms.get('/')).text;
+    const list = (await forms.get('/ui/partners')).text;
     const row = list.slice(list.indexOf(`data-partner="${partner.partnerId}"`));
     const listed = /data-production="([a-z]+)"/.exec(row)?.[1];
     const productionPage = (await forms.get(`/ui/partners/${partner.partnerId}/production`)).text;

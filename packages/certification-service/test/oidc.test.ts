@@ -177,7 +177,7 @@ describe('reviewer sign-in through an OpenID provider, in Chromium', () => {
     const { page, context, callback } = await signIn('alice-sub');
     expect(callback.status()).toBe(200);
     // Followed on to the partners (the session cookie is SameSite=Strict, sent after the same-site hop).
-    await page.waitForURL(`${svc.service.url}/`);
+    await page.waitForURL(`${svc.service.url}/ui/partners`);
     expect(await page.textContent('header')).toContain('Alice Approver');
     const [reviewer] = await svc.db.query<{ id: string; name: string }>(
       "SELECT id, name FROM reviewers WHERE id LIKE 'rev_oidc_%'",
@@ -212,7 +212,7 @@ describe('reviewer sign-in through an OpenID provider, in Chromium', () => {
     expect(await page.textContent('main')).toContain('alice-sub');
     // A second sign-in reuses the row of this issuer and subject.
     const again = await signIn('alice-sub');
-    await again.page.waitForURL(`${svc.service.url}/`);
+    await again.page.waitForURL(`${svc.service.url}/ui/partners`);
     expect((await svc.db.query("SELECT id FROM reviewers WHERE id LIKE 'rev_oidc_%'")).length).toBe(1);
     await again.context.close();
     // Sign out: the session is gone and the UI closed again.
@@ -228,7 +228,7 @@ describe('reviewer sign-in through an OpenID provider, in Chromium', () => {
   it('a verified address at the allowed domain is allowed; an unverified one and no group are refused', async () => {
     const bob = await signIn('bob-sub');
     expect(bob.callback.status()).toBe(200);
-    await bob.page.waitForURL(`${svc.service.url}/`);
+    await bob.page.waitForURL(`${svc.service.url}/ui/partners`);
     expect(await bob.page.textContent('header')).toContain('Bob Domain');
     await bob.context.close();
 
@@ -259,7 +259,7 @@ describe('reviewer sign-in through an OpenID provider, in Chromium', () => {
     // The control: the same interception, the answer passed on unchanged, signs in.
     const unchanged = await signIn('alice-sub', () => {});
     expect(unchanged.callback.status()).toBe(200);
-    await unchanged.page.waitForURL(`${svc.service.url}/`);
+    await unchanged.page.waitForURL(`${svc.service.url}/ui/partners`);
     await unchanged.context.close();
     const before = (await svc.db.query('SELECT 1 FROM reviewer_sessions')).length;
     const audited = (await svc.db.query('SELECT 1 FROM audit_log')).length;

@@ -64,7 +64,7 @@ async function signedIn(url = svc.service.url): Promise<Page> {
   });
   await page.goto(`${url}/signin`);
   await page.fill('#credential', credential);
-  await Promise.all([page.waitForURL(`${url}/`), page.click('button')]);
+  await Promise.all([page.waitForURL(`${url}/ui/partners`), page.click('button')]);
   return page;
 }
 
@@ -213,12 +213,12 @@ describe('the reviewer UI as one site', () => {
     const page = await signedIn();
     await page.setViewportSize({ width: 1280, height: 800 });
     const pages = [
-      '/',
-      `/partners/${soon.partnerId}`,
+      '/ui/partners',
+      `/ui/partners/${soon.partnerId}`,
       `/ui/runs/${soonRun}`,
       `/ui/partners/${soon.partnerId}/production`,
       '/ui/webhooks',
-      '/audit',
+      '/ui/audit',
     ];
     const seen: Record<string, { width: number; links: string[] }> = {};
     for (const path of pages) {
@@ -231,12 +231,12 @@ describe('the reviewer UI as one site', () => {
     }
     for (const path of pages) {
       expect(seen[path]!.width, path).toBeLessThanOrEqual(1280);
-      expect(seen[path]!.links, path).toEqual(['/', '/ui/webhooks', '/audit']);
+      expect(seen[path]!.links, path).toEqual(['/ui/partners', '/ui/webhooks', '/ui/audit']);
     }
     // Not vacuous: the long address is on the webhooks page, and the audit detail is shown as fields.
     await page.goto(`${svc.service.url}/ui/webhooks`);
     expect(await page.textContent('main')).toContain('receiver-path-segment-receiver');
-    await page.goto(`${svc.service.url}/audit`);
+    await page.goto(`${svc.service.url}/ui/audit`);
     expect(await page.locator('dl.fields dt', { hasText: 'url' }).count()).toBeGreaterThan(0);
     // And a page that would overflow does: the measure can fail.
     await page.evaluate(() => {

@@ -93,27 +93,27 @@ describe('failed sign-ins', () => {
     );
     const get = async (path: string) =>
       (await fetch(`${svc.service.url}${path}`, { headers: { cookie } })).text();
-    const first = await get('/audit');
+    const first = await get('/ui/audit');
     // The negative control: unfiltered, the newest page does not show it (the flood would hide it).
     expect(first).not.toContain('partner.approved</td>');
     const logTable = first.slice(0, first.indexOf('Security events'));
     expect((logTable.match(/<tr><td>/g) ?? []).length).toBe(100);
-    const filtered = await get('/audit?action=partner.approved');
+    const filtered = await get('/ui/audit?action=partner.approved');
     expect(filtered).toContain('partner.approved</td>');
     expect(filtered).not.toContain('run.created</td>');
     // Paging through the unfiltered log reaches it too.
-    let path = '/audit';
+    let path = '/ui/audit';
     let found = false;
     for (let pages = 0; pages < 10 && !found; pages += 1) {
       const text = await get(path);
       found = text.includes('partner.approved</td>');
-      const older = /href="(\/audit\?before=\d+[^"]*)"/.exec(text);
+      const older = /href="(\/ui\/audit\?before=\d+[^"]*)"/.exec(text);
       if (!older) break;
       path = older[1]!.replaceAll('&amp;', '&');
     }
     expect(found).toBe(true);
     // A hostile filter is ignored, not an error.
-    const hostile = await fetch(`${svc.service.url}/audit?action=%00%ED%A0%80&before=-1`, {
+    const hostile = await fetch(`${svc.service.url}/ui/audit?action=%00%ED%A0%80&before=-1`, {
       headers: { cookie },
     });
     expect(hostile.status).toBe(200);

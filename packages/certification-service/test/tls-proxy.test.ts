@@ -159,7 +159,7 @@ describe('behind a TLS-terminating nginx', () => {
     await page.goto(`${origin}/`);
     expect(new URL(page.url()).pathname).toBe('/signin');
     await page.fill('#credential', credential);
-    await Promise.all([page.waitForURL(`${origin}/`), page.click('button')]);
+    await Promise.all([page.waitForURL(`${origin}/ui/partners`), page.click('button')]);
     const session = (await context.cookies()).find((cookie) => cookie.name === 'pcs_session');
     expect(session).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Strict' });
     // A decision through the proxy: the form's origin is the https public URL, which the service expects.

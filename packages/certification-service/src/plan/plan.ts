@@ -5,7 +5,10 @@ import {
   certificationPlan,
   type DigestedPlan,
   definePlan,
+  judgesOfScenario,
+  type PlanScenarioId,
   type ScenarioName,
+  scenarioJudges,
 } from '@partner-lending/conformance';
 import { type ApiOperationId, operations, type Scope } from '@partner-lending/spec';
 import { ServiceError } from '../errors.js';
@@ -55,6 +58,7 @@ export function makePlan(file: PlanFile): DigestedPlan {
   const plan: CertificationPlan = {
     ...defaults,
     ...file,
+    decisiveShouldChecks: file.decisiveShouldChecks ?? decisiveFor(file.scenarios, file.renewal),
     operations: (file.operations ?? defaults.operations.map((item) => item.operationId)).map(
       (operationId) => ({
         operationId,
@@ -63,6 +67,24 @@ export function makePlan(file: PlanFile): DigestedPlan {
     ),
   };
   return definePlan(plan);
+}
+
+/**
+ * The default plan's decisive checks for a plan that plays `scenarios` (and a renewal or not): each of
+ * the default's, less those that only judge a scenario the plan does not play — a check such as
+ * client-granted-scope-respected can only be verified when its scenario (a narrowed grant) happens,
+ * so keeping it decisive without the scenario would leave every run of the plan not approvable.
+ */
+function decisiveFor(scenarios: ScenarioName[] | undefined, renewal: boolean | undefined): string[] {
+  const played = new Set<string>([
+    ...(scenarios ?? certificationPlan.scenarios),
+    ...((renewal ?? certificationPlan.renewal) ? ['renewal'] : []),
+  ]);
+  const judgesOf = (ids: Iterable<string>) =>
+    new Set([...ids].flatMap((id) => judgesOfScenario(certificationPlan, id as PlanScenarioId)));
+  const kept = judgesOf(played);
+  const allJudges = judgesOf(Object.keys(scenarioJudges));
+  return certificationPlan.decisiveShouldChecks.filter((id) => kept.has(id) || !allJudges.has(id));
 }
 
 /** The default plan: the conformance suite's. */
