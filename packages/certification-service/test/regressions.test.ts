@@ -1,7 +1,6 @@
 import { createHash, verify } from 'node:crypto';
 import { type DsseEnvelope, inTotoPayloadType, keysOf, preAuthEncoding } from '@partner-lending/conformance';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../src/db/database.js';
 import type { Exchange } from '../src/evidence/exchange.js';
 import { defaultPlan, planScopes } from '../src/plan/plan.js';
 import { addRegisterReader } from '../src/production/register/register.js';

@@ -333,7 +333,10 @@ function mountCallback(
     c.header('refresh', '0;url=/');
     return ui.html(
       c,
-      page('Signed in', `<p>Signed in as ${h(name)}. <a href="/ui/partners">Continue to the partners</a>.</p>`),
+      page(
+        'Signed in',
+        `<p>Signed in as ${h(name)}. <a href="/ui/partners">Continue to the partners</a>.</p>`,
+      ),
     );
   });
 }
