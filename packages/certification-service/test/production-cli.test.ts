@@ -32,7 +32,7 @@ describe('admin add-webhook and add-register-reader', () => {
     expect(secret).toMatch(/^whsec_/);
     const human = await admin('add-webhook', '--url', 'http://127.0.0.1:9/hooks');
     expect(human.stdout).toMatch(
-      /webhook whk_\S+ added for partner\.approved, .*run\.judged\.\nSigning secret \(shown once/,
+      /webhook whk_\S+ added for partner\.approved, .*run\.judged, partner\.regressed, partner\.suspended, partner\.reinstated\.\nSigning secret \(shown once/,
     );
 
     for (const [args, message] of [
