@@ -167,26 +167,33 @@ describe('never an expired token at the API, under stalls and hundreds of caller
     const partnerId = mock.clients[1]?.partnerId;
     const url = `${mock.baseUrl}/v3/partner/${partnerId}/loans?limit=1`;
     const refusals = new Map<string, number>();
-    const round = await run(
-      3_000,
-      async () => {
-        const answer = await transport(new Request(url), { scopes: ['read:loans'] });
-        const challenge = answer.headers.get('www-authenticate') ?? '';
-        await answer.body?.cancel();
-        if (answer.status !== 200) {
-          refusals.set(challenge, (refusals.get(challenge) ?? 0) + 1);
-          throw new Error(`${answer.status}`);
-        }
-      },
-      counting.refused,
-    );
+    // Whether a call meets a token in its last milliseconds is up to the stalls: on a quiet machine one
+    // round may miss it, so the control runs up to five rounds and stops at the first that fails.
+    let round = { stalls: 0, failed: 0, refused: 0 };
+    let rounds = 0;
+    while (round.failed === 0 && rounds < 5) {
+      rounds += 1;
+      round = await run(
+        3_000,
+        async () => {
+          const answer = await transport(new Request(url), { scopes: ['read:loans'] });
+          const challenge = answer.headers.get('www-authenticate') ?? '';
+          await answer.body?.cancel();
+          if (answer.status !== 200) {
+            refusals.set(challenge, (refusals.get(challenge) ?? 0) + 1);
+            throw new Error(`${answer.status}`);
+          }
+        },
+        counting.refused,
+      );
+    }
     console.info(
-      `negative control: 3000 calls, ${round.stalls} stalls, ${round.failed} failed (${round.refused} refused by the API)`,
+      `negative control: round ${rounds} of 3000 calls, ${round.stalls} stalls, ${round.failed} failed (${round.refused} refused by the API)`,
     );
     expect(round.failed).toBeGreaterThan(0);
     // Every failure is the API refusing an expired token.
     expect([...refusals.keys()].every((challenge) => challenge.includes('the access token expired'))).toBe(
       true,
     );
-  });
+  }, 120_000);
 });
