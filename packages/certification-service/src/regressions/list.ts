@@ -1,28 +1,17 @@
 import type { Queryable } from '../db/database.js';
 import type { Exchange } from '../evidence/exchange.js';
-import type { RegressionConsequence, RegressionPolicy } from './statement.js';
+import type { RegressionConsequence, RegressionPolicy, RegressionPredicate } from './statement.js';
 
-/** A regression as the partner API and the reviewer's page show it. */
-export interface PublicRegression {
+/**
+ * A regression as the partner API and the reviewer's page show it: what its signed statement says
+ * (less the partner and plan, which the reader knows), its id, and whether a later approval settled it.
+ */
+export type PublicRegression = Omit<RegressionPredicate, 'regressionId' | 'partner' | 'plan'> & {
   id: string;
-  check: string;
-  detail: string;
-  /** When the judge found it. */
-  at: string;
-  window: { from: string; to: string };
-  /** The exchanges that show it (at most 20; fingerprints, never a token). */
-  exchanges: Exchange[];
-  policy: RegressionPolicy;
-  consequence: RegressionConsequence;
-  /** The suspension it caused, if any. */
-  suspensionId: string | null;
-  /** The run the partner's approval rested on (the statement's subject), if any. */
-  runId: string | null;
-  recordedAt: string;
   /** When a later approval settled it (null: not yet), and which. */
   resolvedAt: string | null;
   resolvedBy: string | null;
-}
+};
 
 interface StoredRegression {
   id: string;
