@@ -25,6 +25,7 @@ import type {
   RepaymentInput,
   RequestOptions,
 } from './client-types.js';
+import { type Deadline, startCallDeadline } from './deadline.js';
 import {
   APIConnectionError,
   ConfigurationError,
@@ -39,11 +40,9 @@ import { resources } from './resources.js';
 import {
   attemptsOf,
   createTransport,
-  type Deadline,
   defaultSleep,
   type OutgoingRequest,
   type PartnerLogger,
-  startCallDeadline,
   stopped,
   translateTokenError,
 } from './transport.js';
