@@ -1,12 +1,13 @@
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
+import { UsageError } from './errors.js';
 import { hashSecret, newId, newSecret } from './secrets.js';
 
 const validName = (name: string) => {
   const trimmed = name.trim();
   // biome-ignore lint/suspicious/noControlCharactersInRegex: a name with control characters is refused
   if (trimmed.length === 0 || trimmed.length > 100 || /[\u0000-\u001f\u007f]/.test(trimmed))
-    throw new TypeError('--name takes 1 to 100 printable characters, e.g. --name "Acme Lending"');
+    throw new UsageError('--name takes 1 to 100 printable characters, e.g. --name "Acme Lending"');
   return trimmed;
 };
 

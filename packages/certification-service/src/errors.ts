@@ -1,13 +1,28 @@
-/** What went wrong, by code: configuration, storage, keys, or a request. */
+/**
+ * What went wrong, by code: one per class of the service's error family (`ServiceError` itself carries
+ * the first five). Switch on `error.code`; the messages may improve, the codes do not change.
+ */
 export type ServiceErrorCode =
-  | 'ERR_CONFIG'
-  | 'ERR_STORAGE'
-  | 'ERR_STORAGE_IN_USE'
-  | 'ERR_STORAGE_UNAVAILABLE'
-  | 'ERR_SIGNING_KEY'
-  | 'ERR_USAGE';
+  | 'ERR_CONFIG' // a setting (a file, a variable) cannot be used
+  | 'ERR_STORAGE' // the database cannot be opened or migrated
+  | 'ERR_STORAGE_IN_USE' // another process holds the store (the command exits 3)
+  | 'ERR_SIGNING_KEY' // the attestation key cannot be read or made
+  | 'ERR_STORAGE_UNAVAILABLE' // StorageUnavailableError: the database cannot be reached now (503)
+  | 'ERR_USAGE' // UsageError: an option, argument or flag is invalid
+  | 'ERR_JUDGING_UNAVAILABLE' // JudgingUnavailableError: judging failed, not the run (503)
+  | 'ERR_RUN_REFUSED' // RunRefusal: a run request refused (400, 409 or 429)
+  | 'ERR_RUN_CLOSED' // RunClosedError: a call of a run after the run ended (404)
+  | 'ERR_DECISION_REFUSED' // DecisionRefusal: the same decision again, without a reversal between
+  | 'ERR_APPROVAL_IN_FORCE' // a rejection of the run a standing approval rests on (refused, not thrown out)
+  | 'ERR_REGISTER_POLL_REFUSED' // ChangeRefusal: too many register polls wait (429 or 503)
+  | 'ERR_EVIDENCE_REQUEST' // OtlpRequestError: an evidence request cannot be read (400 or 413)
+  | 'ERR_EVIDENCE_LEASE_LOST'; // EvidenceLeaseLost: a claim on a partner's evidence ran out before its commit
 
-/** An error of the service with a code and one line that says what happened and what to do. */
+/**
+ * The base of the service's error family: every error class of the service extends it, with a `code`
+ * and one line that says what happened and what to do. Each class sets its own `name` (a literal, not
+ * the constructor's name, which a bundler may rename).
+ */
 export class ServiceError extends Error {
   readonly code: ServiceErrorCode;
   constructor(code: ServiceErrorCode, message: string, options?: { cause?: unknown }) {
@@ -33,5 +48,16 @@ export class StorageUnavailableError extends ServiceError {
       { cause },
     );
     this.name = 'StorageUnavailableError';
+  }
+}
+
+/**
+ * An option, argument or flag is invalid (a library call's option, an admin command's `--name`): the
+ * message names it, what it takes and an example. Not a TypeError: the value was read, and refused.
+ */
+export class UsageError extends ServiceError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_USAGE', message, options);
+    this.name = 'UsageError';
   }
 }

@@ -1,7 +1,7 @@
 export { addPartner, addReviewer } from './admin.js';
 export { type Database, openDatabase, openEmbedded, openPostgres, type Queryable } from './db/database.js';
 export { migrate, migrations } from './db/migrations.js';
-export { ServiceError, type ServiceErrorCode, StorageUnavailableError } from './errors.js';
+export { ServiceError, type ServiceErrorCode, StorageUnavailableError, UsageError } from './errors.js';
 export {
   addEvidenceReporter,
   claimExchanges,
@@ -14,6 +14,7 @@ export {
   type PartnerEvidence,
   purgeEvidence,
 } from './evidence/index.js';
+export { OtlpRequestError } from './evidence/otlp.js';
 export { defaultFairnessLimits, type FairnessLimits } from './http/fairness.js';
 export { defaultJudgingOptions, type JudgingOptions, JudgingUnavailableError } from './judging/pool.js';
 export { jwksOf, loadSigningKey, publishKey, type SigningKey } from './keys.js';
@@ -30,7 +31,9 @@ export {
   listDecisions,
   recordDecision,
 } from './production/decisions/decisions.js';
+export { ChangeRefusal } from './production/register/changes.js';
+export { RunClosedError } from './recording/run-closed.js';
 export { type PurgeResult, purgeExpired } from './retention/retention.js';
-export { defaultRunLimits, type RunLimits, type RunRequest } from './runs/runs.js';
+export { defaultRunLimits, type RunLimits, RunRefusal, type RunRequest } from './runs/runs.js';
 export { type RunningService, type ServiceOptions, startService } from './server.js';
 export { defaultSigninLimits, type SigninLimits } from './signin/signin-guard.js';

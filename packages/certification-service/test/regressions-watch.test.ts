@@ -7,6 +7,7 @@ import { addPartner, addReviewer } from '../src/admin.js';
 import type { Database, Queryable } from '../src/db/database.js';
 import { openDatabase } from '../src/db/database.js';
 import { migrate } from '../src/db/migrations.js';
+import { UsageError } from '../src/errors.js';
 import type { Exchange } from '../src/evidence/exchange.js';
 import { recordSignedDecision } from '../src/production/decisions/signed.js';
 import type { RegressionFinding } from '../src/regressions/finding.js';
@@ -331,7 +332,7 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
       claim: databaseClaim(svc.db, 3_600_000),
       createJudge: (partnerId, options) => {
         if (throws-- > 0)
-          throw new TypeError('createPartnerJudge: options.state is not a state this judge wrote');
+          throw new UsageError('createPartnerJudge: options.state is not a state this judge wrote');
         return streakJudge(partnerId, options);
       },
       ...recording(),

@@ -1,6 +1,7 @@
 import { addPartner, addReviewer } from '../admin.js';
 import type { Database } from '../db/database.js';
 import { migrate } from '../db/migrations.js';
+import { UsageError } from '../errors.js';
 import { addEvidenceReporter } from '../evidence/index.js';
 import { loadSigningKey } from '../keys.js';
 import { parseEventList } from '../outbox/events.js';
@@ -40,7 +41,7 @@ export async function admin(
     else if (sub === 'add-partner') await addPartnerCommand(db, values);
     else await addReviewerCommand(db, values);
   } catch (error) {
-    if (error instanceof TypeError) fail(error.message);
+    if (error instanceof UsageError) fail(error.message);
     throw error;
   } finally {
     await db.close();

@@ -1,5 +1,6 @@
 import { gunzipSync } from 'node:zlib';
 import protobuf from 'protobufjs';
+import { ServiceError } from '../errors.js';
 
 /**
  * OTLP/HTTP logs, as `POST /evidence` takes them: the JSON encoding and the binary protobuf encoding of
@@ -25,12 +26,12 @@ export interface OtlpLogRecord {
 }
 
 /** The request could not be read: 400 (or 413 when `tooLarge`), with this message. */
-export class OtlpRequestError extends Error {
+export class OtlpRequestError extends ServiceError {
   constructor(
     message: string,
     readonly tooLarge = false,
   ) {
-    super(message);
+    super('ERR_EVIDENCE_REQUEST', message);
     this.name = 'OtlpRequestError';
   }
 }

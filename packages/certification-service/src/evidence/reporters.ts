@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Database, Queryable } from '../db/types.js';
+import { UsageError } from '../errors.js';
 import { hashSecret } from '../secrets.js';
 
 /**
@@ -14,7 +15,7 @@ export async function addEvidenceReporter(
   const trimmed = name.trim();
   // biome-ignore lint/suspicious/noControlCharactersInRegex: a name with control characters is refused
   if (trimmed.length === 0 || trimmed.length > 100 || /[\u0000-\u001f\u007f]/.test(trimmed))
-    throw new TypeError(
+    throw new UsageError(
       'an evidence reporter needs a name of 1 to 100 printable characters, e.g. "production gateway eu-1"',
     );
   const reporterId = `evr_${randomBytes(12).toString('base64url')}`;

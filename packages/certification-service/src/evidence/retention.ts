@@ -1,4 +1,5 @@
 import type { Database } from '../db/types.js';
+import { UsageError } from '../errors.js';
 
 /** Rows deleted per statement: a long backlog goes in several short statements, never one long one. */
 const perStatement = 5000;
@@ -16,7 +17,7 @@ export async function purgeEvidence(
   days: number,
 ): Promise<{ exchanges: number; batches: number }> {
   if (!Number.isInteger(days) || days < 1)
-    throw new TypeError(`evidence retention must be a whole number of days, at least 1, got ${days}`);
+    throw new UsageError(`evidence retention must be a whole number of days, at least 1, got ${days}`);
   const purge = async (sql: string): Promise<number> => {
     let total = 0;
     for (;;) {

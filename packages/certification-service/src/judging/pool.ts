@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
+import { ServiceError } from '../errors.js';
 import { type JudgeInput, type JudgeOutput, judgeWork } from './work.mjs';
 
 /** Where judging runs: how many threads, how long a run may take, how much memory a thread may use. */
@@ -27,13 +28,13 @@ export const defaultJudgingOptions: JudgingOptions = {
 };
 
 /** Judging failed, not the run: the thread crashed, ran out of time or memory, or too many runs wait. */
-export class JudgingUnavailableError extends Error {
+export class JudgingUnavailableError extends ServiceError {
   constructor(
     message: string,
     readonly retryAfterSeconds: number,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super('ERR_JUDGING_UNAVAILABLE', message, options);
     this.name = 'JudgingUnavailableError';
   }
 }

@@ -1,4 +1,5 @@
 import { type Context, context, type Link, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { UsageError } from '../errors.js';
 import { tool } from '../version.js';
 
 /**
@@ -25,7 +26,7 @@ export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promis
   if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'none') return undefined;
   const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL)?.trim();
   if (protocol && protocol !== 'http/json')
-    throw new TypeError(
+    throw new UsageError(
       `OTEL_EXPORTER_OTLP_PROTOCOL is ${JSON.stringify(protocol.slice(0, 40))}, but this service exports traces over OTLP/HTTP with JSON only: set it to http/json or leave it unset`,
     );
   const [{ NodeTracerProvider }, { BatchSpanProcessor }, { OTLPTraceExporter }, resources] =

@@ -3,6 +3,7 @@ import type { Context, Hono } from 'hono';
 import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie';
 import * as client from 'openid-client';
 import type { Database } from '../db/database.js';
+import { UsageError } from '../errors.js';
 import type { Audit } from '../http/api.js';
 import type { SigninGuard } from '../signin/signin-guard.js';
 import { h, page, uiContentSecurityPolicy } from '../web/html.js';
@@ -33,13 +34,13 @@ const flowCookie = 'pcs_oidc';
 const flowSeconds = 600;
 const claimName = /^[A-Za-z0-9_:.-]{1,100}$/;
 
-/** Parses `--oidc-allow CLAIM=VALUE`; throws a TypeError that says what to write instead. */
+/** Parses `--oidc-allow CLAIM=VALUE`; throws a UsageError that says what to write instead. */
 export function parseAllowRule(text: string): OidcAllowRule {
   const at = text.indexOf('=');
   const claim = at > 0 ? text.slice(0, at) : '';
   const value = at > 0 ? text.slice(at + 1) : '';
   if (!claimName.test(claim) || value.length === 0 || value.length > 200)
-    throw new TypeError(
+    throw new UsageError(
       `--oidc-allow takes CLAIM=VALUE, e.g. groups=cert-reviewers, roles=Certification.Reviewer or email_domain=vendor.example; got ${JSON.stringify(text.slice(0, 100))}`,
     );
   return { claim, value };
@@ -73,26 +74,26 @@ export function allowedBy(
 
 const loopback = (url: URL) => ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
 
-/** Checks the options the CLI and `startService` take; throws a TypeError saying what to fix. */
+/** Checks the options the CLI and `startService` take; throws a UsageError saying what to fix. */
 export function checkOidcOptions(options: OidcOptions): void {
   let issuer: URL | undefined;
   try {
     issuer = new URL(options.issuer);
   } catch {}
   if (!issuer || !(issuer.protocol === 'https:' || (issuer.protocol === 'http:' && loopback(issuer))))
-    throw new TypeError(
+    throw new UsageError(
       `--oidc-issuer takes the provider's https issuer URL, e.g. https://login.example.com/realms/staff (http only on localhost), got ${JSON.stringify(options.issuer.slice(0, 200))}`,
     );
   if (!/^[\x21-\x7e]{1,200}$/.test(options.clientId))
-    throw new TypeError(
+    throw new UsageError(
       '--oidc-client-id takes the client id registered at the provider (1 to 200 characters)',
     );
   if (options.clientSecret.length === 0)
-    throw new TypeError(
+    throw new UsageError(
       'the OIDC client secret is empty: put it in the file of --oidc-client-secret-file or in OIDC_CLIENT_SECRET',
     );
   if (options.allow.length === 0)
-    throw new TypeError(
+    throw new UsageError(
       '--oidc-issuer needs at least one --oidc-allow CLAIM=VALUE (e.g. groups=cert-reviewers): without it anyone with an account at the provider could approve partners',
     );
 }

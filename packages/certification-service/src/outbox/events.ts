@@ -1,3 +1,4 @@
+import { UsageError } from '../errors.js';
 /** The event types the service sends, in the Standard Webhooks `{type, timestamp, data}` body. */
 export const webhookEventTypes = [
   'partner.approved',
@@ -43,7 +44,7 @@ export function parseEventList(text: string | undefined): WebhookEventType[] {
     .filter(Boolean);
   const unknown = names.filter((name) => !(webhookEventTypes as readonly string[]).includes(name));
   if (names.length === 0 || unknown.length > 0)
-    throw new TypeError(
+    throw new UsageError(
       `--events takes a comma-separated list of ${webhookEventTypes.join(', ')}${unknown.length ? `; unknown: ${unknown.map((name) => JSON.stringify(name.slice(0, 40))).join(', ')}` : ''}`,
     );
   return [...new Set(names)] as WebhookEventType[];

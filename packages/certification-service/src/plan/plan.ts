@@ -11,7 +11,7 @@ import {
   scenarioJudges,
 } from '@partner-lending/conformance';
 import { type ApiOperationId, operations, type Scope } from '@partner-lending/spec';
-import { ServiceError } from '../errors.js';
+import { ServiceError, UsageError } from '../errors.js';
 
 export type { DigestedPlan };
 
@@ -45,13 +45,12 @@ const fields = [
  * The vendor's certification plan from the operator's fields: the suite's default plan
  * (`partner-lending-default-v2`: the four operations with the scopes production grants, every fault
  * scenario, a renewal, token reuse and Retry-After deciding like musts) with the fields given replaced,
- * checked and digested by the suite. Throws a ConformanceError naming what is wrong.
+ * checked and digested by the suite. Throws a UsageError naming what is wrong.
  */
 export function makePlan(file: PlanFile): DigestedPlan {
   const unknown = Object.keys(file).filter((key) => !(fields as readonly string[]).includes(key));
   if (unknown.length > 0)
-    throw new ConformanceError(
-      'ERR_USAGE',
+    throw new UsageError(
       `certification plan: unknown field ${unknown.map((key) => JSON.stringify(key.slice(0, 40))).join(', ')} (the fields are ${fields.join(', ')})`,
     );
   const { digest: _digest, ...defaults } = certificationPlan;
@@ -66,7 +65,13 @@ export function makePlan(file: PlanFile): DigestedPlan {
       }),
     ),
   };
-  return definePlan(plan);
+  try {
+    return definePlan(plan);
+  } catch (error) {
+    // The suite's words, in the service's family.
+    if (error instanceof ConformanceError) throw new UsageError(error.message, { cause: error });
+    throw error;
+  }
 }
 
 /**
@@ -123,7 +128,7 @@ export function loadPlanFile(file: string): DigestedPlan {
   try {
     return makePlan(json as PlanFile);
   } catch (error) {
-    if (error instanceof ConformanceError || error instanceof TypeError)
+    if (error instanceof UsageError || error instanceof TypeError)
       throw new ServiceError('ERR_CONFIG', `--plan ${file}: ${(error as Error).message} (${expected})`);
     throw error;
   }

@@ -1,4 +1,5 @@
 import type { Database, Queryable } from '../db/database.js';
+import { ServiceError } from '../errors.js';
 import { planScopes } from '../plan/plan.js';
 import { approvalOf, type RunRowForApproval } from './approvability.js';
 import { DecisionRefusal } from './decisions/decisions.js';
@@ -41,9 +42,10 @@ export type DecisionOutcome =
   | { recorded: false; refusal: 'approval-in-force'; approvalId: string; message: string };
 
 /** Thrown inside the decision's transaction to roll it back with a refusal. */
-class InForce extends Error {
+class InForce extends ServiceError {
   constructor(readonly approvalId: string) {
-    super(`the partner's approval ${approvalId} rests on this run`);
+    super('ERR_APPROVAL_IN_FORCE', `the partner's approval ${approvalId} rests on this run`);
+    this.name = 'InForce';
   }
 }
 

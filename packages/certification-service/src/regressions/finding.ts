@@ -1,3 +1,4 @@
+import { UsageError } from '../errors.js';
 import type { Exchange } from '../evidence/exchange.js';
 
 /**
@@ -53,7 +54,7 @@ function keptExchange(exchange: Exchange): Exchange {
 }
 
 /**
- * A finding checked and bounded for keeping: throws a TypeError saying what is wrong (what was
+ * A finding checked and bounded for keeping: throws a UsageError saying what is wrong (what was
  * expected) for one that cannot be a finding; keeps at most 20 exchanges, each with `Exchange`'s own
  * fields only (nothing else a caller passed along, so no token can ride in), and a detail of at most
  * 2000 characters.
@@ -71,7 +72,7 @@ export function checkFinding(finding: RegressionFinding): RegressionFinding {
   else if (finding.exchanges.some((exchange) => !isTime(exchange?.at)))
     problems.push('every exchange needs its time (at, ms since the epoch)');
   if (problems.length > 0)
-    throw new TypeError(`not a regression finding: ${problems.join('; ')}; the judge's Finding is expected`);
+    throw new UsageError(`not a regression finding: ${problems.join('; ')}; the judge's Finding is expected`);
   return {
     check: finding.check,
     partnerId: finding.partnerId,

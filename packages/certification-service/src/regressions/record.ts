@@ -61,7 +61,7 @@ async function certifiedRun(
  * decision of the service with its `partner.suspended` event (the register then says `suspended`). A
  * partner not active (never approved, revoked, expired, already suspended) gets the regression recorded
  * and announced, nothing else. The same partner, check and window is recorded once: handed in again,
- * it changes nothing and returns the first. Throws a TypeError for a malformed finding, and an Error
+ * it changes nothing and returns the first. Throws a UsageError for a malformed finding, and an Error
  * for an unknown partner. Once committed, the metric counts it and `nudge` is called.
  */
 export async function recordRegression(

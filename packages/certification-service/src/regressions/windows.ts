@@ -1,3 +1,4 @@
+import { UsageError } from '../errors.js';
 import type { Exchange } from '../evidence/exchange.js';
 import { type Finding, PartnerJudge, readState } from './judge/partner-judge.js';
 import { resolveThresholds, type Thresholds } from './judge/thresholds.js';
@@ -37,7 +38,7 @@ export interface ProductionJudge {
  */
 export function createPartnerJudge(partnerId: string, options: PartnerJudgeOptions = {}): ProductionJudge {
   if (typeof partnerId !== 'string' || partnerId.length === 0)
-    throw new TypeError(
+    throw new UsageError(
       `createPartnerJudge: partnerId must be a non-empty string (the partner.id the evidence carries), got ${JSON.stringify(partnerId)}`,
     );
   const thresholds = resolveThresholds(options.thresholds);
@@ -46,7 +47,7 @@ export function createPartnerJudge(partnerId: string, options: PartnerJudgeOptio
   return {
     observe: (exchanges) => {
       if (!Array.isArray(exchanges))
-        throw new TypeError(`observe: expected an array of exchanges, got ${typeof exchanges}`);
+        throw new UsageError(`observe: expected an array of exchanges, got ${typeof exchanges}`);
       return judge.observe(exchanges);
     },
     state: () => judge.state(),

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Context, Next } from 'hono';
 import type { Database } from '../db/database.js';
+import { UsageError } from '../errors.js';
 
 /** Runs purged per transaction: a long backlog goes in several short transactions, never one long one. */
 const perBatch = 200;
@@ -22,7 +23,7 @@ export interface PurgeResult {
  */
 export async function purgeExpired(db: Database, retainDays: number): Promise<PurgeResult> {
   if (!Number.isInteger(retainDays) || retainDays < 1)
-    throw new TypeError(`retainDays must be a whole number of days, at least 1, got ${retainDays}`);
+    throw new UsageError(`retainDays must be a whole number of days, at least 1, got ${retainDays}`);
   const purged: string[] = [];
   for (;;) {
     const batch = await db.transaction(async (tx) => {

@@ -7,6 +7,7 @@ import type {
 } from '@partner-lending/conformance';
 import { defaultMaxExchanges } from '@partner-lending/conformance';
 import type { Database } from '../db/database.js';
+import { ServiceError } from '../errors.js';
 import type { JudgingPool } from '../judging/pool.js';
 import type { SigningKey } from '../keys.js';
 import type { DigestedPlan } from '../plan/plan.js';
@@ -96,14 +97,15 @@ export interface RunRow {
 }
 
 /** Why a run was refused: a request against the plan (400), a limit reached (429) or a conflict with its state (409). */
-export class RunRefusal extends Error {
+export class RunRefusal extends ServiceError {
   constructor(
     readonly status: 400 | 409 | 429,
     readonly title: string,
     message: string,
     readonly retryAfterSeconds?: number,
   ) {
-    super(message);
+    super('ERR_RUN_REFUSED', message);
+    this.name = 'RunRefusal';
   }
 }
 

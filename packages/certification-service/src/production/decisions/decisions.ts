@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/database.js';
+import { ServiceError } from '../../errors.js';
 import { newId } from '../../secrets.js';
 
 /** What a decision says of a partner for production. */
@@ -41,12 +42,12 @@ export interface DecisionRow {
 }
 
 /** A decision the run's decisions so far make pointless: the same decision again, without a reversal between. */
-export class DecisionRefusal extends Error {
+export class DecisionRefusal extends ServiceError {
   constructor(
     message: string,
     readonly previous: DecisionRow,
   ) {
-    super(message);
+    super('ERR_DECISION_REFUSED', message);
     this.name = 'DecisionRefusal';
   }
 }

@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import type { Queryable } from '../../db/database.js';
+import { ServiceError } from '../../errors.js';
 import type { Register } from './register.js';
 
 /**
@@ -47,13 +48,14 @@ export interface ChangeAnswer {
 }
 
 /** A poll refused because too many wait: 429 (this reader) or 503 (this instance), with Retry-After. */
-export class ChangeRefusal extends Error {
+export class ChangeRefusal extends ServiceError {
   constructor(
     readonly status: 429 | 503,
     readonly retryAfterSeconds: number,
     message: string,
   ) {
-    super(message);
+    super('ERR_REGISTER_POLL_REFUSED', message);
+    this.name = 'ChangeRefusal';
   }
 }
 

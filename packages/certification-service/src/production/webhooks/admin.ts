@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Database } from '../../db/database.js';
+import { UsageError } from '../../errors.js';
 import type { WebhookEventType } from '../../outbox/events.js';
 import { sealSecret } from './seal.js';
 
@@ -17,7 +18,7 @@ export function webhookUrl(text: string): string {
     url.hash ||
     text.length > 2000
   )
-    throw new TypeError(
+    throw new UsageError(
       `--url takes an http(s) URL without credentials or fragment, e.g. https://partners.example.com/hooks/certification, got ${JSON.stringify(text.slice(0, 100))}`,
     );
   return url.href;

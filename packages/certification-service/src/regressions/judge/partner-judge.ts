@@ -1,3 +1,4 @@
+import { UsageError } from '../../errors.js';
 import type { Exchange } from '../../evidence/exchange.js';
 import { judgedInProduction, type ProductionCheckId } from './catalogue.js';
 import { onApiCall, onTokenIssue, settleBurst } from './checks.js';
@@ -165,7 +166,7 @@ export class PartnerJudge implements Context {
 
 function checkExchange(exchange: Exchange, index: number): void {
   const fail = (what: string) => {
-    throw new TypeError(
+    throw new UsageError(
       `observe: exchange ${index} ${what}; expected an Exchange of src/evidence/exchange.ts ({at: ms since the epoch, partnerId, kind: "token" | "api", method, path, status, …}). Nothing of this batch was judged: fix or drop it and pass the batch again`,
     );
   };
@@ -182,11 +183,11 @@ function checkExchange(exchange: Exchange, index: number): void {
 export function readState(state: unknown, partnerId: string): JudgeState {
   const value = state as Partial<JudgeState> | null;
   if (value === null || typeof value !== 'object' || value.version !== 1 || !Array.isArray(value.held))
-    throw new TypeError(
+    throw new UsageError(
       'createPartnerJudge: options.state is not a state this judge wrote (expected the value of state(), version 1, as JSON.parse gives it back); pass it unchanged, or leave it out to start afresh',
     );
   if (value.partnerId !== partnerId)
-    throw new TypeError(
+    throw new UsageError(
       `createPartnerJudge: options.state is partner ${JSON.stringify(value.partnerId)}'s, not ${JSON.stringify(partnerId)}'s: each partner resumes from its own state`,
     );
   return value as JudgeState;

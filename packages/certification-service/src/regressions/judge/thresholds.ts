@@ -1,3 +1,4 @@
+import { UsageError } from '../../errors.js';
 /**
  * The thresholds of the production checks, for production volumes: tokens live 12 h there (expires_in
  * 43199), partners run fleets of processes each with its own cache, and the evidence is the gateway's
@@ -102,29 +103,29 @@ const shares: readonly (keyof Thresholds)[] = ['reuseIssuesPerCall', 'burstAband
 export function resolveThresholds(given: Partial<Thresholds> | undefined): Thresholds {
   if (given === undefined) return { ...defaultThresholds };
   if (given === null || typeof given !== 'object' || Array.isArray(given))
-    throw new TypeError(
+    throw new UsageError(
       `createPartnerJudge: thresholds must be an object of numbers (fields: ${Object.keys(defaultThresholds).join(', ')}), got ${given === null ? 'null' : typeof given}`,
     );
   const resolved: Thresholds = { ...defaultThresholds };
   for (const [key, value] of Object.entries(given)) {
     if (!(key in defaultThresholds))
-      throw new TypeError(
+      throw new UsageError(
         `createPartnerJudge: unknown threshold ${JSON.stringify(key.slice(0, 40))} (the thresholds are ${Object.keys(defaultThresholds).join(', ')})`,
       );
     const field = key as keyof Thresholds;
     if (value === undefined) continue;
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
-      throw new TypeError(
+      throw new UsageError(
         `createPartnerJudge: thresholds.${key} must be a finite number ≥ 0, got ${JSON.stringify(value)}; leave it out for its default (${defaultThresholds[field]})`,
       );
     if (minuteMultiples.includes(field) && (value < 60_000 || value % 60_000 !== 0))
-      throw new TypeError(
+      throw new UsageError(
         `createPartnerJudge: thresholds.${key} is counted in whole minutes: a multiple of 60000 ms, got ${value}`,
       );
     if (shares.includes(field) && value > 1 && field === 'burstAbandonedShare')
-      throw new TypeError(`createPartnerJudge: thresholds.${key} is a share between 0 and 1, got ${value}`);
+      throw new UsageError(`createPartnerJudge: thresholds.${key} is a share between 0 and 1, got ${value}`);
     if ((field === 'maxPending' || field === 'maxFingerprints' || field === 'burstIssues') && value < 1)
-      throw new TypeError(`createPartnerJudge: thresholds.${key} must be at least 1, got ${value}`);
+      throw new UsageError(`createPartnerJudge: thresholds.${key} must be at least 1, got ${value}`);
     resolved[field] = value;
   }
   return resolved;
