@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storeBatch } from '../src/evidence/store.js';
+import { queuedExchange, storeBatch } from '../src/evidence/store.js';
 import {
   addEvidenceReporter,
   addPartner,
@@ -158,11 +158,11 @@ describe('the hand-out to judging, on two instances', () => {
         [partnerId, at + 5000],
       );
       earlyId = Number(row!.id);
-      await tx.query('INSERT INTO evidence_queue (exchange_id, partner_id, at) VALUES ($1, $2, $3)', [
-        row!.id,
-        partnerId,
-        at + 5000,
-      ]);
+      await tx.query(
+        `INSERT INTO evidence_queue (exchange_id, partner_id, at, exchange)
+         SELECT id, partner_id, at, ${queuedExchange} FROM evidence_exchanges WHERE id = $1`,
+        [row!.id],
+      );
       inserted();
       await held;
     });

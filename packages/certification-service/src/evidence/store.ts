@@ -60,8 +60,10 @@ export async function storeBatch(
            SELECT p, $2, a, k, m, pa, s, f, sc::jsonb, e, r, er
            FROM unnest($1::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::text[],
              $9::text[], $10::bigint[], $11::integer[], $12::text[]) AS x(p, a, k, m, pa, s, f, sc, e, r, er)
-           RETURNING id, partner_id, at)
-         INSERT INTO evidence_queue (exchange_id, partner_id, at) SELECT id, partner_id, at FROM inserted`,
+           RETURNING id, partner_id, reporter_id, at, kind, method, path, status, fingerprint, scopes_granted,
+             expires_at, retry_after_seconds, error)
+         INSERT INTO evidence_queue (exchange_id, partner_id, at, exchange)
+         SELECT id, partner_id, at, ${queuedExchange} FROM inserted`,
         [
           column((x) => x.partnerId),
           batch.reporterId,
@@ -87,25 +89,30 @@ export async function storeBatch(
   });
 }
 
-/** An `evidence_exchanges` row as an Exchange. */
-export function exchangeFromRow(row: Record<string, unknown>): Exchange {
+/**
+ * The queue's copy of an exchange, as SQL over an `evidence_exchanges` row: a JSON array in the order
+ * `exchangeFromQueue` reads (the queue is read alone when judging: see migration 10).
+ */
+export const queuedExchange = `json_build_array(id, at, kind, method, path, status, reporter_id, fingerprint, scopes_granted,
+  expires_at, retry_after_seconds, error)::text`;
+
+/** A queued exchange (`queuedExchange`'s JSON array, parsed) as its id and Exchange. */
+export function exchangeFromQueue(partnerId: string, row: unknown[]): { id: string; exchange: Exchange } {
+  const [id, at, kind, method, path, status, reporterId, fingerprint, scopes, expiresAt, retryAfter, error] =
+    row;
   const exchange: Exchange = {
-    at: Number(row.at),
-    partnerId: String(row.partner_id),
-    kind: row.kind as Exchange['kind'],
-    method: String(row.method),
-    path: String(row.path),
-    status: Number(row.status),
-    reporterId: String(row.reporter_id),
+    at: Number(at),
+    partnerId,
+    kind: kind as Exchange['kind'],
+    method: String(method),
+    path: String(path),
+    status: Number(status),
+    reporterId: String(reporterId),
   };
-  if (row.fingerprint != null) exchange.fingerprint = String(row.fingerprint);
-  if (row.scopes_granted != null)
-    exchange.scopesGranted =
-      typeof row.scopes_granted === 'string'
-        ? JSON.parse(row.scopes_granted)
-        : (row.scopes_granted as string[]);
-  if (row.expires_at != null) exchange.expiresAt = Number(row.expires_at);
-  if (row.retry_after_seconds != null) exchange.retryAfterSeconds = Number(row.retry_after_seconds);
-  if (row.error != null) exchange.error = String(row.error);
-  return exchange;
+  if (fingerprint != null) exchange.fingerprint = String(fingerprint);
+  if (scopes != null) exchange.scopesGranted = scopes as string[];
+  if (expiresAt != null) exchange.expiresAt = Number(expiresAt);
+  if (retryAfter != null) exchange.retryAfterSeconds = Number(retryAfter);
+  if (error != null) exchange.error = String(error);
+  return { id: String(id), exchange };
 }
