@@ -6,9 +6,10 @@ export { type FaultName, faultCatalogue, faultNames, isFaultName } from './fault
 export type { RsaKeyPair } from './jwks.js';
 export { loansPaging } from './loans.js';
 export { demoClients, type MockClient, parseClients } from './mock-client.js';
+export { InjectedCrash } from './mock-server.js';
 export type { RegisterStatus } from './production-register.js';
 export { type MockProfile, mockProfiles, type Profile, profiles } from './profile.js';
-export type { RegisterEntry, RegisterOptions } from './register-document.js';
+export { type RegisterEntry, RegisterFailure, type RegisterOptions } from './register-document.js';
 export type { LoggedRequest } from './request-log.js';
 export { type MockOptions, type RunningMock, startMock } from './start-mock.js';
 export type { TokenResponse } from './token-response.js';

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { BoundedCache } from './bounded-cache.js';
+import { MockError } from './errors.js';
 import { type RequestTarget, sendJson, splitTarget } from './http-io.js';
 import { type RequestLog, redactAuthorization, redactTarget } from './request-log.js';
 
@@ -45,7 +46,13 @@ export type Handler = (
 ) => Promise<void>;
 
 /** Thrown only under the api-crash-on-malformed-header fault, to produce the 500 it promises. */
-export class InjectedCrash extends Error {}
+export class InjectedCrash extends MockError {
+  override readonly name: string = 'InjectedCrash';
+
+  constructor(message: string) {
+    super('ERR_MOCK_INJECTED_CRASH', message);
+  }
+}
 
 export interface ServerOptions {
   readonly name: 'auth' | 'api';

@@ -75,7 +75,14 @@ export const retryAfterFailureMs = 1000;
 const algorithms = ['EdDSA', 'Ed25519', 'ES256'];
 export const registerType = 'partner-register+jwt';
 
-export class RegisterFailure extends Error {}
+/** Why a read of the register failed (the service's answer, the document, its signature, the replay floor). */
+export class RegisterFailure extends MockError {
+  override readonly name: string = 'RegisterFailure';
+
+  constructor(message: string) {
+    super('ERR_MOCK_REGISTER', message);
+  }
+}
 
 const fail = (message: string): never => {
   throw new MockError('ERR_MOCK_OPTIONS', message);
