@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Database, Queryable } from '../db/types.js';
+import { ServiceError, UsageError } from '../errors.js';
 import type { Exchange } from './exchange.js';
 import { exchangeFromQueue } from './store.js';
 
@@ -46,9 +47,10 @@ export interface PartnerEvidence {
 }
 
 /** The claim's lease ran out and another instance claimed the partner: nothing was committed. */
-export class EvidenceLeaseLost extends Error {
+export class EvidenceLeaseLost extends ServiceError {
   constructor(partnerId: string) {
     super(
+      'ERR_EVIDENCE_LEASE_LOST',
       `the claim on ${partnerId}'s evidence was lost (its lease ran out and another instance claimed it): nothing was committed; judge faster or claim fewer exchanges`,
     );
     this.name = 'EvidenceLeaseLost';
@@ -105,7 +107,8 @@ export async function claimExchanges(
     const ids = queued.map((item) => item.id);
     let settled = false;
     const settle = () => {
-      if (settled) throw new Error(`the claim on ${partnerId}'s evidence was already committed or released`);
+      if (settled)
+        throw new UsageError(`the claim on ${partnerId}'s evidence was already committed or released`);
       settled = true;
     };
     return {
@@ -116,7 +119,7 @@ export async function claimExchanges(
         settle();
         const json = JSON.stringify(next ?? null);
         if (Buffer.byteLength(json) > maxJudgeStateBytes)
-          throw new RangeError(
+          throw new UsageError(
             `the judge's state of ${partnerId} is ${Buffer.byteLength(json)} bytes of JSON, more than ${maxJudgeStateBytes}: keep less`,
           );
         await db.transaction(async (tx) => {
