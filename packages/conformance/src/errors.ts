@@ -7,11 +7,15 @@ export type ConformanceErrorCode =
   | 'ERR_NETWORK' // one request failed below HTTP (inside a check: the check errors)
   | 'ERR_REPORT' // a report file could not be written (exit 2)
   | 'ERR_SERVICE' // the certification service refused a request of a hosted run (exit 2)
-  | 'ERR_WRITE_GUARD'; // a check tried to send a body to a create endpoint without --allow-writes (a bug: the check errors)
+  | 'ERR_WRITE_GUARD' // a check tried to send a body to a create endpoint without --allow-writes (a bug: the check errors)
+  | 'ERR_TOKEN_NOT_JWS'; // a check needs the target's access token as a compact JWS, and it is not one (the check errors)
 
-/** The one error base class of @partner-lending/conformance. `code` is stable; `cause` is kept. */
+/**
+ * The one error base class of @partner-lending/conformance: every error class of the package extends it,
+ * each with its own `name`. `code` is stable; `cause` is kept.
+ */
 export class ConformanceError extends Error {
-  override readonly name = 'ConformanceError';
+  override readonly name: string = 'ConformanceError';
   readonly code: ConformanceErrorCode;
 
   constructor(code: ConformanceErrorCode, message: string, options?: { cause?: unknown }) {
@@ -25,5 +29,17 @@ export function exitCodeForError(error: ConformanceError): 2 | 3 {
   return error.code === 'ERR_UNREACHABLE' ? 3 : 2;
 }
 
-/** A usage or configuration error (ERR_USAGE, exit 2): the one way every part says "this input is wrong". */
-export const usageError = (message: string): ConformanceError => new ConformanceError('ERR_USAGE', message);
+/**
+ * A usage or configuration error (ERR_USAGE, exit 2): a flag, option, environment variable or input file
+ * (a plan, a session, an attestation, a key) is wrong; the message says what was expected.
+ */
+export class UsageError extends ConformanceError {
+  override readonly name: string = 'UsageError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_USAGE', message, options);
+  }
+}
+
+/** A UsageError: the one way every part says "this input is wrong". */
+export const usageError = (message: string): UsageError => new UsageError(message);

@@ -115,7 +115,12 @@ export {
   summarize,
   verdictOf,
 } from './common/report.js';
-export { ConformanceError, type ConformanceErrorCode, exitCodeForError } from './errors.js';
+export {
+  ConformanceError,
+  type ConformanceErrorCode,
+  exitCodeForError,
+  UsageError,
+} from './errors.js';
 export { ConsoleReporter, type ConsoleReporterOptions, type ConsoleStream } from './reporters/console.js';
 export { coverageLines } from './reporters/coverage.js';
 export { formatClientHtmlReport } from './reporters/html/client.js';

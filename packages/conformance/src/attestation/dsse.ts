@@ -1,4 +1,5 @@
 import { createPrivateKey, createPublicKey, type KeyObject, sign, verify } from 'node:crypto';
+import { UsageError } from '../errors.js';
 
 /** The payload type of an in-toto Statement in a DSSE envelope. */
 export const inTotoPayloadType = 'application/vnd.in-toto+json';
@@ -28,7 +29,7 @@ export type SigningAlgorithm = 'EdDSA' | 'ES256';
 export function algorithmOf(key: KeyObject): SigningAlgorithm {
   if (key.asymmetricKeyType === 'ed25519') return 'EdDSA';
   if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256';
-  throw new TypeError(
+  throw new UsageError(
     `an attestation key must be Ed25519 or ECDSA P-256 (ES256), got ${key.asymmetricKeyType ?? 'an unknown key type'}${key.asymmetricKeyDetails?.namedCurve ? ` on ${key.asymmetricKeyDetails.namedCurve}` : ''}`,
   );
 }

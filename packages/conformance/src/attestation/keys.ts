@@ -1,5 +1,6 @@
 import { createPrivateKey, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint } from 'jose';
+import { UsageError } from '../errors.js';
 import { algorithmOf } from './dsse.js';
 
 /** A public key of a JWKS as attestations name it: its `kid`, algorithm and key. */
@@ -36,7 +37,7 @@ export function parsePrivateKey(text: string, where: string): KeyObject {
       ? createPrivateKey({ key: JSON.parse(trimmed) as JsonWebKey, format: 'jwk' })
       : createPrivateKey(trimmed);
   } catch {
-    throw new TypeError(
+    throw new UsageError(
       `${where} is not a private key: expected a private JWK (JSON with "d") or a PEM private key, Ed25519 or ECDSA P-256`,
     );
   }
@@ -47,7 +48,7 @@ export function parsePrivateKey(text: string, where: string): KeyObject {
 /** The usable keys of a JWKS: Ed25519 and P-256 signature keys with a kid; others are ignored. */
 export function keysOf(jwks: unknown): AttestationPublicKey[] {
   const list = (jwks as Partial<Jwks> | null)?.keys;
-  if (!Array.isArray(list)) throw new TypeError('not a JWKS: expected a JSON object with a "keys" array');
+  if (!Array.isArray(list)) throw new UsageError('not a JWKS: expected a JSON object with a "keys" array');
   const keys: AttestationPublicKey[] = [];
   for (const jwk of list.slice(0, 100)) {
     if (typeof jwk !== 'object' || jwk === null || typeof jwk.kid !== 'string' || 'd' in jwk) continue;

@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { judgeSession } from '../client/judge.js';
 import { type ClientSession, parseSession } from '../client/session.js';
 import type { ClientReport } from '../common/report.js';
+import { UsageError } from '../errors.js';
 import type { DsseEnvelope } from './dsse.js';
 import type { AttestationPublicKey } from './keys.js';
 import { signedBy } from './signed-by.js';
@@ -50,13 +51,13 @@ export function parseEnvelope(text: string): DsseEnvelope {
   try {
     value = JSON.parse(text);
   } catch {
-    throw new TypeError(
+    throw new UsageError(
       'the attestation is not JSON: expected a DSSE envelope { payloadType, payload, signatures }',
     );
   }
   const checked = envelopeSchema.safeParse(value);
   if (!checked.success)
-    throw new TypeError(
+    throw new UsageError(
       `the attestation is not a DSSE envelope (${checked.error.issues[0]!.path.join('.') || 'top level'}: ${checked.error.issues[0]!.message})`,
     );
   return checked.data;

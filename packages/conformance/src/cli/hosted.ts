@@ -8,7 +8,7 @@ import { journeyEnv } from '../client/stage/stage-client.js';
 import { readRegularFile } from '../common/regular-file.js';
 import { type ClientReport, exitCodeFor, reportVerdict } from '../common/report.js';
 import { terminalSafe } from '../common/terminal.js';
-import { ConformanceError } from '../errors.js';
+import { ConformanceError, UsageError } from '../errors.js';
 import { ConsoleReporter } from '../reporters/console.js';
 import { coverageLines } from '../reporters/coverage.js';
 import { formatJsonReport } from '../reporters/json.js';
@@ -92,8 +92,7 @@ export async function hostedClientMain(config: ClientCliConfig, io: CliIo): Prom
 async function readServiceKey(file: string): Promise<string> {
   const keyText = (await readRegularFile(file, 4096, '--service-key-file')).toString('utf8').trim();
   if (!/^\S{16,512}$/.test(keyText))
-    throw new ConformanceError(
-      'ERR_USAGE',
+    throw new UsageError(
       `--service-key-file ${file} does not hold an API key (one line, no spaces): put the key the vendor gave you in it, alone`,
     );
   return keyText;

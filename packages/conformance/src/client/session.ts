@@ -1,7 +1,7 @@
 import type { CertificationPlan, DigestedPlan } from '../common/certification-plan.js';
 import type { JourneyRecord, ScenarioRecord } from '../common/records.js';
 import type { IntegrationRecord, PartnerRecord, ServiceRecord, StageRecord } from '../common/report.js';
-import { ConformanceError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import { sessionSchema } from './session-schema.js';
 
 export type { JourneyRecord, ScenarioName, ScenarioRecord } from '../common/records.js';
@@ -136,7 +136,7 @@ export type Leak =
   | 'client-id-in-url';
 
 const fail = (message: string): never => {
-  throw new ConformanceError('ERR_USAGE', message);
+  throw new UsageError(message);
 };
 
 /** The session file as the suite writes it: pretty JSON. */

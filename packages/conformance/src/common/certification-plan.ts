@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type ApiOperationId, apiOperationIds, operations, type Scope, scopes } from '@partner-lending/spec';
-import { ConformanceError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import type { ScenarioName } from './records.js';
 
 /**
@@ -104,7 +104,7 @@ export function planDigest(plan: CertificationPlan): string {
 }
 
 const fail = (message: string): never => {
-  throw new ConformanceError('ERR_USAGE', `certification plan: ${message}`);
+  throw new UsageError(`certification plan: ${message}`);
 };
 
 /**

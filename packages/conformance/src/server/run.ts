@@ -9,7 +9,7 @@ import {
   summarize,
 } from '../common/report.js';
 import { createOperationOf, specSha256 } from '../common/spec-responses.js';
-import { ConformanceError } from '../errors.js';
+import { type ConformanceError, UsageError } from '../errors.js';
 import { tool } from '../version.js';
 import { checks as catalogue } from './checks/index.js';
 import { CheckContext, isSuccess } from './context.js';
@@ -178,7 +178,7 @@ async function embeddedTarget(
   } catch (cause) {
     // A bad fault name or mock option is a usage error of the caller, not a failure of the target.
     const message = cause instanceof Error ? cause.message : String(cause);
-    throw new ConformanceError('ERR_USAGE', `the embedded mock did not start: ${message}`, { cause });
+    throw new UsageError(`the embedded mock did not start: ${message}`, { cause });
   }
   const client = mock.clients[0]!;
   const given = settingsOf(options, maxExpiryWaitSeconds);

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { type DecodedJwt, decodeJwt } from '../../common/jwt.js';
+import { ConformanceError } from '../../errors.js';
 
 let issuerKey: ReturnType<typeof generateKeyPair> | undefined;
 
@@ -129,7 +130,11 @@ export class SuiteIssuer {
 
   #decode(token: string): DecodedJwt {
     const decoded = decodeJwt(token);
-    if (!decoded) throw new TypeError('the access token is not a compact JWS (header.payload.signature)');
+    if (!decoded)
+      throw new ConformanceError(
+        'ERR_TOKEN_NOT_JWS',
+        'the access token is not a compact JWS (header.payload.signature)',
+      );
     return decoded;
   }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type CryptoKey, exportJWK, exportSPKI, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
 import { base64url, type DecodedJwt, decodeJwt } from '../../common/jwt.js';
+import { ConformanceError } from '../../errors.js';
 
 /**
  * Single-fault tokens (RFC 8725 §2–3, RFC 9068 §4): each is derived from a valid token and differs from
@@ -12,7 +13,11 @@ export const noneCasings = ['none', 'None', 'NONE', 'nOnE'] as const;
 
 function requireJwt(token: string): DecodedJwt {
   const decoded = decodeJwt(token);
-  if (!decoded) throw new TypeError('the access token is not a compact JWS (header.payload.signature)');
+  if (!decoded)
+    throw new ConformanceError(
+      'ERR_TOKEN_NOT_JWS',
+      'the access token is not a compact JWS (header.payload.signature)',
+    );
   return decoded;
 }
 
