@@ -5,6 +5,32 @@ import { createServer as createNetServer, type Server as NetServer } from 'node:
 /** How long the helper process that copies the listening socket's descriptor may take, by default. */
 export const defaultCopyTimeoutMs = 10_000;
 
+/** How `listenOn` listens. */
+export interface ListenOptions {
+  port: number;
+  host: string;
+  backlog: number;
+  sockets: number;
+  /** Where the reason goes when fewer handles than asked listen. Default stderr. */
+  log?: (line: string, fields?: Record<string, unknown>) => void;
+  /** Bound on the helper process of the descriptor copies (ms). Default `defaultCopyTimeoutMs`. */
+  copyTimeoutMs?: number;
+  /** Try SO_REUSEPORT first (default true; false: descriptor copies only, to test them anywhere). */
+  reusePort?: boolean;
+}
+
+/** The port `listenOn` listens on, and its handles. */
+export interface Listening {
+  port: number;
+  /** Handles listening on the port, `server`'s included. */
+  sockets: number;
+  /** How the extra handles were had: `reuseport`, `copies` (of one socket's descriptor), `none`. */
+  mode: 'reuseport' | 'copies' | 'none';
+  /** Connections each extra handle (all but `server`'s own) has accepted so far. */
+  acceptedByExtras(): number[];
+  close(): Promise<void>;
+}
+
 /**
  * Listens for `server` on `sockets` listening handles on one port, where libuv accepts one connection
  * per handle per turn of the event loop:
@@ -25,30 +51,7 @@ export const defaultCopyTimeoutMs = 10_000;
  * `close()` stops accepting on every handle but `server`'s own (closed by `server.close()`), at once;
  * the connections they accepted are counted as the HTTP server's, so `server.close()` waits for them.
  */
-export async function listenOn(
-  server: Server,
-  options: {
-    port: number;
-    host: string;
-    backlog: number;
-    sockets: number;
-    /** Where the reason goes when fewer handles than asked listen. Default stderr. */
-    log?: (line: string, fields?: Record<string, unknown>) => void;
-    /** Bound on the helper process of the descriptor copies (ms). Default `defaultCopyTimeoutMs`. */
-    copyTimeoutMs?: number;
-    /** Try SO_REUSEPORT first (default true; false: descriptor copies only, to test them anywhere). */
-    reusePort?: boolean;
-  },
-): Promise<{
-  port: number;
-  /** Handles listening on the port, `server`'s included. */
-  sockets: number;
-  /** How the extra handles were had: `reuseport`, `copies` (of one socket's descriptor), `none`. */
-  mode: 'reuseport' | 'copies' | 'none';
-  /** Connections each extra handle (all but `server`'s own) has accepted so far. */
-  acceptedByExtras(): number[];
-  close(): Promise<void>;
-}> {
+export async function listenOn(server: Server, options: ListenOptions): Promise<Listening> {
   const { host, backlog } = options;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const wanted = Math.max(1, Math.floor(options.sockets));
@@ -65,91 +68,18 @@ export async function listenOn(
   holdEarlyRequests(server);
   await listen(server, options.port);
   const port = (server.address() as { port: number }).port;
-  const extra: NetServer[] = [];
   const accepted = new Map<NetServer, number>();
-  // Connections accepted by an extra handle are the HTTP server's: same socket options (half-open
-  // allowed, no Nagle delay...), as if it had accepted them itself.
-  const extraServer = () => {
-    // (Fields net.Server keeps from its options, not in its typings; HTTP's defaults where missing.)
-    const own = server as unknown as Partial<
-      Record<'allowHalfOpen' | 'pauseOnConnect' | 'noDelay' | 'keepAlive', boolean>
-    > & {
-      keepAliveInitialDelay?: number;
-      highWaterMark?: number;
-    };
-    const socket = createNetServer({
-      allowHalfOpen: own.allowHalfOpen ?? true,
-      pauseOnConnect: own.pauseOnConnect ?? false,
-      noDelay: own.noDelay ?? true,
-      keepAlive: own.keepAlive ?? false,
-      keepAliveInitialDelay: own.keepAliveInitialDelay ?? 0,
-      ...(own.highWaterMark !== undefined && { highWaterMark: own.highWaterMark }),
-    });
-    socket.on('connection', (connection) => {
-      accepted.set(socket, (accepted.get(socket) ?? 0) + 1);
-      // The connection is the HTTP server's as if it had accepted it: counted in its connections, so
-      // that `server.close()` waits for it as for its own (a rolling shutdown drains every handle's
-      // calls), and no longer in this server's. (`_connections`, `_server`: net's own bookkeeping,
-      // which a closing socket updates; the same in Node 20, 22 and 24.)
-      const moved = socket as unknown as { _connections: number };
-      const to = server as unknown as { _connections: number };
-      const conn = connection as unknown as { _server: unknown; server: unknown };
-      if (
-        typeof moved._connections === 'number' &&
-        typeof to._connections === 'number' &&
-        conn._server === socket
-      ) {
-        moved._connections -= 1;
-        to._connections += 1;
-        conn._server = server;
-        conn.server = server;
-      }
-      server.emit('connection', connection);
-    });
-    return socket;
-  };
-  let mode: 'reuseport' | 'copies' | 'none' = 'none';
-  for (let index = 1; reusePort && index < wanted; index += 1) {
-    const socket = extraServer();
-    try {
-      await listen(socket, port);
-    } catch {
-      // No SO_REUSEPORT here (EADDRINUSE).
-      break;
-    }
-    extra.push(socket);
-    mode = 'reuseport';
-  }
+  const extraServer = () => extraListener(server, accepted);
+  let mode: Listening['mode'] = 'none';
+  const extra = reusePort
+    ? await reusePortSockets(wanted - 1, extraServer, (socket) => listen(socket, port))
+    : [];
+  if (extra.length > 0) mode = 'reuseport';
   if (wanted > 1 && extra.length === 0) {
     try {
-      const handles = await copyListeningHandle(
-        server,
-        wanted - 1,
-        options.copyTimeoutMs ?? defaultCopyTimeoutMs,
-      );
-      try {
-        for (const handle of handles) {
-          const socket = extraServer();
-          await new Promise<void>((resolve, reject) => {
-            socket.once('error', reject);
-            // The backlog given again: listen(2) on a descriptor of the socket sets the socket's backlog.
-            socket.listen(handle, backlog, () => {
-              socket.off('error', reject);
-              resolve();
-            });
-          });
-          extra.push(socket);
-          const address = socket.address();
-          if (typeof address !== 'object' || address === null || address.port !== port) {
-            throw new Error(`a copy listens on ${JSON.stringify(address)}, not on port ${port}`);
-          }
-        }
-        mode = 'copies';
-      } catch (error) {
-        for (const socket of extra.splice(0)) socket.close();
-        for (const handle of handles) closeRawHandle(handle);
-        throw error;
-      }
+      const timeoutMs = options.copyTimeoutMs ?? defaultCopyTimeoutMs;
+      extra.push(...(await copiedSockets(server, wanted - 1, { port, backlog, timeoutMs }, extraServer)));
+      mode = 'copies';
     } catch (error) {
       log(
         `listening on 1 socket instead of ${wanted}: this runtime has no SO_REUSEPORT and copying the listening socket's descriptor failed (${(error as Error).message}); under a burst of new connections they are accepted one per turn of the event loop`,
@@ -173,10 +103,112 @@ export async function listenOn(
     mode,
     close: async () => {
       // net.Server#close closes the listening descriptor at once; the connections it accepted are the
-      // HTTP server's (see extraServer), which `server.close()` waits for.
+      // HTTP server's (see extraListener), which `server.close()` waits for.
       for (const socket of extra) if (socket.listening) socket.close();
     },
   };
+}
+
+/**
+ * A listening handle whose connections are the HTTP server's: same socket options (half-open allowed,
+ * no Nagle delay...), as if it had accepted them itself; each one it accepts is counted in `accepted`.
+ */
+function extraListener(server: Server, accepted: Map<NetServer, number>): NetServer {
+  // (Fields net.Server keeps from its options, not in its typings; HTTP's defaults where missing.)
+  const own = server as unknown as Partial<
+    Record<'allowHalfOpen' | 'pauseOnConnect' | 'noDelay' | 'keepAlive', boolean>
+  > & {
+    keepAliveInitialDelay?: number;
+    highWaterMark?: number;
+  };
+  const socket = createNetServer({
+    allowHalfOpen: own.allowHalfOpen ?? true,
+    pauseOnConnect: own.pauseOnConnect ?? false,
+    noDelay: own.noDelay ?? true,
+    keepAlive: own.keepAlive ?? false,
+    keepAliveInitialDelay: own.keepAliveInitialDelay ?? 0,
+    ...(own.highWaterMark !== undefined && { highWaterMark: own.highWaterMark }),
+  });
+  socket.on('connection', (connection) => {
+    accepted.set(socket, (accepted.get(socket) ?? 0) + 1);
+    // The connection is the HTTP server's as if it had accepted it: counted in its connections, so
+    // that `server.close()` waits for it as for its own (a rolling shutdown drains every handle's
+    // calls), and no longer in this server's. (`_connections`, `_server`: net's own bookkeeping,
+    // which a closing socket updates; the same in Node 20, 22 and 24.)
+    const moved = socket as unknown as { _connections: number };
+    const to = server as unknown as { _connections: number };
+    const conn = connection as unknown as { _server: unknown; server: unknown };
+    if (
+      typeof moved._connections === 'number' &&
+      typeof to._connections === 'number' &&
+      conn._server === socket
+    ) {
+      moved._connections -= 1;
+      to._connections += 1;
+      conn._server = server;
+      conn.server = server;
+    }
+    server.emit('connection', connection);
+  });
+  return socket;
+}
+
+/** Up to `count` further sockets bound to the port through SO_REUSEPORT: as many as bind, in turn. */
+async function reusePortSockets(
+  count: number,
+  extraServer: () => NetServer,
+  listen: (socket: NetServer) => Promise<void>,
+): Promise<NetServer[]> {
+  const sockets: NetServer[] = [];
+  for (let index = 0; index < count; index += 1) {
+    const socket = extraServer();
+    try {
+      await listen(socket);
+    } catch {
+      // No SO_REUSEPORT here (EADDRINUSE).
+      break;
+    }
+    sockets.push(socket);
+  }
+  return sockets;
+}
+
+/**
+ * `count` handles listening on copies of `server`'s socket descriptor (see `copyListeningHandle`), or
+ * a rejection saying why, with every handle and copy closed.
+ */
+async function copiedSockets(
+  server: Server,
+  count: number,
+  at: { port: number; backlog: number; timeoutMs: number },
+  extraServer: () => NetServer,
+): Promise<NetServer[]> {
+  const { port, backlog } = at;
+  const handles = await copyListeningHandle(server, count, at.timeoutMs);
+  const sockets: NetServer[] = [];
+  try {
+    for (const handle of handles) {
+      const socket = extraServer();
+      await new Promise<void>((resolve, reject) => {
+        socket.once('error', reject);
+        // The backlog given again: listen(2) on a descriptor of the socket sets the socket's backlog.
+        socket.listen(handle, backlog, () => {
+          socket.off('error', reject);
+          resolve();
+        });
+      });
+      sockets.push(socket);
+      const address = socket.address();
+      if (typeof address !== 'object' || address === null || address.port !== port) {
+        throw new Error(`a copy listens on ${JSON.stringify(address)}, not on port ${port}`);
+      }
+    }
+    return sockets;
+  } catch (error) {
+    for (const socket of sockets.splice(0)) socket.close();
+    for (const handle of handles) closeRawHandle(handle);
+    throw error;
+  }
 }
 
 // What the helper process runs: it takes the listening socket's handle (a raw handle: it never listens
