@@ -62,7 +62,7 @@ describe('the suite’s error family', () => {
     ]);
   });
 
-  it('no source file declares an error class on Error itself, or throws a TypeError or RangeError', () => {
+  it('no source file declares an error class on Error itself, or throws an Error, TypeError or RangeError', () => {
     const sources = Object.fromEntries(
       sourceFiles(fileURLToPath(new URL('../src', import.meta.url))).map((file) => [
         relative(packageDir, file),
@@ -70,6 +70,15 @@ describe('the suite’s error family', () => {
       ]),
     );
     expect(strayErrorLines(sources, [base])).toEqual([]);
+    // Nor a plain Error: every error the package throws is of its family.
+    const plain = (files: Record<string, string>) =>
+      Object.entries(files).flatMap(([file, text]) =>
+        text
+          .split('\n')
+          .flatMap((line, index) => (/\bnew Error\(/.test(line) ? [`${file}:${index + 1}`] : [])),
+      );
+    expect(plain(sources)).toEqual([]);
+    expect(plain({ 'src/planted.ts': "throw new Error('x');" })).toEqual(['src/planted.ts:1']);
     // Negative control: a planted TypeError is found.
     const planted = { ...sources, 'src/planted.ts': "throw new TypeError('not a JWKS');" };
     expect(strayErrorLines(planted, [base])).toEqual([

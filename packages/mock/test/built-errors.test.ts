@@ -63,7 +63,7 @@ describe('the mock’s error family', () => {
     ]);
   });
 
-  it('no source file declares an error class on Error itself, or throws a TypeError or RangeError', () => {
+  it('no source file declares an error class on Error itself, or throws an Error, TypeError or RangeError', () => {
     const sources = Object.fromEntries(
       sourceFiles(fileURLToPath(new URL('../src', import.meta.url))).map((file) => [
         relative(packageDir, file),
@@ -71,6 +71,15 @@ describe('the mock’s error family', () => {
       ]),
     );
     expect(strayErrorLines(sources, [base])).toEqual([]);
+    // Nor a plain Error: every error the package throws is of its family.
+    const plain = (files: Record<string, string>) =>
+      Object.entries(files).flatMap(([file, text]) =>
+        text
+          .split('\n')
+          .flatMap((line, index) => (/\bnew Error\(/.test(line) ? [`${file}:${index + 1}`] : [])),
+      );
+    expect(plain(sources)).toEqual([]);
+    expect(plain({ 'src/planted.ts': "throw new Error('x');" })).toEqual(['src/planted.ts:1']);
     // Negative control: a planted class on Error is found.
     expect(strayErrorLines({ ...sources, 'src/planted.ts': 'class Stray extends Error {}' }, [base])).toEqual(
       ['src/planted.ts:1: class Stray extends Error {}'],

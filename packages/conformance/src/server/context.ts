@@ -6,6 +6,7 @@ import { decodeJwt } from '../common/jwt.js';
 import { isLoopbackHost } from '../common/loopback.js';
 import type { Redactor, Secret } from '../common/redact.js';
 import { parseScopeString } from '../common/scope-set.js';
+import { ConformanceError } from '../errors.js';
 import { curlLine } from './curl-line.js';
 import { SuiteIssuer } from './forgery/suite-issuer.js';
 import { cite } from './http/evidence.js';
@@ -56,7 +57,8 @@ export class CheckContext {
 
   /** The preflight token: every scope requested. A check that reads it judged it: it is cited as evidence. */
   get main(): TokenOutcome {
-    if (!this.#main?.accessToken) throw new Error('the preflight found no token; no check can run');
+    if (!this.#main?.accessToken)
+      throw new ConformanceError('ERR_PREFLIGHT', 'the preflight found no token; no check can run');
     cite(this.#main.exchange);
     return this.#main;
   }
@@ -77,7 +79,10 @@ export class CheckContext {
     const fromClaim = this.main.jwt?.payload.partnerId;
     const id = typeof fromBody === 'string' ? fromBody : fromClaim;
     if (typeof id !== 'string')
-      throw new Error('the token response holds no partnerId (API documentation §2.2)');
+      throw new ConformanceError(
+        'ERR_PREFLIGHT',
+        'the token response holds no partnerId (API documentation §2.2)',
+      );
     return id;
   }
 
