@@ -8,7 +8,9 @@ import type { Database, Queryable } from '../src/db/database.js';
 import { openDatabase } from '../src/db/database.js';
 import { migrate } from '../src/db/migrations.js';
 import { UsageError } from '../src/errors.js';
+import { claimExchanges, EvidenceLeaseLost } from '../src/evidence/claim.js';
 import type { Exchange } from '../src/evidence/exchange.js';
+import { queuedExchange } from '../src/evidence/store.js';
 import { recordSignedDecision } from '../src/production/decisions/signed.js';
 import type { RegressionFinding } from '../src/regressions/finding.js';
 import {
@@ -196,10 +198,13 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
          VALUES ($1, $2, $3, 'api', 'GET', '/loans', $4, $5, $6) RETURNING id`,
         [partnerId, reporterId, clock, status, `fp_${clock}`, status === 401 ? 'invalid_token' : null],
       );
-      await svc.db.query('INSERT INTO evidence_queue (exchange_id, partner_id, at) VALUES ($1, $2, $3)', [
-        row!.id,
+      await svc.db.query(
+        `INSERT INTO evidence_queue (exchange_id, partner_id, at, exchange)
+         SELECT id, partner_id, at, ${queuedExchange} FROM evidence_exchanges WHERE id = $1`,
+        [row!.id],
+      );
+      await svc.db.query('INSERT INTO evidence_cursors (partner_id) VALUES ($1) ON CONFLICT DO NOTHING', [
         partnerId,
-        clock,
       ]);
     }
   }
@@ -361,8 +366,8 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
            CASE k WHEN 0 THEN 'POST' ELSE 'GET' END, CASE k WHEN 0 THEN '/oauth/token' ELSE '/v3/loans' END, 200,
            'fp' || g, CASE k WHEN 0 THEN '["loans:read"]'::jsonb END,
            CASE k WHEN 0 THEN $3::bigint + g * 10000 + 43199000 END
-         FROM generate_series(1, 320) g, generate_series(0, 1) k RETURNING id, partner_id, at)
-       INSERT INTO evidence_queue (exchange_id, partner_id, at) SELECT id, partner_id, at FROM made`,
+         FROM generate_series(1, 320) g, generate_series(0, 1) k RETURNING *)
+       INSERT INTO evidence_queue (exchange_id, partner_id, at, exchange) SELECT id, partner_id, at, ${queuedExchange} FROM made`,
       [partner.partnerId, reporterId, start],
     );
     const watch = startRegressionWatch({
@@ -394,8 +399,8 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
          SELECT $1, $2, $3::bigint + g * 10000, CASE g WHEN 0 THEN 'token' ELSE 'api' END,
            CASE g WHEN 0 THEN 'POST' ELSE 'GET' END, CASE g WHEN 0 THEN '/oauth/token' ELSE '/v3/loans' END, 200,
            'fp-one', CASE g WHEN 0 THEN '["loans:read"]'::jsonb END, CASE g WHEN 0 THEN $3::bigint + 43199000 END
-         FROM generate_series(0, 640) g RETURNING id, partner_id, at)
-       INSERT INTO evidence_queue (exchange_id, partner_id, at) SELECT id, partner_id, at FROM made`,
+         FROM generate_series(0, 640) g RETURNING *)
+       INSERT INTO evidence_queue (exchange_id, partner_id, at, exchange) SELECT id, partner_id, at, ${queuedExchange} FROM made`,
       [partner.partnerId, reporterId, start],
     );
     const watch = startRegressionWatch({
@@ -412,6 +417,68 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
       ).toEqual([]);
     } finally {
       await watch.close();
+    }
+  }, 60_000);
+
+  it('commits a round in one transaction; a partner whose commit fails is rolled back alone', async () => {
+    const kept = await approvedPartner(`Together kept ${store}`);
+    const lost = await approvedPartner(`Together lost ${store}`);
+    const also = await svc.partner(`Together also ${store}`);
+    const transactions: string[] = [];
+    const told: string[] = [];
+    const lines: string[] = [];
+    const watch = startRegressionWatch({
+      // The evidence side's own hand-out; `lost`'s claim loses its lease before the commit.
+      claim: async () => {
+        const claims = await claimExchanges(svc.db, { leaseMs: 60_000 });
+        await svc.db.query('UPDATE evidence_cursors SET lease_token = $2 WHERE partner_id = $1', [
+          lost.partnerId,
+          'another-instance',
+        ]);
+        return claims;
+      },
+      transaction: (work) => {
+        transactions.push('begin');
+        return svc.db.transaction(work);
+      },
+      createJudge: streakJudge,
+      record: svc.recordIn,
+      committed: (outcomes) => told.push(...outcomes.map((outcome) => outcome.regressionId)),
+      intervalMs: 3_600_000,
+      log: (line) => lines.push(line),
+    });
+    try {
+      await queue(kept.partnerId, [401, 401, 401]);
+      await queue(lost.partnerId, [401, 401, 401]);
+      await queue(also.partnerId, [200]);
+      await watch.round();
+      // One transaction for the three partners' commits.
+      expect(transactions).toEqual(['begin']);
+      expect(lines).toEqual([
+        `regression watch: a round failed (${lost.partnerId}: ${new EvidenceLeaseLost(lost.partnerId).message}); those exchanges are judged again later`,
+      ]);
+      // kept: its finding recorded and told; lost: nothing recorded, its exchanges still queued.
+      expect(await regressionsOf(kept.partnerId)).toEqual([
+        { check_id: 'client-token-expiry', consequence: 'suspended' },
+      ]);
+      const keptIds = await svc.db.query<{ id: string }>('SELECT id FROM regressions WHERE partner_id = $1', [
+        kept.partnerId,
+      ]);
+      expect(told).toEqual(keptIds.map((row) => row.id));
+      expect(await regressionsOf(lost.partnerId)).toEqual([]);
+      const queued = await svc.db.query<{ partner_id: string }>(
+        'SELECT DISTINCT partner_id FROM evidence_queue WHERE partner_id = ANY($1)',
+        [[kept.partnerId, lost.partnerId, also.partnerId]],
+      );
+      expect(queued.map((row) => row.partner_id)).toEqual([lost.partnerId]);
+      const suspended = await svc.db.query(
+        "SELECT partner_id FROM decisions WHERE decision = 'suspended' AND partner_id = ANY($1)",
+        [[kept.partnerId, lost.partnerId]],
+      );
+      expect(suspended).toEqual([{ partner_id: kept.partnerId }]);
+    } finally {
+      await watch.close();
+      await svc.db.query('DELETE FROM evidence_queue WHERE partner_id = $1', [lost.partnerId]);
     }
   }, 60_000);
 

@@ -42,6 +42,12 @@ export interface PartnerEvidence {
   readonly state: unknown;
   /** Stores `state` (JSON, at most 1 MiB), marks `exchanges` judged, and runs `write` in the same transaction. */
   commit(state: unknown, write?: (tx: Queryable) => Promise<void>): Promise<void>;
+  /**
+   * `commit` in the caller's transaction `tx` (so that one transaction commits several partners: the
+   * watch's round). The claim counts as committed only if `tx` commits; if it rolls back, the claim runs
+   * out its lease and the same exchanges are handed out again.
+   */
+  commitIn(tx: Queryable, state: unknown, write?: (tx: Queryable) => Promise<void>): Promise<void>;
   /** Gives the partner back without judging: its exchanges are handed out again at the next claim. */
   release(): Promise<void>;
 }
@@ -111,27 +117,36 @@ export async function claimExchanges(
         throw new UsageError(`the claim on ${partnerId}'s evidence was already committed or released`);
       settled = true;
     };
+    /** Settles the claim with `next` as the judge's state: its JSON, once checked. */
+    const settleWith = (next: unknown): string => {
+      settle();
+      const json = JSON.stringify(next ?? null);
+      if (Buffer.byteLength(json) > maxJudgeStateBytes)
+        throw new UsageError(
+          `the judge's state of ${partnerId} is ${Buffer.byteLength(json)} bytes of JSON, more than ${maxJudgeStateBytes}: keep less`,
+        );
+      return json;
+    };
+    const commitWith = async (tx: Queryable, json: string, write?: (tx: Queryable) => Promise<void>) => {
+      const [held] = await tx.query(
+        `UPDATE evidence_cursors SET state = $2::jsonb, lease_token = NULL, lease_until = NULL, judged_at = now(),
+           judged = judged + $4 WHERE partner_id = $1 AND lease_token = $3 RETURNING partner_id`,
+        [partnerId, json, lease, ids.length],
+      );
+      if (!held) throw new EvidenceLeaseLost(partnerId);
+      await tx.query('DELETE FROM evidence_queue WHERE exchange_id = ANY($1::bigint[])', [ids]);
+      await write?.(tx);
+    };
     return {
       partnerId,
       state,
       exchanges: queued.map((item) => item.exchange),
       async commit(next, write) {
-        settle();
-        const json = JSON.stringify(next ?? null);
-        if (Buffer.byteLength(json) > maxJudgeStateBytes)
-          throw new UsageError(
-            `the judge's state of ${partnerId} is ${Buffer.byteLength(json)} bytes of JSON, more than ${maxJudgeStateBytes}: keep less`,
-          );
-        await db.transaction(async (tx) => {
-          const [held] = await tx.query(
-            `UPDATE evidence_cursors SET state = $2::jsonb, lease_token = NULL, lease_until = NULL, judged_at = now(),
-               judged = judged + $4 WHERE partner_id = $1 AND lease_token = $3 RETURNING partner_id`,
-            [partnerId, json, lease, ids.length],
-          );
-          if (!held) throw new EvidenceLeaseLost(partnerId);
-          await tx.query('DELETE FROM evidence_queue WHERE exchange_id = ANY($1::bigint[])', [ids]);
-          await write?.(tx);
-        });
+        const json = settleWith(next);
+        await db.transaction((tx) => commitWith(tx, json, write));
+      },
+      async commitIn(tx, next, write) {
+        await commitWith(tx, settleWith(next), write);
       },
       async release() {
         settle();

@@ -36,6 +36,7 @@ export function startRegressions(deps: {
     deps.evidence &&
     startRegressionWatch({
       claim: deps.evidence.claim,
+      transaction: (work) => deps.db.transaction(work),
       createJudge: deps.evidence.createJudge ?? createPartnerJudge,
       record: (tx, finding) => recordRegressionIn(tx, finding, options),
       committed: (outcomes) => regressionCommitted(outcomes, options),

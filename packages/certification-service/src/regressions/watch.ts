@@ -14,6 +14,8 @@ export interface ClaimedEvidence {
   readonly state: unknown;
   /** Stores the judge's state and marks the exchanges judged, with `write` in the same transaction. */
   commit(state: unknown, write?: (tx: Queryable) => Promise<void>): Promise<void>;
+  /** `commit` inside the caller's transaction: the watch's round commits every partner in one. */
+  commitIn?(tx: Queryable, state: unknown, write?: (tx: Queryable) => Promise<void>): Promise<void>;
   /** Gives the partner back unjudged: its exchanges are handed out again. */
   release(): Promise<void>;
 }
@@ -36,6 +38,13 @@ export interface RegressionWatchOptions {
   record: (tx: Queryable, finding: RegressionFinding) => Promise<RecordedRegression>;
   /** Once a partner's commit is done: what was recorded (`regressionCommitted`: the metric, the nudge). */
   committed?: (outcomes: readonly RecordedRegression[]) => void;
+  /**
+   * The database's transaction: when given (and the claims offer `commitIn`), a round commits all its
+   * partners in one transaction, each behind a savepoint, instead of one transaction a partner. On the
+   * embedded store, where transactions take turns with the evidence being stored, 17 transactions a round
+   * (the claim and 16 commits) each waited behind the batches queued meanwhile: judging fell behind.
+   */
+  transaction?: <T>(work: (tx: Queryable) => Promise<T>) => Promise<T>;
   /** The pause after a round that found nothing to judge (or failed), in ms. Default 1000. */
   intervalMs?: number;
   log?: (line: string) => void;
@@ -63,26 +72,77 @@ export function startRegressionWatch(options: RegressionWatchOptions): Regressio
   let timer: NodeJS.Timeout | undefined;
   let failing = false;
 
-  /** Judges one claim; throws what went wrong, having released the claim when it was not committed. */
-  const judgeClaim = async (claimed: ClaimedEvidence) => {
-    let findings: RegressionFinding[];
-    let state: unknown;
+  interface Verdict {
+    claimed: ClaimedEvidence;
+    state: unknown;
+    findings: RegressionFinding[];
+  }
+
+  /** Runs the partner's judge on its claim; throws what went wrong, having given the claim back. */
+  const judgeClaim = async (claimed: ClaimedEvidence): Promise<Verdict> => {
     try {
       const judge = options.createJudge(
         claimed.partnerId,
         claimed.state === undefined || claimed.state === null ? {} : { state: claimed.state },
       );
-      findings = judge.observe([...claimed.exchanges]);
-      state = judge.state();
+      const findings = judge.observe([...claimed.exchanges]);
+      return { claimed, state: judge.state(), findings };
     } catch (error) {
       await claimed.release().catch(() => undefined);
       throw error;
     }
-    const outcomes: RecordedRegression[] = [];
-    await claimed.commit(state, async (tx) => {
-      for (const finding of findings) outcomes.push(await options.record(tx, finding));
+  };
+
+  /** What `write` records of a verdict's findings, in the commit's transaction. */
+  const recorder = (verdict: Verdict, outcomes: RecordedRegression[]) => async (tx: Queryable) => {
+    for (const finding of verdict.findings) outcomes.push(await options.record(tx, finding));
+  };
+
+  /** Commits each verdict in a transaction of its own; how many committed. */
+  const commitEach = async (verdicts: readonly Verdict[], problems: string[]): Promise<number> => {
+    let committed = 0;
+    for (const verdict of verdicts) {
+      const outcomes: RecordedRegression[] = [];
+      try {
+        await verdict.claimed.commit(verdict.state, recorder(verdict, outcomes));
+        options.committed?.(outcomes);
+        committed += 1;
+      } catch (error) {
+        problems.push(`${verdict.claimed.partnerId}: ${(error as Error).message}`);
+      }
+    }
+    return committed;
+  };
+
+  /**
+   * Commits every verdict in one transaction, each behind a savepoint: a partner whose commit fails
+   * (its lease lost, a finding refused) is rolled back alone and its claim runs out; the others commit.
+   * `committed` is told only once the transaction has committed. How many committed.
+   */
+  const commitTogether = async (
+    transaction: NonNullable<RegressionWatchOptions['transaction']>,
+    verdicts: readonly Verdict[],
+    problems: string[],
+  ): Promise<number> => {
+    const done: RecordedRegression[][] = [];
+    const failed: string[] = [];
+    await transaction(async (tx) => {
+      for (const [index, verdict] of verdicts.entries()) {
+        const outcomes: RecordedRegression[] = [];
+        await tx.query(`SAVEPOINT partner_${index}`);
+        try {
+          await verdict.claimed.commitIn!(tx, verdict.state, recorder(verdict, outcomes));
+          await tx.query(`RELEASE SAVEPOINT partner_${index}`);
+          done.push(outcomes);
+        } catch (error) {
+          await tx.query(`ROLLBACK TO SAVEPOINT partner_${index}`);
+          failed.push(`${verdict.claimed.partnerId}: ${(error as Error).message}`);
+        }
+      }
     });
-    options.committed?.(outcomes);
+    problems.push(...failed);
+    for (const outcomes of done) options.committed?.(outcomes);
+    return done.length;
   };
 
   /** One round: true when it judged something (more may be waiting). */
@@ -90,18 +150,23 @@ export function startRegressionWatch(options: RegressionWatchOptions): Regressio
     const problems: string[] = [];
     let judged = 0;
     try {
+      const verdicts: Verdict[] = [];
       for (const claimed of await options.claim()) {
         if (closed) {
           await claimed.release().catch(() => undefined);
           continue;
         }
         try {
-          await judgeClaim(claimed);
-          judged += 1;
+          verdicts.push(await judgeClaim(claimed));
         } catch (error) {
           problems.push(`${claimed.partnerId}: ${(error as Error).message}`);
         }
       }
+      const together =
+        options.transaction && verdicts.length > 1 && verdicts.every((verdict) => verdict.claimed.commitIn);
+      judged = together
+        ? await commitTogether(options.transaction!, verdicts, problems)
+        : await commitEach(verdicts, problems);
     } catch (error) {
       problems.push((error as Error).message);
     }
