@@ -16,7 +16,10 @@ export type ServiceErrorCode =
   | 'ERR_APPROVAL_IN_FORCE' // a rejection of the run a standing approval rests on (refused, not thrown out)
   | 'ERR_REGISTER_POLL_REFUSED' // ChangeRefusal: too many register polls wait (429 or 503)
   | 'ERR_EVIDENCE_REQUEST' // OtlpRequestError: an evidence request cannot be read (400 or 413)
-  | 'ERR_EVIDENCE_LEASE_LOST'; // EvidenceLeaseLost: a claim on a partner's evidence ran out before its commit
+  | 'ERR_EVIDENCE_LEASE_LOST' // EvidenceLeaseLost: a claim on a partner's evidence ran out before its commit
+  | 'ERR_OIDC_DISCOVERY' // the OpenID provider's discovery document cannot be read (sign-in answers 503)
+  | 'ERR_SECRETS_KEY' // a sealed secret does not open, or a derived one does not match, with this secrets key
+  | 'ERR_INTERNAL'; // InternalError: an invariant of the service broke (the command exits 1, as for any bug)
 
 /**
  * The base of the service's error family: every error class of the service extends it, with a `code`
@@ -59,5 +62,17 @@ export class UsageError extends ServiceError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('ERR_USAGE', message, options);
     this.name = 'UsageError';
+  }
+}
+
+/**
+ * An invariant of the service broke: a bug, or its database or journal changed under it (a batch gave
+ * too few results, a decision just recorded cannot be read back, the initdb of the embedded store failed).
+ * The message says which; the command ends with exit 1 and the stack, as for any unexpected error.
+ */
+export class InternalError extends ServiceError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_INTERNAL', message, options);
+    this.name = 'InternalError';
   }
 }

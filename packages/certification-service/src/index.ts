@@ -1,7 +1,13 @@
 export { addPartner, addReviewer } from './admin.js';
 export { type Database, openDatabase, openEmbedded, openPostgres, type Queryable } from './db/database.js';
 export { migrate, migrations } from './db/migrations.js';
-export { ServiceError, type ServiceErrorCode, StorageUnavailableError, UsageError } from './errors.js';
+export {
+  InternalError,
+  ServiceError,
+  type ServiceErrorCode,
+  StorageUnavailableError,
+  UsageError,
+} from './errors.js';
 export {
   addEvidenceReporter,
   claimExchanges,

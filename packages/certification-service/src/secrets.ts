@@ -8,6 +8,7 @@ import {
   randomBytes,
   timingSafeEqual,
 } from 'node:crypto';
+import { ServiceError } from './errors.js';
 
 /**
  * A new secret: a prefix that says what it is (so a leaked one is recognised by secret scanners and
@@ -78,7 +79,10 @@ export function seal(key: Buffer, plain: string, context: string): string {
 export function unseal(key: Buffer, sealed: string, context: string): string {
   const [version, iv, body, tag] = sealed.split('.');
   if (version !== 'v1' || !iv || body === undefined || !tag)
-    throw new Error('not a sealed value of this service (expected v1.<iv>.<ciphertext>.<tag>)');
+    throw new ServiceError(
+      'ERR_SECRETS_KEY',
+      'not a sealed value of this service (expected v1.<iv>.<ciphertext>.<tag>)',
+    );
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
   decipher.setAAD(Buffer.from(context));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));

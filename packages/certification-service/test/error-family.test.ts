@@ -32,6 +32,9 @@ const codes: Record<ServiceErrorCode, true> = {
   ERR_REGISTER_POLL_REFUSED: true,
   ERR_EVIDENCE_REQUEST: true,
   ERR_EVIDENCE_LEASE_LOST: true,
+  ERR_OIDC_DISCOVERY: true,
+  ERR_SECRETS_KEY: true,
+  ERR_INTERNAL: true,
 };
 const family: ErrorFamily = { base: 'ServiceError', codes: Object.keys(codes) };
 
@@ -42,6 +45,7 @@ const cases: Record<string, ErrorCase> = {
     code: 'ERR_STORAGE_UNAVAILABLE',
   },
   UsageError: { args: ['message'], code: 'ERR_USAGE' },
+  InternalError: { args: ['message'], code: 'ERR_INTERNAL' },
   JudgingUnavailableError: { args: ['message', 5], code: 'ERR_JUDGING_UNAVAILABLE' },
   RunRefusal: { args: [409, 'Conflict', 'message'], code: 'ERR_RUN_REFUSED' },
   RunClosedError: { args: [], code: 'ERR_RUN_CLOSED' },
@@ -53,6 +57,39 @@ const cases: Record<string, ErrorCase> = {
 
 /** The base's own line. */
 const base = 'src/errors.ts: export class ServiceError extends Error {';
+
+/**
+ * Where a plain `new Error(` stays: the reason a socket is destroyed with or the cause a
+ * StorageUnavailableError carries (never thrown on its own), a database error rebuilt from the embedded
+ * thread (its SQLSTATE `code` kept), and files other changes hold now. `file: words` allows the lines of
+ * `file` holding `words`.
+ */
+const plainAllowed = [
+  'src/recording/drain.ts: answered calls wait for the database',
+  'src/recording/drain.ts: answered calls could not be recorded',
+  'src/db/embedded.ts: the database thread exited with code',
+  'src/db/embedded.ts: Object.assign(new Error(String(message.error.message)), message.error)',
+  'src/db/postgres.ts: the connection holding its serving lock was lost',
+  'src/production/webhooks/deliver.ts: no connection within',
+  'src/production/webhooks/deliver.ts: no complete response within',
+  'src/http/listen.ts',
+  'src/runs/stage-keys.ts',
+];
+const plainErrors = (files: Record<string, string>) =>
+  Object.entries(files).flatMap(([file, text]) =>
+    text
+      .split('\n')
+      .flatMap((line, index) =>
+        /\bnew Error\(/.test(line) &&
+        !/^\s*(\/\/|\*)/.test(line) &&
+        !plainAllowed.some(
+          (allow) =>
+            allow === file || (allow.startsWith(`${file}: `) && line.includes(allow.slice(file.length + 2))),
+        )
+          ? [`${file}:${index + 1}: ${line.trim()}`]
+          : [],
+      ),
+  );
 
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const sources = Object.fromEntries(
@@ -99,6 +136,14 @@ describe('the service’s error family', () => {
 
   it('no source file declares an error class on Error itself, or throws a TypeError or RangeError', () => {
     expect(strayErrorLines(sources, [base])).toEqual([]);
+  });
+
+  it('no source file throws a plain Error, but for the causes and files named', () => {
+    expect(plainErrors(sources)).toEqual([]);
+    // Negative control: a plain Error planted in a file of the family is found.
+    expect(
+      plainErrors({ 'src/secrets.ts': "    throw new Error('not a sealed value of this service');" }),
+    ).toEqual(["src/secrets.ts:1: throw new Error('not a sealed value of this service');"]);
   });
 
   it('the source check finds them (negative control)', () => {

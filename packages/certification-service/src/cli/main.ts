@@ -34,7 +34,9 @@ export async function main(argv: string[]): Promise<void> {
 /** Runs the command; an error ends it with its message (exit 3: the storage is in use; 1: unexpected). */
 export function run(argv: string[]): void {
   main(argv).catch((error: unknown) => {
-    if (error instanceof ServiceError) fail(error.message, error.code === 'ERR_STORAGE_IN_USE' ? 3 : 2);
+    // An InternalError is unexpected too: its stack, exit 1.
+    if (error instanceof ServiceError && error.code !== 'ERR_INTERNAL')
+      fail(error.message, error.code === 'ERR_STORAGE_IN_USE' ? 3 : 2);
     fail(`unexpected error: ${(error as Error).stack ?? String(error)}`, 1);
   });
 }

@@ -1,4 +1,5 @@
 import { type Context, context, type Link, SpanKind, trace } from '@opentelemetry/api';
+import { InternalError } from '../errors.js';
 import { dbBatchDuration, dbBatchSize, dbBatchWait } from '../observability/metrics.js';
 import { inSpan } from '../observability/tracing.js';
 
@@ -65,7 +66,7 @@ export function batched<I, O>(
     try {
       const results = await observedStatement(name, batch, () => run(batch.map((waiting) => waiting.item)));
       if (results.length !== batch.length)
-        throw new Error(`a batch of ${batch.length} gave ${results.length} results`);
+        throw new InternalError(`a batch of ${batch.length} gave ${results.length} results`);
       for (const [index, waiting] of batch.entries()) waiting.resolve(results[index]!);
     } catch (error) {
       if (batch.length > 1 && alone(error)) for (const waiting of batch) await send([waiting]);

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { ServiceError, StorageUnavailableError } from '../errors.js';
+import { InternalError, ServiceError, StorageUnavailableError } from '../errors.js';
 import type { Database, Row } from './types.js';
 
 /** Opens PGlite in `dataDir` (created when missing). The directory belongs to one process at a time. */
@@ -116,7 +116,7 @@ export async function openEmbeddedThread(
     const onMessage = (message: { ready?: true; failed?: string }) => {
       worker.off('error', onError);
       if (message.ready) resolve();
-      else reject(new Error(message.failed ?? 'the database thread did not start'));
+      else reject(new InternalError(message.failed ?? 'the database thread did not start'));
     };
     const onError = (error: Error) => {
       worker.off('message', onMessage);
@@ -167,7 +167,7 @@ export async function openEmbeddedThread(
       if (ended) return void (await worker.terminate());
       closing = true;
       await send('close', {});
-      end(new Error('the embedded database is closed'));
+      end(new InternalError('the embedded database is closed'));
       await worker.terminate();
     },
   };
@@ -198,7 +198,7 @@ async function initialiseApart(pgdata: string): Promise<void> {
   });
   const [code] = (await once(child, 'close')) as [number | null];
   if (code !== 0)
-    throw new Error(`initdb exited with ${code}: ${stderr.trim().split('\n').slice(-3).join(' ')}`);
+    throw new InternalError(`initdb exited with ${code}: ${stderr.trim().split('\n').slice(-3).join(' ')}`);
 }
 
 function alive(pid: number): boolean {

@@ -1,3 +1,4 @@
+import { InternalError } from '../errors.js';
 import type { Database } from './database.js';
 
 /**
@@ -414,7 +415,7 @@ export async function migrate(db: Database): Promise<number[]> {
     const newest = Math.max(0, ...done);
     const known = Math.max(...migrations.map((migration) => migration.id));
     if (newest > known)
-      throw new Error(
+      throw new InternalError(
         `the database's schema is at migration ${newest}, newer than this service knows (${known}): run the newer version of the service`,
       );
     return applied;

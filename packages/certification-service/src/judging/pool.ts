@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { ServiceError } from '../errors.js';
+import { InternalError, ServiceError } from '../errors.js';
 import { type JudgeInput, type JudgeOutput, judgeWork } from './work.mjs';
 
 /** Where judging runs: how many threads, how long a run may take, how much memory a thread may use. */
@@ -51,7 +51,7 @@ export interface JudgingPool {
 function workerFile(): string {
   const candidates = [new URL('./judging/work.js', import.meta.url), new URL('./work.mjs', import.meta.url)];
   for (const candidate of candidates) if (existsSync(candidate)) return fileURLToPath(candidate);
-  throw new Error(
+  throw new InternalError(
     `the judging worker is missing (looked for ${candidates.map((c) => c.pathname).join(', ')})`,
   );
 }

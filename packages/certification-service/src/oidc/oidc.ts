@@ -3,7 +3,7 @@ import type { Context, Hono } from 'hono';
 import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie';
 import * as client from 'openid-client';
 import type { Database } from '../db/database.js';
-import { UsageError } from '../errors.js';
+import { ServiceError, UsageError } from '../errors.js';
 import type { Audit } from '../http/api.js';
 import type { SigninGuard } from '../signin/signin-guard.js';
 import { h, page, uiContentSecurityPolicy } from '../web/html.js';
@@ -141,7 +141,8 @@ export function oidcSignIn(
       })
       .catch((error: unknown) => {
         configuration = undefined;
-        throw new Error(
+        throw new ServiceError(
+          'ERR_OIDC_DISCOVERY',
           `cannot read the OpenID provider's discovery document at ${issuerUrl.href.replace(/\/$/, '')}/.well-known/openid-configuration: ${(error as Error).message}; check --oidc-issuer and that the provider is reachable`,
         );
       });

@@ -11,6 +11,7 @@ import {
 } from 'node:fs';
 import { readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { InternalError } from '../errors.js';
 
 /**
  * The embedded store's journal of answered calls: an append-only file each exchange is written to
@@ -201,7 +202,7 @@ export function openJournalFile(dir: string): JournalFile {
   };
   return {
     append(entries) {
-      if (closed) throw new Error('the journal file is closed');
+      if (closed) throw new InternalError('the journal file is closed');
       let text = '';
       for (const entry of entries) text += journalLine(entry);
       const bytes = Buffer.from(text, 'utf8');

@@ -1,4 +1,5 @@
 import type { Database } from '../db/database.js';
+import { InternalError } from '../errors.js';
 import { type DrainOptions, journalFileDrain } from './drain.js';
 import { sharedStatements } from './statements.js';
 
@@ -106,7 +107,7 @@ export function openJournal(db: Database, options: JournalOptions = {}): Journal
       // An exchange is JSON on one line (as `JSON.stringify` writes it): the journal file holds one a
       // line, and a statement takes a batch's exchanges as one text, a line each (`exchangesText`).
       exchange.includes('\n')
-        ? Promise.reject(new Error(`run ${runId}: exchange ${seq} is not JSON on one line`))
+        ? Promise.reject(new InternalError(`run ${runId}: exchange ${seq} is not JSON on one line`))
         : file
           ? file.write({ runId, seq, exchange, scenarioState })
           : statements.record({ runId, seq, exchange, scenarioState }),

@@ -9,6 +9,7 @@ import {
   type StageLedger,
 } from '@partner-lending/conformance';
 import type { Database } from '../db/database.js';
+import { InternalError } from '../errors.js';
 import type { Journal } from './journal.js';
 import { RunClosedError } from './run-closed.js';
 import type { RunTokens } from './run-tokens.js';
@@ -301,7 +302,7 @@ async function attempts<T>(
     ctx.known && tokenCurrent(ctx.known) ? { state: ctx.known, token: issued, read: false } : undefined;
   for (let attempt = 1; ; attempt += 1) {
     if (attempt > maxPlayAttempts)
-      throw new Error(
+      throw new InternalError(
         `run ${ctx.run.id}: the scenario state changed under each of ${maxPlayAttempts} attempts to play a call; expected other instances to let one through`,
       );
     base ??= await ctx.read(issued);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.js';
+import { UsageError } from '../errors.js';
 import type { SigningKey } from '../keys.js';
 import { enqueueEvent } from '../outbox/outbox.js';
 import type { DigestedPlan } from '../plan/plan.js';
@@ -61,8 +62,8 @@ async function certifiedRun(
  * decision of the service with its `partner.suspended` event (the register then says `suspended`). A
  * partner not active (never approved, revoked, expired, already suspended) gets the regression recorded
  * and announced, nothing else. The same partner, check and window is recorded once: handed in again,
- * it changes nothing and returns the first. Throws a UsageError for a malformed finding, and an Error
- * for an unknown partner. Once committed, the metric counts it and `nudge` is called.
+ * it changes nothing and returns the first. Throws a UsageError for a malformed finding, and for
+ * an unknown partner. Once committed, the metric counts it and `nudge` is called.
  */
 export async function recordRegression(
   db: Database,
@@ -110,14 +111,14 @@ async function recordedBefore(
   );
 }
 
-/** The partner a finding names: an Error saying so when the service does not know it. */
+/** The partner a finding names: a UsageError saying so when the service does not know it. */
 async function partnerOf(tx: Queryable, partnerId: string): Promise<{ id: string; name: string }> {
   const [partner] = await tx.query<{ id: string; name: string }>(
     'SELECT id, name FROM partners WHERE id = $1',
     [partnerId],
   );
   if (!partner)
-    throw new Error(
+    throw new UsageError(
       `a regression names partner ${JSON.stringify(partnerId.slice(0, 60))}, which the service does not know: evidence must name a partner added with admin add-partner`,
     );
   return partner;

@@ -1,4 +1,5 @@
 import type { StageSigningKey } from '@partner-lending/conformance';
+import { InternalError, ServiceError } from '../errors.js';
 import { derivedSecret, hashSecret, sameText, seal, unseal } from '../secrets.js';
 
 /** A run's stage key as its row keeps it: the public half, and the private half sealed. */
@@ -37,7 +38,7 @@ export function openRunSecrets(
   },
 ): { clientSecret: string; signingKey: StageSigningKey } {
   const stored = run.signing_key;
-  if (!stored) throw new Error(`run ${run.id} has no stage key (it has ended)`);
+  if (!stored) throw new InternalError(`run ${run.id} has no stage key (it has ended)`);
   const signingKey =
     'privateKeyPem' in stored
       ? stored
@@ -51,7 +52,8 @@ export function openRunSecrets(
   if (run.client_secret) return { clientSecret: run.client_secret, signingKey };
   const { secret, sha256 } = runClientSecret(secretsKey, run.id);
   if (!run.client_secret_sha256 || !sameText(sha256, run.client_secret_sha256))
-    throw new Error(
+    throw new ServiceError(
+      'ERR_SECRETS_KEY',
       `run ${run.id}: its client secret does not match the one this instance derives: every instance needs the same SECRETS_KEY_FILE (or, without one, the same SIGNING_KEY_FILE) as the one that created the run`,
     );
   return { clientSecret: secret, signingKey };
@@ -61,7 +63,8 @@ function unsealed(open: () => string, runId: string): string {
   try {
     return open();
   } catch {
-    throw new Error(
+    throw new ServiceError(
+      'ERR_SECRETS_KEY',
       `run ${runId}: its stage key does not open with this instance's secrets key: every instance needs the same SECRETS_KEY_FILE (or, without one, the same SIGNING_KEY_FILE) as the one that created the run`,
     );
   }

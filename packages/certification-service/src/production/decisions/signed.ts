@@ -1,4 +1,5 @@
 import type { Database, Queryable } from '../../db/database.js';
+import { InternalError } from '../../errors.js';
 import type { SigningKey } from '../../keys.js';
 import { eventOfDecision } from '../../outbox/events.js';
 import { enqueueEvent } from '../../outbox/outbox.js';
@@ -45,9 +46,9 @@ export async function recordSignedDecision(
      WHERE d.id = $1`,
     [recorded.id],
   );
-  if (!row) throw new Error(`the decision ${String(recorded.id)} just recorded cannot be read back`);
+  if (!row) throw new InternalError(`the decision ${String(recorded.id)} just recorded cannot be read back`);
   if (row.attestation === null)
-    throw new Error(`run ${row.run_id} has no attestation: a decision must rest on an attested run`);
+    throw new InternalError(`run ${row.run_id} has no attestation: a decision must rest on an attested run`);
   const decisionId = String(row.id);
   const scopes = [...(row.scopes ?? [])];
   const validUntil = row.valid_until === null ? null : new Date(row.valid_until);

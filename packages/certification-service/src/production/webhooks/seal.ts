@@ -1,3 +1,4 @@
+import { ServiceError } from '../../errors.js';
 import { seal, unseal } from '../../secrets.js';
 
 /**
@@ -19,7 +20,8 @@ export function openSecret(secretsKey: Buffer, webhookId: string, sealed: string
   try {
     return unseal(secretsKey, sealed, context(webhookId));
   } catch {
-    throw new Error(
+    throw new ServiceError(
+      'ERR_SECRETS_KEY',
       `the signing secret of webhook ${webhookId} cannot be opened with this secrets key (was SECRETS_KEY_FILE changed, or the attestation key rotated without one?): add the webhook again`,
     );
   }
