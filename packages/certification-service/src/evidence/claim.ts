@@ -128,13 +128,16 @@ export async function claimExchanges(
       return json;
     };
     const commitWith = async (tx: Queryable, json: string, write?: (tx: Queryable) => Promise<void>) => {
-      const [held] = await tx.query(
-        `UPDATE evidence_cursors SET state = $2::jsonb, lease_token = NULL, lease_until = NULL, judged_at = now(),
-           judged = judged + $4 WHERE partner_id = $1 AND lease_token = $3 RETURNING partner_id`,
-        [partnerId, json, lease, ids.length],
+      // One statement (a round trip counts: on the embedded store each one crosses to the database's thread).
+      const [result] = await tx.query<{ held: number }>(
+        `WITH held AS (
+           UPDATE evidence_cursors SET state = $2::jsonb, lease_token = NULL, lease_until = NULL, judged_at = now(),
+             judged = judged + $4 WHERE partner_id = $1 AND lease_token = $3 RETURNING partner_id),
+         gone AS (DELETE FROM evidence_queue WHERE exchange_id = ANY($5::bigint[]) AND EXISTS (SELECT 1 FROM held))
+         SELECT count(*)::int AS held FROM held`,
+        [partnerId, json, lease, ids.length, ids],
       );
-      if (!held) throw new EvidenceLeaseLost(partnerId);
-      await tx.query('DELETE FROM evidence_queue WHERE exchange_id = ANY($1::bigint[])', [ids]);
+      if (Number(result?.held ?? 0) === 0) throw new EvidenceLeaseLost(partnerId);
       await write?.(tx);
     };
     return {

@@ -129,13 +129,17 @@ export function startRegressionWatch(options: RegressionWatchOptions): Regressio
     await transaction(async (tx) => {
       for (const [index, verdict] of verdicts.entries()) {
         const outcomes: RecordedRegression[] = [];
-        await tx.query(`SAVEPOINT partner_${index}`);
+        // Most partners have no finding: their commit is one statement that changes nothing when it
+        // fails (a lost lease), so it needs no savepoint. One with findings gets one, so that a finding
+        // refused rolls back its partner alone.
+        const guarded = verdict.findings.length > 0;
+        if (guarded) await tx.query(`SAVEPOINT partner_${index}`);
         try {
           await verdict.claimed.commitIn!(tx, verdict.state, recorder(verdict, outcomes));
-          await tx.query(`RELEASE SAVEPOINT partner_${index}`);
+          if (guarded) await tx.query(`RELEASE SAVEPOINT partner_${index}`);
           done.push(outcomes);
         } catch (error) {
-          await tx.query(`ROLLBACK TO SAVEPOINT partner_${index}`);
+          if (guarded) await tx.query(`ROLLBACK TO SAVEPOINT partner_${index}`);
           failed.push(`${verdict.claimed.partnerId}: ${(error as Error).message}`);
         }
       }
