@@ -482,6 +482,36 @@ describe.each(stores)('the regression watch on the %s store', (store) => {
     }
   }, 60_000);
 
+  it('claims again at once only after a full claim; a partial one waits for the interval', async () => {
+    const partner = await svc.partner(`Paced ${store}`);
+    await queue(partner.partnerId, [200, 200, 200, 200, 200]);
+    const handed: number[] = [];
+    const watch = startRegressionWatch({
+      claim: async () => {
+        const claims = await claimExchanges(svc.db, { perPartner: 2 });
+        handed.push(claims.reduce((sum, claim) => sum + claim.exchanges.length, 0));
+        return claims;
+      },
+      transaction: (work) => svc.db.transaction(work),
+      createJudge: streakJudge,
+      ...recording(),
+      intervalMs: 3_600_000,
+    });
+    try {
+      await watch.round();
+      // 2 and 2 (full: again at once), then 1 (not full: the next waits the hour).
+      for (let waited = 0; handed.length < 3 && waited < 100; waited += 1)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(handed).toEqual([2, 2, 1]);
+      expect(
+        await svc.db.query('SELECT 1 FROM evidence_queue WHERE partner_id = $1', [partner.partnerId]),
+      ).toEqual([]);
+    } finally {
+      await watch.close();
+    }
+  }, 60_000);
+
   it('runs by itself every interval and stops cleanly on close', async () => {
     const partner = await svc.partner(`Timed ${store}`);
     let rounds = 0;

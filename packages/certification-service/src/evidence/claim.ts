@@ -40,6 +40,8 @@ export interface PartnerEvidence {
   readonly exchanges: readonly Exchange[];
   /** The judge's state as last committed, or undefined before the first commit. */
   readonly state: unknown;
+  /** True when the claim is full (`perPartner` exchanges): more of the partner's may be waiting. */
+  readonly backlog: boolean;
   /** Stores `state` (JSON, at most 1 MiB), marks `exchanges` judged, and runs `write` in the same transaction. */
   commit(state: unknown, write?: (tx: Queryable) => Promise<void>): Promise<void>;
   /**
@@ -144,6 +146,7 @@ export async function claimExchanges(
       partnerId,
       state,
       exchanges: queued.map((item) => item.exchange),
+      backlog: queued.length >= perPartner,
       async commit(next, write) {
         const json = settleWith(next);
         await db.transaction((tx) => commitWith(tx, json, write));

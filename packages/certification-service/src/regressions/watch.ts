@@ -14,6 +14,12 @@ export interface ClaimedEvidence {
   readonly state: unknown;
   /** Stores the judge's state and marks the exchanges judged, with `write` in the same transaction. */
   commit(state: unknown, write?: (tx: Queryable) => Promise<void>): Promise<void>;
+  /**
+   * True when more of the partner's exchanges may be waiting (a full claim). When every claim of a
+   * round says false, the next round waits `intervalMs` for exchanges to gather, rather than claiming a
+   * handful at a time and taking the database's turns from the evidence being stored.
+   */
+  readonly backlog?: boolean;
   /** `commit` inside the caller's transaction: the watch's round commits every partner in one. */
   commitIn?(tx: Queryable, state: unknown, write?: (tx: Queryable) => Promise<void>): Promise<void>;
   /** Gives the partner back unjudged: its exchanges are handed out again. */
@@ -61,7 +67,8 @@ export interface RegressionWatch {
  * The watch: takes each partner's new exchanges from the evidence side, runs the partner's judge on
  * them from its committed state, and commits the judge's new state together with every finding
  * recorded as a regression (one transaction: a judgement counts once or not at all). After a round
- * that judged something the next starts at once; after an empty or failing one, in `intervalMs`. A
+ * that judged something with more waiting (a full claim) the next starts at once; after an empty,
+ * failing or not full one, in `intervalMs`. A
  * judge that throws gives its partner back (judged again later); a failed commit leaves the claim to
  * run out (the same exchanges come back). Failures are logged once until a round succeeds again.
  */
@@ -149,13 +156,15 @@ export function startRegressionWatch(options: RegressionWatchOptions): Regressio
     return done.length;
   };
 
-  /** One round: true when it judged something (more may be waiting). */
+  /** One round: true when it judged something and more may be waiting (a full claim, or a claim that does not say). */
   const once = async (): Promise<boolean> => {
     const problems: string[] = [];
     let judged = 0;
+    let backlog = false;
     try {
       const verdicts: Verdict[] = [];
       for (const claimed of await options.claim()) {
+        backlog ||= claimed.backlog !== false;
         if (closed) {
           await claimed.release().catch(() => undefined);
           continue;
@@ -181,7 +190,7 @@ export function startRegressionWatch(options: RegressionWatchOptions): Regressio
     else if (problems.length === 0 && failing)
       options.log?.('regression watch: judging production evidence again');
     failing = problems.length > 0;
-    return judged > 0 && !failing;
+    return judged > 0 && backlog && !failing;
   };
 
   const schedule = (delayMs: number) => {
