@@ -1,13 +1,10 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { getRequestListener } from '@hono/node-server';
-import { defaultApiDelayMs, defaultTokenDelayMs } from '@partner-lending/conformance';
-import { Hono } from 'hono';
+import { createServer, type Server } from 'node:http';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
-import { StorageUnavailableError, unavailableRetrySeconds } from './errors.js';
 import { claimExchanges, type EvidenceOptions, startEvidence } from './evidence/index.js';
-import { allowedMethods, methodNotAllowed } from './http/allow.js';
 import { type Audit, mountApi } from './http/api.js';
+import { answerUnrouted, serviceApp } from './http/app.js';
+import { requestHandler } from './http/dispatch.js';
 import {
   apiGate,
   defaultFairnessLimits,
@@ -16,13 +13,10 @@ import {
   partnerLimiter,
 } from './http/fairness.js';
 import { mountHealth } from './http/health.js';
-import { listenOn } from './http/listen.js';
-import { openApiDocument } from './http/openapi.js';
-import { hostileText } from './http/schemas.js';
-import { type JudgingOptions, JudgingUnavailableError, judgingPool } from './judging/pool.js';
+import { type Listening, listenOn } from './http/listen.js';
+import { type JudgingOptions, type JudgingPool, judgingPool } from './judging/pool.js';
 import { publishKey, type SigningKey } from './keys.js';
 import type { Logger } from './observability/logger.js';
-import { notePartner, requestObserver } from './observability/requests.js';
 import { type OidcOptions, oidcSignIn } from './oidc/oidc.js';
 import type { DigestedPlan } from './plan/plan.js';
 import {
@@ -39,7 +33,6 @@ import { createRuns, defaultRunLimits, type RunLimits, type Runs } from './runs/
 import { secretsKeyFrom } from './secrets.js';
 import { defaultSigninLimits, type SigninLimits, signinGuard } from './signin/signin-guard.js';
 import { mountUi } from './ui/routes.js';
-import { problem, unavailable } from './web/problem.js';
 
 export interface ServiceOptions {
   /** The database (see `openDatabase`); migrated on start. */
@@ -161,7 +154,7 @@ export const defaultListenBacklog = 4096;
 /** Sockets listening on the service's port, by default (see `listenSockets`). */
 export const defaultListenSockets = 32;
 
-const stagePath = /^\/runs\/([A-Za-z0-9_-]{1,64})\/(auth|api)(\/.*)?$/s;
+type Log = (line: string, fields?: Record<string, unknown>) => void;
 
 /** Starts one instance of the certification service on an open database. */
 export async function startService(options: ServiceOptions): Promise<RunningService> {
@@ -169,83 +162,21 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   // The gauges read from the database at each scrape, registered by the parts that own their tables.
   registerRunMetrics();
   registerProductionMetrics();
-  const { logger } = options;
-  const log =
-    options.log ??
-    (logger
-      ? (line: string, fields?: Record<string, unknown>) => logger.info(fields ?? {}, line)
-      : (line: string) => process.stderr.write(`${line}\n`));
+  const log = serviceLog(options);
   const host = options.host ?? '127.0.0.1';
   await migrate(db);
   // What a previous process answered and had not yet committed (killed), before anything is served.
   if (db.journalDir !== undefined) await replayJournal(db, db.journalDir, log);
   await publishKey(db, options.signingKey);
-  const server = createServer();
-  server.requestTimeout = 60_000;
-  server.headersTimeout = 20_000;
-  server.keepAliveTimeout = 5_000;
-  // Connections waiting to be accepted: Node's default (511) overflows when many partners' programs
-  // open connections at once while this thread is busy, and the kernel then drops their SYNs, which
-  // clients resend 1, 3, 7 s later. The kernel caps it at net.core.somaxconn. Several sockets on the
-  // port where the runtime allows it: see listenOn.
-  const listening = await listenOn(server, {
-    port: options.port ?? 8080,
-    host,
-    backlog: options.listenBacklog ?? defaultListenBacklog,
-    sockets: options.listenSockets ?? defaultListenSockets,
-    log,
-  });
-  const { port } = listening;
+  const { server, listening } = await openServer(options, host, log);
   const hostInUrl = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
-  const url = `http://${hostInUrl}:${port}`;
+  const url = `http://${hostInUrl}:${listening.port}`;
   const publicUrl = (options.publicUrl ?? url).replace(/\/+$/, '');
   const secretsKey = secretsKeyFrom(options.secretsKey ?? options.signingKey.privateKey);
   const judging = judgingPool(options.judging);
-  const runs = createRuns({
-    db,
-    judging,
-    publicUrl,
-    key: options.signingKey,
-    ...(options.preparedStageKeys !== undefined && { preparedStageKeys: options.preparedStageKeys }),
-    ...(options.journalFile !== undefined && { journalFile: options.journalFile }),
-    secretsKey,
-    limits: { ...defaultRunLimits, ...options.limits },
-    ...(options.plan && { plan: options.plan }),
-    ...(options.tokenDelayMs !== undefined && { tokenDelayMs: options.tokenDelayMs }),
-    ...(options.apiDelayMs !== undefined && { apiDelayMs: options.apiDelayMs }),
-    log,
-  });
-  const audit: Audit = async (actor, action, subject, detail) => {
-    await db.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-      actor,
-      action,
-      subject,
-      JSON.stringify(detail),
-    ]);
-  };
-  // biome-ignore lint/suspicious/noExplicitAny: both mounts add their own variables to one app
-  const app = new Hono<any>();
-  // An address with a control character, an unpaired surrogate or bad percent-encoding names nothing
-  // here: answered 404 before any route reads it (a NUL would otherwise reach the database).
-  app.use('*', async (c, next) => {
-    const raw = c.req.url.slice(c.req.url.indexOf('/', 8)).split('?')[0]!;
-    let path: string;
-    try {
-      path = decodeURIComponent(raw);
-    } catch {
-      path = '\u0000';
-    }
-    if (hostileText.test(path))
-      return problem(c, 404, 'Not found', 'no address here holds control characters or invalid encoding');
-    return next();
-  });
-  app.use('*', async (c, next) => {
-    await next();
-    notePartner(c.env?.incoming, c.get('partnerId'));
-    c.res.headers.set('x-content-type-options', 'nosniff');
-    if (!c.res.headers.has('content-security-policy'))
-      c.res.headers.set('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
-  });
+  const runs = openRuns(options, { judging, publicUrl, secretsKey, log });
+  const audit = auditLog(db);
+  const app = serviceApp();
   const production = startProduction({
     db,
     key: options.signingKey,
@@ -258,13 +189,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   let stopping = false;
   mountHealth(app, { db, signingKey: options.signingKey, log, stopping: () => stopping });
   app.use('/api/runs/*', purgedRunAnswers(db));
-  const fairness = { ...defaultFairnessLimits, ...options.fairness };
-  const keys = partnerKeys(
-    async (keyHash) =>
-      (await db.query<{ id: string }>('SELECT id FROM partners WHERE api_key_hash = $1', [keyHash]))[0]?.id,
-    { ttlMs: fairness.apiKeyCacheSeconds * 1000 },
-  );
-  const gate = apiGate(keys, partnerLimiter(fairness));
+  const { keys, gate } = apiDoor(db, options.fairness);
   mountApi(app, { db, runs, publicUrl, audit, keys, gate, standing: production.standing });
   production.mount(app);
   const evidence = startEvidence({ db, log, ...(options.evidence && { options: options.evidence }) });
@@ -287,94 +212,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   });
   production.mountUi(app, { sections: [regressions.section] });
   regressions.mount(app);
-  const allowedAt = allowedMethods(openApiDocument(publicUrl).paths);
-  app.notFound((c) => {
-    const path = new URL(c.req.url).pathname;
-    const allowed = allowedAt(path);
-    if (allowed && !allowed.includes(c.req.method)) return methodNotAllowed(c, allowed);
-    return problem(c, 404, 'Not found', `nothing at ${c.req.method} ${path.slice(0, 200)}`);
-  });
-  app.onError((error, c) => {
-    log(`error on ${c.req.method} ${new URL(c.req.url).pathname.slice(0, 200)}: ${error.message}`);
-    if (error instanceof StorageUnavailableError) return unavailable(c);
-    if (error instanceof JudgingUnavailableError)
-      return problem(
-        c,
-        503,
-        'Judging unavailable',
-        `the run could not be judged just now (the reason is in the service's log); it is still open: finish it again in ${error.retryAfterSeconds} s`,
-        {},
-        { 'retry-after': String(error.retryAfterSeconds) },
-      );
-    // SQLSTATE class 22 (data exception): a value of the request the database cannot hold.
-    if (/^22/.test(String((error as { code?: unknown }).code ?? '')))
-      return problem(
-        c,
-        400,
-        'Invalid characters',
-        'the request holds text the service cannot store (a NUL or an invalid character): remove it and send again',
-      );
-    return problem(c, 500, 'Internal error', 'the service failed to answer; the error is in its log');
-  });
-  const listener = getRequestListener(app.fetch);
-  const observe = requestObserver({
-    ...(logger && { logger }),
-    tokenDelayMs: options.tokenDelayMs ?? defaultTokenDelayMs,
-    apiDelayMs: options.apiDelayMs ?? defaultApiDelayMs,
-    runOf: async (segment, via) => {
-      const held = via === 'stage' ? runs.heldAt(segment) : undefined;
-      if (held) return held;
-      const [run] = await db.query<{ id: string; partner_id: string }>(
-        via === 'stage'
-          ? 'SELECT id, partner_id FROM runs WHERE address = $1 OR (address IS NULL AND id = $1)'
-          : 'SELECT id, partner_id FROM runs WHERE id = $1',
-        [segment],
-      );
-      return run ? { runId: run.id, partnerId: run.partner_id } : undefined;
-    },
-  });
-  const handle = (req: IncomingMessage, res: ServerResponse) => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    // A partner's request refused by its share is answered here, before any routing or body.
-    if (path.startsWith('/api/') && gate.screen(req, res, path)) return;
-    const match = stagePath.exec(path);
-    if (match) {
-      const query = (req.url ?? '').includes('?') ? (req.url ?? '').slice((req.url ?? '').indexOf('?')) : '';
-      runs
-        .serveStage(match[1]!, match[2] as 'auth' | 'api', req, res, `${match[3] ?? '/'}${query}`)
-        .catch((error: unknown) => {
-          // The address is the run's capability: only its first characters go to the log.
-          log(`stage error on run address ${match[1]!.slice(0, 7)}…: ${(error as Error).message}`);
-          if (!res.headersSent)
-            res.writeHead(503, {
-              'content-type': 'application/json',
-              'retry-after': String(error instanceof StorageUnavailableError ? unavailableRetrySeconds : 1),
-            });
-          if (!res.writableEnded)
-            res.end(
-              JSON.stringify({
-                error: 'temporarily_unavailable',
-                error_description: 'the certification service could not serve this call; retry',
-              }),
-            );
-        });
-      return;
-    }
-    void listener(req, res);
-  };
-  server.on('request', (req, res) => observe(req, res, handle));
-  const startedAt = Date.now();
-  let sweeping: Promise<void> | undefined;
-  const sweeper = setInterval(() => {
-    sweeping ??= runs
-      .sweep(startedAt)
-      .then(async () => void (await production.sweep()))
-      .catch((error: unknown) => log(`sweep failed: ${(error as Error).message}`))
-      .finally(() => {
-        sweeping = undefined;
-      });
-  }, options.sweepIntervalMs ?? 5000);
-  sweeper.unref();
+  answerUnrouted(app, { publicUrl, log });
+  const { logger, tokenDelayMs, apiDelayMs } = options;
+  server.on('request', requestHandler({ app, db, runs, gate, log, logger, tokenDelayMs, apiDelayMs }));
+  const sweeper = startSweeper(runs, production, options.sweepIntervalMs ?? 5000, log);
   const stopRetention =
     options.retainDays === undefined
       ? undefined
@@ -392,25 +233,9 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     close: () => {
       closing ??= (async () => {
         stopping = true;
-        clearInterval(sweeper);
-        // Still serving, while /readyz says it stops, for the load balancer to take it out of its pool.
-        if (options.shutdownDelayMs)
-          await new Promise((resolve) => setTimeout(resolve, options.shutdownDelayMs));
-        // Stop accepting on every socket at once, close idle connections, and let calls in flight
-        // finish: idle ones are closed as they finish, and whatever is still open after 10 s is cut.
-        await listening.close();
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-          const idle = setInterval(() => server.closeIdleConnections(), 100);
-          idle.unref();
-          server.once('close', () => clearInterval(idle));
-          setTimeout(() => {
-            clearInterval(idle);
-            server.closeAllConnections();
-          }, inFlightGraceMs).unref();
-        });
-        await sweeping;
+        sweeper.stop();
+        await stopServing(server, listening, options.shutdownDelayMs);
+        await sweeper.settled();
         await regressions.close();
         await production.close();
         await evidence.close();
@@ -421,4 +246,122 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       return closing;
     },
   };
+}
+
+/** Where the service's lines go: `log`, else the structured `logger`, else stderr. */
+function serviceLog(options: ServiceOptions): Log {
+  const { logger } = options;
+  return (
+    options.log ??
+    (logger
+      ? (line: string, fields?: Record<string, unknown>) => logger.info(fields ?? {}, line)
+      : (line: string) => process.stderr.write(`${line}\n`))
+  );
+}
+
+/** The runs room of this instance (see `createRuns`), under the options' limits, plan and delays. */
+function openRuns(
+  options: ServiceOptions,
+  deps: { judging: JudgingPool; publicUrl: string; secretsKey: Buffer; log: Log },
+): Runs {
+  return createRuns({
+    db: options.db,
+    judging: deps.judging,
+    publicUrl: deps.publicUrl,
+    key: options.signingKey,
+    ...(options.preparedStageKeys !== undefined && { preparedStageKeys: options.preparedStageKeys }),
+    ...(options.journalFile !== undefined && { journalFile: options.journalFile }),
+    secretsKey: deps.secretsKey,
+    limits: { ...defaultRunLimits, ...options.limits },
+    ...(options.plan && { plan: options.plan }),
+    ...(options.tokenDelayMs !== undefined && { tokenDelayMs: options.tokenDelayMs }),
+    ...(options.apiDelayMs !== undefined && { apiDelayMs: options.apiDelayMs }),
+    log: deps.log,
+  });
+}
+
+/** The HTTP server, its timeouts set, listening on the options' port (see `listenOn`). */
+async function openServer(options: ServiceOptions, host: string, log: Log) {
+  const server = createServer();
+  server.requestTimeout = 60_000;
+  server.headersTimeout = 20_000;
+  server.keepAliveTimeout = 5_000;
+  // Connections waiting to be accepted: Node's default (511) overflows when many partners' programs
+  // open connections at once while this thread is busy, and the kernel then drops their SYNs, which
+  // clients resend 1, 3, 7 s later. The kernel caps it at net.core.somaxconn. Several sockets on the
+  // port where the runtime allows it: see listenOn.
+  const listening = await listenOn(server, {
+    port: options.port ?? 8080,
+    host,
+    backlog: options.listenBacklog ?? defaultListenBacklog,
+    sockets: options.listenSockets ?? defaultListenSockets,
+    log,
+  });
+  return { server, listening };
+}
+
+/** Appends a line to the database's audit log. */
+function auditLog(db: Database): Audit {
+  return async (actor, action, subject, detail) => {
+    await db.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
+      actor,
+      action,
+      subject,
+      JSON.stringify(detail),
+    ]);
+  };
+}
+
+/** Which partner an API key is (remembered for `apiKeyCacheSeconds`), and the door of each one's share. */
+function apiDoor(db: Database, limits: Partial<FairnessLimits> | undefined) {
+  const fairness = { ...defaultFairnessLimits, ...limits };
+  const keys = partnerKeys(
+    async (keyHash) =>
+      (await db.query<{ id: string }>('SELECT id FROM partners WHERE api_key_hash = $1', [keyHash]))[0]?.id,
+    { ttlMs: fairness.apiKeyCacheSeconds * 1000 },
+  );
+  return { keys, gate: apiGate(keys, partnerLimiter(fairness)) };
+}
+
+/** Idle and overdue runs judged, then production's sweep, every `intervalMs`, one sweep at a time. */
+function startSweeper(runs: Runs, production: Production, intervalMs: number, log: Log) {
+  const startedAt = Date.now();
+  let sweeping: Promise<void> | undefined;
+  const sweeper = setInterval(() => {
+    sweeping ??= runs
+      .sweep(startedAt)
+      .then(async () => void (await production.sweep()))
+      .catch((error: unknown) => log(`sweep failed: ${(error as Error).message}`))
+      .finally(() => {
+        sweeping = undefined;
+      });
+  }, intervalMs);
+  sweeper.unref();
+  return {
+    stop: () => clearInterval(sweeper),
+    /** The sweep under way, if any. */
+    settled: () => sweeping,
+  };
+}
+
+/**
+ * After `shutdownDelayMs` (if any), stops accepting on every socket at once, closes idle connections,
+ * and lets calls in flight finish: idle ones are closed as they finish, and whatever is still open
+ * after `inFlightGraceMs` is cut.
+ */
+async function stopServing(server: Server, listening: Listening, shutdownDelayMs: number | undefined) {
+  // Still serving, while /readyz says it stops, for the load balancer to take it out of its pool.
+  if (shutdownDelayMs) await new Promise((resolve) => setTimeout(resolve, shutdownDelayMs));
+  await listening.close();
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    const idle = setInterval(() => server.closeIdleConnections(), 100);
+    idle.unref();
+    server.once('close', () => clearInterval(idle));
+    setTimeout(() => {
+      clearInterval(idle);
+      server.closeAllConnections();
+    }, inFlightGraceMs).unref();
+  });
 }
