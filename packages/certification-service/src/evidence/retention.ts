@@ -1,3 +1,4 @@
+import { startSweep } from '../db/sweep.js';
 import type { Database } from '../db/types.js';
 import { UsageError } from '../errors.js';
 
@@ -44,29 +45,18 @@ export function evidenceRetentionSweeper(options: {
   everyMs?: number;
   log: (line: string, fields?: Record<string, unknown>) => void;
 }): () => Promise<void> {
-  let running: Promise<void> | undefined;
-  let stopped = false;
-  const tick = () => {
-    if (stopped) return;
-    running ??= purgeEvidence(options.db, options.days)
-      .then(({ exchanges, batches }) => {
-        if (exchanges + batches > 0)
-          options.log(
-            `evidence retention: deleted ${exchanges} exchanges and ${batches} batch ids received more than ${options.days} days ago`,
-            { event: 'evidence.purged', exchanges, batches },
-          );
-      })
-      .catch((error: unknown) => options.log(`evidence retention: purge failed: ${(error as Error).message}`))
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  const timer = setInterval(tick, options.everyMs ?? 3_600_000);
-  timer.unref();
-  setImmediate(tick);
-  return async () => {
-    stopped = true;
-    clearInterval(timer);
-    await running;
-  };
+  return startSweep(
+    async () => {
+      const { exchanges, batches } = await purgeEvidence(options.db, options.days);
+      if (exchanges + batches > 0)
+        options.log(
+          `evidence retention: deleted ${exchanges} exchanges and ${batches} batch ids received more than ${options.days} days ago`,
+          { event: 'evidence.purged', exchanges, batches },
+        );
+    },
+    {
+      everyMs: options.everyMs ?? 3_600_000,
+      failed: (error) => options.log(`evidence retention: purge failed: ${(error as Error).message}`),
+    },
+  );
 }

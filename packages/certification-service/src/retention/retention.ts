@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Context, Next } from 'hono';
 import type { Database } from '../db/database.js';
+import { startSweep } from '../db/sweep.js';
 import { UsageError } from '../errors.js';
 
 /** Runs purged per transaction: a long backlog goes in several short transactions, never one long one. */
@@ -87,28 +88,20 @@ export function retentionSweeper(options: {
   everyMs?: number;
   log: (line: string, fields?: Record<string, unknown>) => void;
 }): () => Promise<void> {
-  let running: Promise<void> | undefined;
-  const tick = () => {
-    running ??= purgeExpired(options.db, options.retainDays)
-      .then(({ runs }) => {
-        if (runs.length > 0)
-          options.log(
-            `retention: purged the sessions, reports and exchanges of ${runs.length} runs ended more than ${options.retainDays} days ago with no decision`,
-            { event: 'retention.purged', runs: runs.length },
-          );
-      })
-      .catch((error: unknown) => options.log(`retention: purge failed: ${(error as Error).message}`))
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  const timer = setInterval(tick, options.everyMs ?? 3_600_000);
-  timer.unref();
-  setImmediate(tick);
-  return async () => {
-    clearInterval(timer);
-    await running;
-  };
+  return startSweep(
+    async () => {
+      const { runs } = await purgeExpired(options.db, options.retainDays);
+      if (runs.length > 0)
+        options.log(
+          `retention: purged the sessions, reports and exchanges of ${runs.length} runs ended more than ${options.retainDays} days ago with no decision`,
+          { event: 'retention.purged', runs: runs.length },
+        );
+    },
+    {
+      everyMs: options.everyMs ?? 3_600_000,
+      failed: (error) => options.log(`retention: purge failed: ${(error as Error).message}`),
+    },
+  );
 }
 
 const purgedPaths = /^\/api\/runs\/([A-Za-z0-9_-]{1,64})\/(session|attestation|report\.html)$/;
