@@ -15,13 +15,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
  * too long fails it too, until it is struck off.
  */
 const notYetSplit = [
-  'packages/certification-service/src/http/api.ts: mountApi',
-  'packages/certification-service/src/http/listen.ts: listenOn',
-  'packages/certification-service/src/http/openapi.ts: openApiDocument',
   'packages/certification-service/src/production/pages.ts: mountProductionUi',
   'packages/certification-service/src/production/webhooks/dispatcher.ts: createDispatcher',
   'packages/certification-service/src/runs/stage-keys.ts: stageKeyPool',
-  'packages/certification-service/src/server.ts: startService',
   'packages/certification-service/src/ui/routes.ts: mountUi',
   'packages/mock/src/start-mock.ts: startMock',
 ];

@@ -63,6 +63,90 @@ export interface RegressionWatch {
   close(): Promise<void>;
 }
 
+interface Verdict {
+  claimed: ClaimedEvidence;
+  state: unknown;
+  findings: RegressionFinding[];
+}
+
+/** Runs the partner's judge on its claim; throws what went wrong, having given the claim back. */
+async function judgeClaim(options: RegressionWatchOptions, claimed: ClaimedEvidence): Promise<Verdict> {
+  try {
+    const judge = options.createJudge(
+      claimed.partnerId,
+      claimed.state === undefined || claimed.state === null ? {} : { state: claimed.state },
+    );
+    const findings = judge.observe([...claimed.exchanges]);
+    return { claimed, state: judge.state(), findings };
+  } catch (error) {
+    await claimed.release().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** What `write` records of a verdict's findings, in the commit's transaction. */
+const recorder =
+  (options: RegressionWatchOptions, verdict: Verdict, outcomes: RecordedRegression[]) =>
+  async (tx: Queryable) => {
+    for (const finding of verdict.findings) outcomes.push(await options.record(tx, finding));
+  };
+
+/** Commits each verdict in a transaction of its own; how many committed. */
+async function commitEach(
+  options: RegressionWatchOptions,
+  verdicts: readonly Verdict[],
+  problems: string[],
+): Promise<number> {
+  let committed = 0;
+  for (const verdict of verdicts) {
+    const outcomes: RecordedRegression[] = [];
+    try {
+      await verdict.claimed.commit(verdict.state, recorder(options, verdict, outcomes));
+      options.committed?.(outcomes);
+      committed += 1;
+    } catch (error) {
+      problems.push(`${verdict.claimed.partnerId}: ${(error as Error).message}`);
+    }
+  }
+  return committed;
+}
+
+/**
+ * Commits every verdict in one transaction, each behind a savepoint: a partner whose commit fails
+ * (its lease lost, a finding refused) is rolled back alone and its claim runs out; the others commit.
+ * `committed` is told only once the transaction has committed. How many committed.
+ */
+async function commitTogether(
+  options: RegressionWatchOptions,
+  transaction: NonNullable<RegressionWatchOptions['transaction']>,
+  verdicts: readonly Verdict[],
+  problems: string[],
+): Promise<number> {
+  const done: RecordedRegression[][] = [];
+  const failed: string[] = [];
+  await transaction(async (tx) => {
+    for (const [index, verdict] of verdicts.entries()) {
+      const outcomes: RecordedRegression[] = [];
+      // Most partners have no finding: their commit is one statement that changes nothing when it
+      // fails (a lost lease), so it needs no savepoint. One with findings gets one, so that a finding
+      // refused rolls back its partner alone.
+      const guarded = verdict.findings.length > 0;
+      if (guarded) await tx.query(`SAVEPOINT partner_${index}`);
+      try {
+        await verdict.claimed.commitIn!(tx, verdict.state, recorder(options, verdict, outcomes));
+        if (guarded) await tx.query(`RELEASE SAVEPOINT partner_${index}`);
+        done.push(outcomes);
+      } catch (error) {
+        if (guarded) await tx.query(`ROLLBACK TO SAVEPOINT partner_${index}`);
+        failed.push(`${verdict.claimed.partnerId}: ${(error as Error).message}`);
+      }
+    }
+  });
+  problems.push(...failed);
+  for (const outcomes of done) options.committed?.(outcomes);
+  return done.length;
+}
+
 /**
  * The watch: takes each partner's new exchanges from the evidence side, runs the partner's judge on
  * them from its committed state, and commits the judge's new state together with every finding
@@ -79,83 +163,6 @@ export function startRegressionWatch(options: RegressionWatchOptions): Regressio
   let timer: NodeJS.Timeout | undefined;
   let failing = false;
 
-  interface Verdict {
-    claimed: ClaimedEvidence;
-    state: unknown;
-    findings: RegressionFinding[];
-  }
-
-  /** Runs the partner's judge on its claim; throws what went wrong, having given the claim back. */
-  const judgeClaim = async (claimed: ClaimedEvidence): Promise<Verdict> => {
-    try {
-      const judge = options.createJudge(
-        claimed.partnerId,
-        claimed.state === undefined || claimed.state === null ? {} : { state: claimed.state },
-      );
-      const findings = judge.observe([...claimed.exchanges]);
-      return { claimed, state: judge.state(), findings };
-    } catch (error) {
-      await claimed.release().catch(() => undefined);
-      throw error;
-    }
-  };
-
-  /** What `write` records of a verdict's findings, in the commit's transaction. */
-  const recorder = (verdict: Verdict, outcomes: RecordedRegression[]) => async (tx: Queryable) => {
-    for (const finding of verdict.findings) outcomes.push(await options.record(tx, finding));
-  };
-
-  /** Commits each verdict in a transaction of its own; how many committed. */
-  const commitEach = async (verdicts: readonly Verdict[], problems: string[]): Promise<number> => {
-    let committed = 0;
-    for (const verdict of verdicts) {
-      const outcomes: RecordedRegression[] = [];
-      try {
-        await verdict.claimed.commit(verdict.state, recorder(verdict, outcomes));
-        options.committed?.(outcomes);
-        committed += 1;
-      } catch (error) {
-        problems.push(`${verdict.claimed.partnerId}: ${(error as Error).message}`);
-      }
-    }
-    return committed;
-  };
-
-  /**
-   * Commits every verdict in one transaction, each behind a savepoint: a partner whose commit fails
-   * (its lease lost, a finding refused) is rolled back alone and its claim runs out; the others commit.
-   * `committed` is told only once the transaction has committed. How many committed.
-   */
-  const commitTogether = async (
-    transaction: NonNullable<RegressionWatchOptions['transaction']>,
-    verdicts: readonly Verdict[],
-    problems: string[],
-  ): Promise<number> => {
-    const done: RecordedRegression[][] = [];
-    const failed: string[] = [];
-    await transaction(async (tx) => {
-      for (const [index, verdict] of verdicts.entries()) {
-        const outcomes: RecordedRegression[] = [];
-        // Most partners have no finding: their commit is one statement that changes nothing when it
-        // fails (a lost lease), so it needs no savepoint. One with findings gets one, so that a finding
-        // refused rolls back its partner alone.
-        const guarded = verdict.findings.length > 0;
-        if (guarded) await tx.query(`SAVEPOINT partner_${index}`);
-        try {
-          await verdict.claimed.commitIn!(tx, verdict.state, recorder(verdict, outcomes));
-          if (guarded) await tx.query(`RELEASE SAVEPOINT partner_${index}`);
-          done.push(outcomes);
-        } catch (error) {
-          if (guarded) await tx.query(`ROLLBACK TO SAVEPOINT partner_${index}`);
-          failed.push(`${verdict.claimed.partnerId}: ${(error as Error).message}`);
-        }
-      }
-    });
-    problems.push(...failed);
-    for (const outcomes of done) options.committed?.(outcomes);
-    return done.length;
-  };
-
   /** One round: true when it judged something and more may be waiting (a full claim, or a claim that does not say). */
   const once = async (): Promise<boolean> => {
     const problems: string[] = [];
@@ -170,7 +177,7 @@ export function startRegressionWatch(options: RegressionWatchOptions): Regressio
           continue;
         }
         try {
-          verdicts.push(await judgeClaim(claimed));
+          verdicts.push(await judgeClaim(options, claimed));
         } catch (error) {
           problems.push(`${claimed.partnerId}: ${(error as Error).message}`);
         }
@@ -178,8 +185,8 @@ export function startRegressionWatch(options: RegressionWatchOptions): Regressio
       const together =
         options.transaction && verdicts.length > 1 && verdicts.every((verdict) => verdict.claimed.commitIn);
       judged = together
-        ? await commitTogether(options.transaction!, verdicts, problems)
-        : await commitEach(verdicts, problems);
+        ? await commitTogether(options, options.transaction!, verdicts, problems)
+        : await commitEach(options, verdicts, problems);
     } catch (error) {
       problems.push((error as Error).message);
     }
