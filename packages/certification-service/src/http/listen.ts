@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer } from 'node:net';
+import { InternalError } from '../errors.js';
 
 /** How long the helper process that copies the listening socket's descriptor may take, by default. */
 export const defaultCopyTimeoutMs = 10_000;
@@ -200,7 +201,7 @@ async function copiedSockets(
       sockets.push(socket);
       const address = socket.address();
       if (typeof address !== 'object' || address === null || address.port !== port) {
-        throw new Error(`a copy listens on ${JSON.stringify(address)}, not on port ${port}`);
+        throw new InternalError(`a copy listens on ${JSON.stringify(address)}, not on port ${port}`);
       }
     }
     return sockets;
@@ -241,7 +242,7 @@ process.on('message', (message, handle) => {
 function copyListeningHandle(server: Server, count: number, timeoutMs: number): Promise<object[]> {
   const handle = (server as unknown as { _handle?: object | null })._handle;
   if (handle === undefined || handle === null)
-    return Promise.reject(new Error('the server has no listening handle'));
+    return Promise.reject(new InternalError('the server has no listening handle'));
   const env = { ...process.env };
   // Nothing the service's own process was started with (a loader, a profiler...) in the helper.
   delete env.NODE_OPTIONS;
@@ -260,22 +261,22 @@ function copyListeningHandle(server: Server, count: number, timeoutMs: number): 
       child.kill('SIGKILL');
     };
     const timer = setTimeout(
-      () => fail(new Error(`the helper process took more than ${timeoutMs} ms`)),
+      () => fail(new InternalError(`the helper process took more than ${timeoutMs} ms`)),
       timeoutMs,
     );
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (chunk: string) => {
       if (stderr.length < 2000) stderr += chunk;
     });
-    child.on('error', (error) => fail(new Error(`the helper process: ${error.message}`)));
+    child.on('error', (error) => fail(new InternalError(`the helper process: ${error.message}`)));
     child.on('message', (message, copy) => {
       if (message === 'copy' && copy) received.push(copy);
-      else fail(new Error(`the helper process sent ${JSON.stringify(message)} without a handle`));
+      else fail(new InternalError(`the helper process sent ${JSON.stringify(message)} without a handle`));
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       if (failure === undefined && received.length !== count) {
-        failure = new Error(
+        failure = new InternalError(
           `the helper process exited (${signal ?? `code ${code}`}) having sent ${received.length} of ${count} handles${stderr ? `: ${stderr.trim().slice(0, 500)}` : ''}`,
         );
       }
@@ -286,10 +287,10 @@ function copyListeningHandle(server: Server, count: number, timeoutMs: number): 
     });
     try {
       child.send('copy', handle as Parameters<typeof child.send>[1], (error) => {
-        if (error) fail(new Error(`sending the handle to the helper process: ${error.message}`));
+        if (error) fail(new InternalError(`sending the handle to the helper process: ${error.message}`));
       });
     } catch (error) {
-      fail(new Error(`sending the handle to the helper process: ${(error as Error).message}`));
+      fail(new InternalError(`sending the handle to the helper process: ${(error as Error).message}`));
     }
   });
 }
