@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evidenceMetrics } from '../src/evidence/metrics.js';
+import { queuedExchange } from '../src/evidence/store.js';
 import { addEvidenceReporter, purgeEvidence } from '../src/index.js';
 import { addRegisterReader } from '../src/production/register/register.js';
 import { exchangeAttributes, otlpJson, postEvidence, storedExchanges } from './support/evidence.js';
@@ -375,7 +376,19 @@ describe('evidence retention', () => {
       partnerB.partnerId,
     ]);
     expect(old).toBeGreaterThan(0);
+    // Queued again, as if never judged: purged with their exchanges.
+    await svc.db.query(
+      `INSERT INTO evidence_queue (exchange_id, partner_id, at, exchange)
+       SELECT id, partner_id, at, ${queuedExchange} FROM evidence_exchanges WHERE partner_id = $1
+       ON CONFLICT DO NOTHING`,
+      [partnerB.partnerId],
+    );
     const purged = await purgeEvidence(svc.db, 30);
+    expect(
+      await countOf('SELECT count(*)::int AS n FROM evidence_queue WHERE partner_id = $1', [
+        partnerB.partnerId,
+      ]),
+    ).toBe(0);
     expect(purged.exchanges).toBe(old);
     expect(purged.batches).toBeGreaterThan(0);
     const left = await countOf('SELECT count(*)::int AS n FROM evidence_exchanges');

@@ -371,11 +371,13 @@ CREATE INDEX regressions_partner ON regressions (partner_id, created_at DESC)
     // The batch's partners are checked against `partners` in the batch's own transaction and the reporter
     // by its key before anything is stored, and neither is ever deleted: the two checks per row go. No
     // query reads stored evidence by partner and time (a regression keeps the exchanges that show it):
-    // that index goes too, a tenth of storing's time.
+    // that index goes too, a tenth of storing's time. The queue's reference to its exchange goes as well
+    // (a check per row): retention deletes a purged exchange's queue row itself (evidence/retention.ts).
     sql: `
 ALTER TABLE evidence_exchanges DROP CONSTRAINT IF EXISTS evidence_exchanges_partner_id_fkey;
 ALTER TABLE evidence_exchanges DROP CONSTRAINT IF EXISTS evidence_exchanges_reporter_id_fkey;
 DROP INDEX IF EXISTS evidence_exchanges_partner_at;
+ALTER TABLE evidence_queue DROP CONSTRAINT IF EXISTS evidence_queue_exchange_id_fkey;
 ALTER TABLE evidence_queue ADD COLUMN exchange text;
 UPDATE evidence_queue q SET exchange = json_build_array(e.id, e.at, e.kind, e.method, e.path, e.status, e.reporter_id,
   e.fingerprint, e.scopes_granted, e.expires_at, e.retry_after_seconds, e.error)::text

@@ -28,8 +28,11 @@ export async function purgeEvidence(
     }
   };
   const exchanges = await purge(
-    `DELETE FROM evidence_exchanges WHERE id IN (SELECT id FROM evidence_exchanges
-       WHERE received_at < now() - make_interval(days => $1) LIMIT $2) RETURNING id`,
+    // With its queue row, if it was never judged (migration 10 dropped the cascade).
+    `WITH gone AS (DELETE FROM evidence_exchanges WHERE id IN (SELECT id FROM evidence_exchanges
+       WHERE received_at < now() - make_interval(days => $1) LIMIT $2) RETURNING id),
+     unqueued AS (DELETE FROM evidence_queue WHERE exchange_id IN (SELECT id FROM gone))
+     SELECT id FROM gone`,
   );
   const batches = await purge(
     `DELETE FROM evidence_batches WHERE (reporter_id, batch_id) IN (SELECT reporter_id, batch_id FROM evidence_batches
