@@ -12,81 +12,76 @@ export interface BatchCounts {
 }
 
 /**
- * Stores a batch once per reporter and batch id, in one transaction: the batch's row (a retried batch
- * finds it, stores nothing and gets the first time's counts), each exchange about a known partner with
- * its queue row for judging, and each such partner's cursor row. `exchanges` are the records read;
- * `rejected` the records refused before (malformed, token-looking).
+ * Stores a batch once per reporter and batch id, in one statement (so one transaction, and one round
+ * trip to the embedded store's thread, where a transaction's statements take turns with judging's): the
+ * batch's row, each exchange about a known partner with its queue row for judging, and each such
+ * partner's cursor row. A retried batch finds the row (its insert waits for the first to commit, on the
+ * key), stores nothing and gets the first time's counts. `exchanges` are the records read; `rejected`
+ * the records refused before (malformed, token-looking).
  */
 export async function storeBatch(
   db: Database,
   batch: { reporterId: string; batchId: string; exchanges: Omit<Exchange, 'reporterId'>[]; rejected: number },
 ): Promise<BatchCounts> {
-  const partners = [...new Set(batch.exchanges.map((exchange) => exchange.partnerId))].sort();
-  return db.transaction(async (tx) => {
-    const known = new Set(
-      partners.length === 0
-        ? []
-        : (await tx.query<{ id: string }>('SELECT id FROM partners WHERE id = ANY($1)', [partners])).map(
-            (row) => row.id,
-          ),
-    );
-    const kept = batch.exchanges.filter((exchange) => known.has(exchange.partnerId));
-    const dropped = batch.exchanges.length - kept.length;
-    const counts = { accepted: kept.length, rejected: batch.rejected + dropped, dropped };
-    // A retried batch waits here for the first to commit (the primary key), then finds its row.
-    const [fresh] = await tx.query(
-      `INSERT INTO evidence_batches (reporter_id, batch_id, accepted, rejected, dropped) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT DO NOTHING RETURNING batch_id`,
-      [batch.reporterId, batch.batchId, counts.accepted, counts.rejected, counts.dropped],
-    );
-    if (!fresh) {
-      const [first] = await tx.query<{ accepted: number; rejected: number; dropped: number }>(
-        'SELECT accepted, rejected, dropped FROM evidence_batches WHERE reporter_id = $1 AND batch_id = $2',
-        [batch.reporterId, batch.batchId],
-      );
-      return {
-        accepted: Number(first?.accepted ?? 0),
-        rejected: Number(first?.rejected ?? 0),
-        dropped: Number(first?.dropped ?? 0),
-        duplicate: true,
-      };
-    }
-    if (kept.length > 0) {
-      const column = <T>(pick: (exchange: Omit<Exchange, 'reporterId'>) => T) => kept.map(pick);
-      await tx.query(
-        `WITH inserted AS (
-           INSERT INTO evidence_exchanges (partner_id, reporter_id, at, kind, method, path, status, fingerprint,
-             scopes_granted, expires_at, retry_after_seconds, error)
-           SELECT p, $2, a, k, m, pa, s, f, sc::jsonb, e, r, er
-           FROM unnest($1::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::text[],
-             $9::text[], $10::bigint[], $11::integer[], $12::text[]) AS x(p, a, k, m, pa, s, f, sc, e, r, er)
-           RETURNING id, partner_id, reporter_id, at, kind, method, path, status, fingerprint, scopes_granted,
-             expires_at, retry_after_seconds, error)
-         INSERT INTO evidence_queue (exchange_id, partner_id, at, exchange)
-         SELECT id, partner_id, at, ${queuedExchange} FROM inserted`,
-        [
-          column((x) => x.partnerId),
-          batch.reporterId,
-          column((x) => x.at),
-          column((x) => x.kind),
-          column((x) => x.method),
-          column((x) => x.path),
-          column((x) => x.status),
-          column((x) => x.fingerprint ?? null),
-          column((x) => (x.scopesGranted ? JSON.stringify(x.scopesGranted) : null)),
-          column((x) => x.expiresAt ?? null),
-          column((x) => x.retryAfterSeconds ?? null),
-          column((x) => x.error ?? null),
-        ],
-      );
-      // In one order on every instance, so that two batches never wait on each other's new rows.
-      await tx.query(
-        'INSERT INTO evidence_cursors (partner_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING',
-        [[...new Set(kept.map((exchange) => exchange.partnerId))].sort()],
-      );
-    }
-    return { ...counts, duplicate: false };
-  });
+  const column = <T>(pick: (exchange: Omit<Exchange, 'reporterId'>) => T) => batch.exchanges.map(pick);
+  const [fresh] = await db.query<{ accepted: number; rejected: number; dropped: number }>(
+    `WITH x AS (
+       SELECT * FROM unnest($1::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::text[],
+         $9::text[], $10::bigint[], $11::integer[], $12::text[]) WITH ORDINALITY AS x(p, a, k, m, pa, s, f, sc, e, r, er, n)),
+     known AS (SELECT x.* FROM x WHERE x.p IN (SELECT id FROM partners WHERE id IN (SELECT DISTINCT p FROM x))),
+     counts AS (SELECT (SELECT count(*) FROM known)::int AS accepted, (SELECT count(*) FROM x)::int AS records),
+     batch AS (
+       INSERT INTO evidence_batches (reporter_id, batch_id, accepted, rejected, dropped)
+       SELECT $2, $13, accepted, $14::int + records - accepted, records - accepted FROM counts
+       ON CONFLICT DO NOTHING RETURNING accepted, rejected, dropped),
+     inserted AS (
+       INSERT INTO evidence_exchanges (partner_id, reporter_id, at, kind, method, path, status, fingerprint,
+         scopes_granted, expires_at, retry_after_seconds, error)
+       SELECT p, $2, a, k, m, pa, s, f, sc::jsonb, e, r, er FROM known WHERE EXISTS (SELECT 1 FROM batch) ORDER BY n
+       RETURNING id, partner_id, reporter_id, at, kind, method, path, status, fingerprint, scopes_granted,
+         expires_at, retry_after_seconds, error),
+     queued AS (
+       INSERT INTO evidence_queue (exchange_id, partner_id, at, exchange)
+       SELECT id, partner_id, at, ${queuedExchange} FROM inserted),
+     -- In one order on every instance, so that two batches never wait on each other's new rows.
+     cursors AS (
+       INSERT INTO evidence_cursors (partner_id)
+       SELECT DISTINCT p FROM known WHERE EXISTS (SELECT 1 FROM batch) ORDER BY p ON CONFLICT DO NOTHING)
+     SELECT accepted, rejected, dropped FROM batch`,
+    [
+      column((x) => x.partnerId),
+      batch.reporterId,
+      column((x) => x.at),
+      column((x) => x.kind),
+      column((x) => x.method),
+      column((x) => x.path),
+      column((x) => x.status),
+      column((x) => x.fingerprint ?? null),
+      column((x) => (x.scopesGranted ? JSON.stringify(x.scopesGranted) : null)),
+      column((x) => x.expiresAt ?? null),
+      column((x) => x.retryAfterSeconds ?? null),
+      column((x) => x.error ?? null),
+      batch.batchId,
+      batch.rejected,
+    ],
+  );
+  if (fresh)
+    return {
+      accepted: Number(fresh.accepted),
+      rejected: Number(fresh.rejected),
+      dropped: Number(fresh.dropped),
+      duplicate: false,
+    };
+  const [first] = await db.query<{ accepted: number; rejected: number; dropped: number }>(
+    'SELECT accepted, rejected, dropped FROM evidence_batches WHERE reporter_id = $1 AND batch_id = $2',
+    [batch.reporterId, batch.batchId],
+  );
+  return {
+    accepted: Number(first?.accepted ?? 0),
+    rejected: Number(first?.rejected ?? 0),
+    dropped: Number(first?.dropped ?? 0),
+    duplicate: true,
+  };
 }
 
 /**
