@@ -1,6 +1,6 @@
 import type { AccessToken } from './access-token.js';
 import { findBearerChallenge } from './bearer-challenge.js';
-import { BearerInsufficientScopeError } from './errors.js';
+import { BearerInsufficientScopeError, ConfigurationError } from './errors.js';
 import type { TokenProvider } from './provider/options.js';
 
 export interface AuthFetchOptions {
@@ -45,7 +45,7 @@ export function createAuthFetch(provider: TokenProvider, options: AuthFetchOptio
   const fetchImpl = options.fetch ?? globalThis.fetch;
   const mode = options.insufficientScope ?? 'throw';
   if (mode !== 'throw' && mode !== 'return') {
-    throw new TypeError(
+    throw new ConfigurationError(
       `createAuthFetch: insufficientScope must be 'throw' or 'return', got ${JSON.stringify(mode)}.`,
     );
   }

@@ -1,20 +1,7 @@
-/**
- * `WWW-Authenticate` challenges (RFC 9110 §11.6.1):
- *
- *   challenge  = auth-scheme [ 1*SP ( token68 / #auth-param ) ]
- *   auth-param = token BWS "=" BWS ( token / quoted-string )
- *
- * One header may hold several challenges separated by commas, and the commas also separate the
- * auth-params of one challenge: an item `name=value` continues the current challenge, an item that
- * starts with a bare token begins the next one.
- */
-export interface Challenge {
-  /** The auth-scheme as sent (compare case-insensitively). */
-  scheme: string;
-  /** auth-params, names lowercased (they are case-insensitive), quoted-string values unescaped. */
-  params: Record<string, string>;
-  token68?: string;
-}
+import type { Challenge } from './challenge.js';
+import { ConfigurationError } from './errors.js';
+
+export type { Challenge } from './challenge.js';
 
 const TCHAR = /[!#$%&'*+\-.^_`|~0-9A-Za-z]/;
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*/;
@@ -61,8 +48,8 @@ class Parser {
     }
     throw this.error('an unterminated quoted-string');
   }
-  error(what: string): TypeError {
-    return new TypeError(
+  error(what: string): ConfigurationError {
+    return new ConfigurationError(
       `WWW-Authenticate header is malformed: ${what} at position ${this.i}; expected challenges as in RFC 9110 §11.6.1.`,
     );
   }
@@ -91,7 +78,7 @@ class Parser {
   }
 }
 
-/** Parses a `WWW-Authenticate` header value into its challenges; throws a TypeError when malformed. */
+/** Parses a `WWW-Authenticate` header value into its challenges; throws a ConfigurationError (ERR_CONFIGURATION) when malformed. */
 export function parseWwwAuthenticate(header: string): Challenge[] {
   const p = new Parser(header);
   const challenges: Challenge[] = [];

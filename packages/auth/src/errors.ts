@@ -1,4 +1,4 @@
-import type { Challenge } from './bearer-challenge.js';
+import type { Challenge } from './challenge.js';
 
 /** Codes of the auth package's errors. */
 export type PartnerAuthErrorCode =
@@ -81,6 +81,21 @@ export class PartnerApiError extends Error {
     this.requestId = details.requestId;
     this.body = details.body;
     this.attempts = details.attempts;
+  }
+}
+
+/**
+ * An option or argument is missing or invalid: `createTokenProvider`'s options (an empty `clientSecret`,
+ * both `authUrl` and `tokenUrl`…), `getToken`'s (`timeoutMs: 0`), `createAuthFetch`'s, a scope value, a
+ * header given to `parseWwwAuthenticate`; in the SDK, `createPartnerClient`'s options and `PARTNER_*`
+ * variables and a per-call option. The message names it, what it takes and what to do; nothing was sent.
+ * Not a TypeError: the value was read, and refused. The family's own class, shared with the SDK (which
+ * re-exports it): a PartnerApiError, not a PartnerAuthError, since no token request failed.
+ */
+export class ConfigurationError extends PartnerApiError {
+  override readonly name = 'ConfigurationError';
+  constructor(message: string, details?: PartnerApiErrorDetails) {
+    super(message, 'ERR_CONFIGURATION', details);
   }
 }
 

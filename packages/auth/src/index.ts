@@ -13,6 +13,7 @@ export {
 } from './env-logger.js';
 export {
   BearerInsufficientScopeError,
+  ConfigurationError,
   InsecureTokenUrlError,
   NotApprovedForProductionError,
   PartnerApiError,

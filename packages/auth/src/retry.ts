@@ -1,3 +1,5 @@
+import { ConfigurationError } from './errors.js';
+
 /**
  * Retry timing, shared by the token provider and @partner-lending/sdk: exponential backoff with full
  * jitter (every retry waits a random time between 0 and the capped exponential bound, so a fleet that
@@ -62,7 +64,7 @@ export function resolveRetryPolicy(
       value < 0 ||
       (whole && !Number.isInteger(value))
     ) {
-      throw new TypeError(
+      throw new ConfigurationError(
         `${owner}.${name} must be a ${whole ? 'whole' : 'finite'} number ≥ 0, got ${String(value)}.`,
       );
     }

@@ -1,3 +1,5 @@
+import { ConfigurationError } from './errors.js';
+
 /**
  * A set of OAuth scopes (RFC 6749 §3.3): space-delimited, case-sensitive, order-free. Requests send
  * them sorted and deduplicated so that equal sets always produce the same cache key and form body.
@@ -6,12 +8,12 @@ export type ScopeSet = readonly string[];
 
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
-/** Sorts and deduplicates scopes; throws a TypeError for a value that RFC 6749 §3.3 does not allow. */
+/** Sorts and deduplicates scopes; throws a ConfigurationError for a value that RFC 6749 §3.3 does not allow. */
 export function normalizeScopes(scopes: Iterable<string>): ScopeSet {
   const unique = new Set<string>();
   for (const scope of scopes) {
     if (typeof scope !== 'string' || !SCOPE_TOKEN.test(scope)) {
-      throw new TypeError(
+      throw new ConfigurationError(
         `scope ${JSON.stringify(scope)} is not a valid OAuth scope token (RFC 6749 §3.3: printable ASCII without spaces, quotes or backslashes); pass scopes such as "read:loans".`,
       );
     }

@@ -1,4 +1,4 @@
-import { InsecureTokenUrlError } from './errors.js';
+import { ConfigurationError, InsecureTokenUrlError } from './errors.js';
 
 /**
  * Where tokens come from. The client secret travels in every token request, so the endpoint must be
@@ -23,7 +23,7 @@ export function resolveTokenUrl(options: {
 }): URL {
   const { authUrl, tokenUrl } = options;
   if ((authUrl === undefined) === (tokenUrl === undefined)) {
-    throw new TypeError(
+    throw new ConfigurationError(
       'createTokenProvider needs exactly one of authUrl (the auth service address; the token endpoint is {authUrl}/oauth/token) or tokenUrl (the full token endpoint address).',
     );
   }
@@ -33,7 +33,7 @@ export function resolveTokenUrl(options: {
   try {
     url = new URL(raw);
   } catch (cause) {
-    throw new TypeError(
+    throw new ConfigurationError(
       `${name} ${JSON.stringify(raw)} is not an absolute URL; expected e.g. https://auth.example.`,
       {
         cause,
@@ -41,7 +41,7 @@ export function resolveTokenUrl(options: {
     );
   }
   if (url.username || url.password) {
-    throw new TypeError(
+    throw new ConfigurationError(
       `${name} must not carry credentials in the URL; pass clientId and clientSecret instead.`,
     );
   }
@@ -62,7 +62,9 @@ export function resolveTokenUrl(options: {
 export function assertSecureUrl(url: URL, what: string, allowInsecureHttp: boolean): void {
   if (url.protocol === 'https:') return;
   if (url.protocol !== 'http:') {
-    throw new TypeError(`${what} ${url.origin}${url.pathname} uses ${url.protocol}; expected an https: URL.`);
+    throw new ConfigurationError(
+      `${what} ${url.origin}${url.pathname} uses ${url.protocol}; expected an https: URL.`,
+    );
   }
   if (isLoopbackHost(url.hostname) || allowInsecureHttp) return;
   throw new InsecureTokenUrlError(

@@ -1,4 +1,5 @@
 import type { AccessToken } from './access-token.js';
+import { ConfigurationError } from './errors.js';
 import { CacheKeys } from './provider/cache-key.js';
 import { HeldTokens, handOverBefore } from './provider/held-tokens.js';
 import { createJwtVerifier } from './provider/jwt-verifier.js';
@@ -60,7 +61,9 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
         (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0)
       ) {
         return Promise.reject(
-          new TypeError(`getToken: timeoutMs must be a finite number > 0, got ${String(timeoutMs)}.`),
+          new ConfigurationError(
+            `getToken: timeoutMs must be a finite number > 0, got ${String(timeoutMs)}.`,
+          ),
         );
       }
       if (
@@ -68,7 +71,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
         (typeof minValidityMs !== 'number' || !Number.isFinite(minValidityMs) || minValidityMs < 0)
       ) {
         return Promise.reject(
-          new TypeError(
+          new ConfigurationError(
             `getToken: minValidityMs must be a finite number ≥ 0 (ms of life the token must still have), got ${String(minValidityMs)}.`,
           ),
         );

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { findBearerChallenge, parseWwwAuthenticate } from '../src/bearer-challenge.js';
+import { ConfigurationError } from '../src/errors.js';
 
 describe('parseWwwAuthenticate (RFC 9110 §11.6.1)', () => {
   it('parses a Bearer challenge with quoted and token values, lowercasing parameter names', () => {
@@ -64,8 +65,8 @@ describe('parseWwwAuthenticate (RFC 9110 §11.6.1)', () => {
     ['Bearer realm=x, error=', 'a missing value for the auth-param "error"'],
     ['Bearer error=a b', 'unexpected text after the auth-param "error"'],
     ['="x"', 'an unexpected "=" where an auth-scheme should start'],
-  ])('refuses %s with a TypeError saying where', (header, what) => {
-    expect(() => parseWwwAuthenticate(header)).toThrow(TypeError);
+  ])('refuses %s with a ConfigurationError saying where', (header, what) => {
+    expect(() => parseWwwAuthenticate(header)).toThrow(ConfigurationError);
     expect(() => parseWwwAuthenticate(header)).toThrow(`WWW-Authenticate header is malformed: ${what}`);
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ConfigurationError } from '../src/errors.js';
 import { missingScopes, normalizeScopes, parseScopeString } from '../src/scope-set.js';
 
 describe('scope-set', () => {
@@ -16,7 +17,7 @@ describe('scope-set', () => {
     expect(() => normalizeScopes(['read loans'])).toThrow(
       'scope "read loans" is not a valid OAuth scope token (RFC 6749 §3.3: printable ASCII without spaces, quotes or backslashes); pass scopes such as "read:loans".',
     );
-    expect(() => normalizeScopes(['a"b'])).toThrow(TypeError);
+    expect(() => normalizeScopes(['a"b'])).toThrow(ConfigurationError);
   });
   it('lists the missing scopes', () => {
     expect(missingScopes(['a', 'b', 'c'], ['b'])).toEqual(['a', 'c']);

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { InsecureTokenUrlError } from '../src/errors.js';
+import { ConfigurationError, InsecureTokenUrlError, PartnerApiError } from '../src/errors.js';
 import { assertSecureUrl, isLoopbackHost, resolveTokenUrl } from '../src/token-endpoint.js';
 import { createTokenProvider } from '../src/token-provider.js';
 
@@ -113,6 +113,39 @@ describe('option checks', () => {
     ).toThrow('createTokenProvider: refresh.hardWindowMs must be a finite number ≥ 0, got -1.');
     expect(() =>
       createTokenProvider({ ...base, authUrl: 'https://a.example', scopes: ['read loans'] }),
-    ).toThrow(TypeError);
+    ).toThrow(ConfigurationError);
+  });
+
+  it('throws the family’s ConfigurationError (ERR_CONFIGURATION), not a TypeError', async () => {
+    const refused = (make: () => unknown) => {
+      try {
+        make();
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    };
+    const errors = [
+      refused(() => createTokenProvider({ ...base, clientSecret: '', authUrl: 'https://a.example' })),
+      refused(() =>
+        createTokenProvider({ ...base, authUrl: 'https://a.example', tokenUrl: 'https://a.example/t' }),
+      ),
+      refused(() => createTokenProvider({ ...base, authUrl: 'https://a.example', verify: {} })),
+      refused(() =>
+        createTokenProvider({ ...base, authUrl: 'https://a.example', retry: { maxRetries: 1.5 } }),
+      ),
+      await createTokenProvider({ ...base, authUrl: 'https://a.example' })
+        .getToken({ timeoutMs: 0 })
+        .catch((error: unknown) => error),
+    ];
+    for (const error of errors) {
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect(error).toBeInstanceOf(PartnerApiError);
+      expect(error).not.toBeInstanceOf(TypeError);
+      expect(error).toMatchObject({ name: 'ConfigurationError', code: 'ERR_CONFIGURATION' });
+      expect(String(error)).toMatch(/^ConfigurationError: /);
+    }
+    // Negative control: a valid provider is made without an error.
+    expect(refused(() => createTokenProvider({ ...base, authUrl: 'https://a.example' }))).toBeUndefined();
   });
 });

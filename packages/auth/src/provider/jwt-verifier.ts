@@ -1,5 +1,6 @@
 import type { JSONWebKeySet, JWTPayload } from 'jose';
 import type { Clock } from '../clock.js';
+import { ConfigurationError } from '../errors.js';
 import { assertSecureUrl } from '../token-endpoint.js';
 import type { VerifyOptions } from './options.js';
 
@@ -19,7 +20,7 @@ export function createJwtVerifier(
   if (!verify) return undefined;
   const { jwks, jwksUrl, issuer } = verify;
   if ((jwks === undefined) === (jwksUrl === undefined)) {
-    throw new TypeError(
+    throw new ConfigurationError(
       'createTokenProvider: verify needs exactly one of jwksUrl (the JWKS address) or jwks (the key set).',
     );
   }
@@ -29,7 +30,7 @@ export function createJwtVerifier(
     try {
       url = new URL(jwksUrl);
     } catch (cause) {
-      throw new TypeError(
+      throw new ConfigurationError(
         `createTokenProvider: verify.jwksUrl ${JSON.stringify(jwksUrl)} is not an absolute URL.`,
         {
           cause,
@@ -40,7 +41,9 @@ export function createJwtVerifier(
     makeKeySet = (jose) => jose.createRemoteJWKSet(url, { [jose.customFetch]: context.fetch });
   } else {
     if (!Array.isArray((jwks as { keys?: unknown }).keys)) {
-      throw new TypeError('createTokenProvider: verify.jwks must be a JWKS object: { keys: [...] }.');
+      throw new ConfigurationError(
+        'createTokenProvider: verify.jwks must be a JWKS object: { keys: [...] }.',
+      );
     }
     makeKeySet = (jose) => jose.createLocalJWKSet(jwks as JSONWebKeySet);
   }

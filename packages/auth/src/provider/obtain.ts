@@ -162,10 +162,8 @@ export class Obtainer {
     const entry = await this.#store.admit(key, scopes, shared);
     if (entry !== undefined && entry.accessToken !== replacing) return entry;
     if (entry !== undefined) {
-      this.#store.failed(
-        'singleFlight',
-        new TypeError('singleFlight resolved with the token being replaced'),
-      );
+      // Reported as a store failure (its message only): the store broke its contract, nothing was thrown.
+      this.#store.failed('singleFlight', 'singleFlight resolved with the token being replaced');
     }
     if (ownResult?.ok === true) return ownResult.entry;
     const mine = await this.request(scopes, background, key, deadlineAt);

@@ -2,6 +2,7 @@ import type { AccessToken } from '../access-token.js';
 import type { Clock, Sleep } from '../clock.js';
 import { realSleep, systemClock } from '../clock.js';
 import { createStderrLogger, logLevelFromEnv, logTokenEvent } from '../env-logger.js';
+import { ConfigurationError } from '../errors.js';
 import { defaultRetryPolicy, type RetryOptions, type RetryPolicy, resolveRetryPolicy } from '../retry.js';
 import { normalizeScopes, type ScopeSet } from '../scope-set.js';
 import { assertSecureUrl, isLoopbackHost, resolveTokenUrl } from '../token-endpoint.js';
@@ -127,7 +128,7 @@ export interface TokenProvider {
 
 function requireString(value: unknown, name: string, what: string): string {
   if (typeof value !== 'string' || value === '') {
-    throw new TypeError(`createTokenProvider: ${name} must be a non-empty string (${what}).`);
+    throw new ConfigurationError(`createTokenProvider: ${name} must be a non-empty string (${what}).`);
   }
   return value;
 }
@@ -135,7 +136,9 @@ function requireString(value: unknown, name: string, what: string): string {
 function nonNegative(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new TypeError(`createTokenProvider: ${name} must be a finite number ≥ 0, got ${String(value)}.`);
+    throw new ConfigurationError(
+      `createTokenProvider: ${name} must be a finite number ≥ 0, got ${String(value)}.`,
+    );
   }
   return value;
 }
@@ -166,7 +169,7 @@ export interface ResolvedOptions {
   emit(event: TokenEvent): void;
 }
 
-/** Checks the options (TypeError naming the option) and fills in the defaults. */
+/** Checks the options (ConfigurationError naming the option) and fills in the defaults. */
 export function resolveOptions(options: TokenProviderOptions): ResolvedOptions {
   const clientId = requireString(options.clientId, 'clientId', 'from the partner administration console');
   const clientSecret = requireString(
@@ -177,13 +180,13 @@ export function resolveOptions(options: TokenProviderOptions): ResolvedOptions {
   const audience = requireString(options.audience, 'audience', 'the partner API base URL');
   const { environment } = options;
   if (environment !== undefined && environment !== 'staging' && environment !== 'production') {
-    throw new TypeError(
+    throw new ConfigurationError(
       `createTokenProvider: environment must be 'staging' or 'production', got ${JSON.stringify(environment)}.`,
     );
   }
   const clientAuth = options.clientAuth ?? 'body';
   if (clientAuth !== 'body' && clientAuth !== 'basic') {
-    throw new TypeError(
+    throw new ConfigurationError(
       `createTokenProvider: clientAuth must be 'body' or 'basic', got ${JSON.stringify(clientAuth)}.`,
     );
   }
