@@ -1,3 +1,5 @@
+import { ConfigurationError } from './errors.js';
+
 /**
  * What openapi-fetch builds for each call, in place of a WHATWG `Request` (its `Request` option). A
  * `Request` costs an AbortSignal, a header list and a body stream of its own, and fetch copies it
@@ -18,7 +20,7 @@ export class CallRequest {
     this.headers = init.headers instanceof Headers ? init.headers : new Headers(init.headers);
     const body = init.body;
     if (body !== undefined && body !== null && typeof body !== 'string') {
-      throw new TypeError('the SDK sends JSON bodies only (a string once serialised)');
+      throw new ConfigurationError('the SDK sends JSON bodies only (a string once serialised)');
     }
     this.body = body ?? null;
     this.redirect = init.redirect ?? 'follow';

@@ -143,7 +143,8 @@ export function createPartnerClient(
     try {
       provider = createTokenProvider(providerOptions);
     } catch (error) {
-      if (error instanceof PartnerApiError) throw error;
+      // The provider's own ConfigurationError is said again in the client's words (its cause kept).
+      if (error instanceof PartnerApiError && !(error instanceof ConfigurationError)) throw error;
       throw new ConfigurationError(
         `The token provider options are invalid: ${error instanceof Error ? error.message : String(error)}`,
         { cause: error },

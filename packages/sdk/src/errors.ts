@@ -1,4 +1,5 @@
 import {
+  ConfigurationError,
   findBearerChallenge,
   PartnerApiError,
   type PartnerApiErrorCode,
@@ -8,15 +9,12 @@ import {
 } from '@partner-lending/auth';
 
 export type { PartnerApiErrorCode, PartnerApiErrorDetails } from '@partner-lending/auth';
-export { PartnerApiError };
-
-/** An option or environment variable is missing or invalid. Thrown by `createPartnerClient`. */
-export class ConfigurationError extends PartnerApiError {
-  override readonly name = 'ConfigurationError';
-  constructor(message: string, details?: PartnerApiErrorDetails) {
-    super(message, 'ERR_CONFIGURATION', details);
-  }
-}
+/**
+ * `ConfigurationError`: an option or environment variable is missing or invalid (thrown by
+ * `createPartnerClient`, a call with a bad per-call option, a body that is not JSON). The auth package's
+ * class, one for the whole family: the token provider throws the same for its own options.
+ */
+export { ConfigurationError, PartnerApiError };
 
 /** A successful answer did not have the shape the SDK needs (e.g. no loans array to paginate). */
 export class ResponseShapeError extends PartnerApiError {

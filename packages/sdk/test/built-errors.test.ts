@@ -1,10 +1,54 @@
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { expect, it } from 'vitest';
-import { builtErrorProblems, type ErrorCase } from '../../../test-support/built-errors.js';
+import { describe, expect, it } from 'vitest';
+import {
+  builtErrorProblems,
+  type ErrorCase,
+  type ErrorFamily,
+  errorClassProblems,
+  strayErrorLines,
+} from '../../../test-support/built-errors.js';
+import { sourceFiles } from '../../../test-support/layers.js';
+import type { PartnerApiErrorCode } from '../src/index.js';
+import * as sdk from '../src/index.js';
 
 // The built package as a user loads it (import and require of dist/): every exported error class keeps its name and code in
-// ESM and CJS (a bundler renaming a class, e.g. to `_Name`, shows here). Build first.
+// ESM and CJS (a bundler renaming a class, e.g. to `_Name`, shows here), is a PartnerApiError (the family's root, the auth
+// package's) and carries a code of PartnerApiErrorCode. Build first (auth, then the SDK). The sources: no class on Error
+// itself, no Error, TypeError or RangeError thrown (a bad option or body is the auth package's ConfigurationError).
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
+
+/** Every code, once: a code added to the union and not here (or here and not in it) fails the typecheck. */
+const codes: Record<PartnerApiErrorCode, true> = {
+  ERR_TOKEN_REQUEST: true,
+  ERR_NOT_APPROVED_FOR_PRODUCTION: true,
+  ERR_TOKEN_RESPONSE: true,
+  ERR_TOKEN_NETWORK: true,
+  ERR_TOKEN_THROTTLED: true,
+  ERR_TOKEN_ABORTED: true,
+  ERR_TOKEN_TIMEOUT: true,
+  ERR_SCOPE_NOT_GRANTED: true,
+  ERR_BEARER_INSUFFICIENT_SCOPE: true,
+  ERR_INSECURE_TOKEN_URL: true,
+  ERR_CONFIGURATION: true,
+  ERR_RESPONSE_SHAPE: true,
+  ERR_API_STATUS: true,
+  ERR_BAD_REQUEST: true,
+  ERR_AUTHENTICATION: true,
+  ERR_PERMISSION_DENIED: true,
+  ERR_INSUFFICIENT_SCOPE: true,
+  ERR_NOT_FOUND: true,
+  ERR_CONFLICT: true,
+  ERR_UNPROCESSABLE_ENTITY: true,
+  ERR_RATE_LIMIT: true,
+  ERR_INTERNAL_SERVER: true,
+  ERR_CONNECTION: true,
+  ERR_REDIRECT: true,
+  ERR_TIMEOUT: true,
+  ERR_USER_ABORT: true,
+};
+const family: ErrorFamily = { base: 'PartnerApiError', codes: Object.keys(codes) };
 
 const cases: Record<string, ErrorCase> = {
   APIConnectionError: { args: ['message'], code: 'ERR_CONNECTION' },
@@ -40,8 +84,58 @@ const cases: Record<string, ErrorCase> = {
   UnprocessableEntityError: { args: ['message'], code: 'ERR_UNPROCESSABLE_ENTITY' },
 };
 
-it('every exported error class keeps its name and code in the built ESM and CJS', async () => {
-  const { checked, problems } = await builtErrorProblems(packageDir, cases);
-  expect(problems).toEqual([]);
-  expect(checked).toHaveLength(2 * Object.keys(cases).length);
+describe('the SDK’s error family', () => {
+  it('every exported error class keeps its name and code in the built ESM and CJS', async () => {
+    const { checked, problems } = await builtErrorProblems(packageDir, cases, family);
+    expect(problems).toEqual([]);
+    expect(checked).toHaveLength(2 * Object.keys(cases).length);
+  });
+
+  it('a class on plain Error fails it (negative control)', () => {
+    class Stray extends Error {}
+    const { problems } = errorClassProblems(
+      'src',
+      { ...sdk, Stray },
+      { ...cases, Stray: { args: ['message'], code: 'ERR_CONFIGURATION' } },
+      family,
+    );
+    expect(problems).toEqual([
+      'src: new Stray(…).name is "Error"',
+      'src: new Stray(…).code is undefined, expected ERR_CONFIGURATION',
+      'src: String(new Stray(…)) is "Error: message"',
+      'src: new Stray(…) is not a PartnerApiError',
+      'src: new Stray(…).code undefined is not a code of PartnerApiError',
+    ]);
+  });
+
+  it('no source file declares an error class on Error itself, or throws an Error, TypeError or RangeError', () => {
+    const sources = Object.fromEntries(
+      sourceFiles(fileURLToPath(new URL('../src', import.meta.url))).map((file) => [
+        relative(packageDir, file),
+        readFileSync(file, 'utf8'),
+      ]),
+    );
+    // The root, PartnerApiError, is the auth package's: no class of the SDK extends Error itself.
+    expect(strayErrorLines(sources)).toEqual([]);
+    // Nor a plain Error: every error the package throws is of its family.
+    const plain = (files: Record<string, string>) =>
+      Object.entries(files).flatMap(([file, text]) =>
+        text
+          .split('\n')
+          .flatMap((line, index) => (/\bnew Error\(/.test(line) ? [`${file}:${index + 1}`] : [])),
+      );
+    expect(plain(sources)).toEqual([]);
+    expect(plain({ 'src/planted.ts': "throw new Error('x');" })).toEqual(['src/planted.ts:1']);
+    // Negative controls: a planted class on Error, and a thrown TypeError, are found.
+    expect(
+      strayErrorLines({
+        ...sources,
+        'src/planted.ts':
+          "class Stray extends Error {}\nthrow new TypeError('the SDK sends JSON bodies only');",
+      }),
+    ).toEqual([
+      'src/planted.ts:1: class Stray extends Error {}',
+      "src/planted.ts:2: throw new TypeError('the SDK sends JSON bodies only');",
+    ]);
+  });
 });

@@ -166,6 +166,26 @@ describe('raw typed client', () => {
     expect(since(start)[0]?.url).toBe('/prefix/v3/partner/partner-1/journals');
     expect(tokenProvider.asked.at(-1)).toEqual(['create:journal_update']);
   });
+
+  it('refuses a body that is not JSON with ConfigurationError (not a TypeError), before anything is sent', async () => {
+    const { sdk } = client();
+    const start = server.seen.length;
+    // A serialiser that hands openapi-fetch a FormData: the SDK sends JSON bodies only.
+    const asForm = { bodySerializer: () => new FormData() } as object;
+    const error = await sdk
+      .POST('/v3/partner/{partner_id}/journals', { body: { entry: 1 }, ...asForm })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect(error).not.toBeInstanceOf(TypeError);
+    expect(error).toMatchObject({
+      code: 'ERR_CONFIGURATION',
+      message: 'the SDK sends JSON bodies only (a string once serialised)',
+    });
+    expect(since(start)).toEqual([]);
+    // Negative control: the same call with the JSON body is sent.
+    await sdk.POST('/v3/partner/{partner_id}/journals', { body: { entry: 1 } });
+    expect(since(start)).toHaveLength(1);
+  });
 });
 
 describe('loans', () => {

@@ -236,7 +236,8 @@ describe('options passed through to the token provider', () => {
   });
 
   it('reports invalid provider options as ConfigurationError', () => {
-    expect(() =>
+    let error: unknown;
+    try {
       createPartnerClient({
         authUrl: mock.authUrl,
         baseUrl: mock.baseUrl,
@@ -244,8 +245,17 @@ describe('options passed through to the token provider', () => {
         clientSecret: 'secret',
         refresh: { hardWindowMs: -1 },
         env: {},
-      }),
-    ).toThrow(ConfigurationError);
+      });
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).message).toBe(
+      'The token provider options are invalid: createTokenProvider: refresh.hardWindowMs must be a finite number ≥ 0, got -1.',
+    );
+    // The provider's own error, the same class (the auth package's), kept as the cause.
+    expect((error as Error).cause).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).cause).not.toBeInstanceOf(TypeError);
   });
 
   it('does not claim "granted: none" when the token endpoint refuses a scope outright', async () => {
