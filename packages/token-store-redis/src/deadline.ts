@@ -1,5 +1,14 @@
-/** No answer within the store's own deadline. */
-export class CommandTimeout extends Error {}
+import { RedisTokenStoreError } from './errors.js';
+
+/**
+ * No answer within the store's own deadline: Redis cannot be reached now (`ERR_REDIS_UNAVAILABLE`). A
+ * subclass so that the connection can tell a timeout from another failure; not exported.
+ */
+export class CommandTimeout extends RedisTokenStoreError {
+  constructor(message: string) {
+    super('ERR_REDIS_UNAVAILABLE', message);
+  }
+}
 
 /** Settles like `promise`, or rejects with a CommandTimeout after `ms` (a timer of our own). */
 export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {

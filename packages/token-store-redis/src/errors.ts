@@ -21,7 +21,13 @@ export type RedisTokenStoreErrorCode =
   /** The encryption key (option or `PARTNER_TOKEN_STORE_KEY`) is not 32 bytes in base64 or hex. */
   | 'ERR_INVALID_ENCRYPTION_KEY'
   /** `close()` was called; the store takes no more calls. */
-  | 'ERR_STORE_CLOSED';
+  | 'ERR_STORE_CLOSED'
+  /**
+   * An option of `createRedisTokenStore` is invalid (neither or both of `url` and `client`, a namespace
+   * with `{` or `}`, a timeout that is not a number > 0): thrown by `createRedisTokenStore`, before any
+   * connection. The message names the option and what it takes.
+   */
+  | 'ERR_INVALID_OPTION';
 
 /**
  * The one error class of this package, with a stable string `code` and the original `cause` kept.

@@ -1,6 +1,6 @@
 import type { SingleFlightOptions, StoredToken, TokenStore } from '@partner-lending/auth';
 import type { RedisClientType } from 'redis';
-import type { RedisTokenStoreErrorCode } from './errors.js';
+import { RedisTokenStoreError, type RedisTokenStoreErrorCode } from './errors.js';
 import type { EncryptionKeyInput, UnreadableReason } from './token-cipher.js';
 
 /**
@@ -183,11 +183,14 @@ export interface RedisTokenStore extends TokenStore {
   close(): Promise<void>;
 }
 
-/** A number option that must be > 0 (TypeError naming it), or its default. */
+/** A number option that must be > 0 (an ERR_INVALID_OPTION error naming it), or its default. */
 export function positive(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new TypeError(`createRedisTokenStore: ${name} must be a finite number > 0, got ${String(value)}.`);
+    throw new RedisTokenStoreError(
+      'ERR_INVALID_OPTION',
+      `createRedisTokenStore: ${name} must be a finite number > 0, got ${String(value)}.`,
+    );
   }
   return value;
 }

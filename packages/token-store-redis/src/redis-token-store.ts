@@ -1,6 +1,7 @@
 import { raceSignal, type StoredToken } from '@partner-lending/auth';
 import { Connection, withDeadline } from './connection.js';
 import { cipherOf, Entries } from './entries.js';
+import { RedisTokenStoreError } from './errors.js';
 import { Notices } from './notices.js';
 import {
   emitterOf,
@@ -38,7 +39,8 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
     client?: RedisClient | RedisCluster | RedisSentinel;
   };
   if ((url === undefined || url === '') === (given === undefined)) {
-    throw new TypeError(
+    throw new RedisTokenStoreError(
+      'ERR_INVALID_OPTION',
       given === undefined
         ? 'createRedisTokenStore needs { url } (e.g. redis://localhost:6379) or { client }; url is empty or undefined — is the variable you read it from (REDIS_URL?) set?'
         : 'createRedisTokenStore takes { url } or { client }, not both.',
@@ -46,7 +48,8 @@ export function createRedisTokenStore(options: RedisTokenStoreOptions): RedisTok
   }
   const namespace = options.namespace ?? DEFAULT_NAMESPACE;
   if (typeof namespace !== 'string' || /[{}]/.test(namespace)) {
-    throw new TypeError(
+    throw new RedisTokenStoreError(
+      'ERR_INVALID_OPTION',
       'createRedisTokenStore: namespace must be a string without { or } (they mark the hash tag).',
     );
   }

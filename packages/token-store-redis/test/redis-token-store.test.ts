@@ -785,10 +785,34 @@ describe('options', () => {
     expect(() => createRedisTokenStore({ url: process.env.NO_SUCH_VARIABLE_FOR_TEST })).toThrow(
       'createRedisTokenStore needs { url } (e.g. redis://localhost:6379) or { client }; url is empty or undefined — is the variable you read it from (REDIS_URL?) set?',
     );
-    // @ts-expect-error -- url and client exclude each other; plain JavaScript callers get the TypeError.
+    // @ts-expect-error -- url and client exclude each other; plain JavaScript callers get the error.
     expect(() => createRedisTokenStore({ url: redis.url, client: raw })).toThrow(/not both/);
     expect(() => createRedisTokenStore({ url: redis.url, commandTimeoutMs: 0 })).toThrow(
       'createRedisTokenStore: commandTimeoutMs must be a finite number > 0, got 0.',
     );
+  });
+
+  it('refuses a bad option with RedisTokenStoreError ERR_INVALID_OPTION, not a TypeError', () => {
+    const refused = (make: () => unknown) => {
+      try {
+        make();
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    };
+    const errors = [
+      refused(() => createRedisTokenStore({ url: '' })),
+      refused(() => createRedisTokenStore({ url: redis.url, namespace: 'a{b}' })),
+      refused(() => createRedisTokenStore({ url: redis.url, skipMs: Number.NaN })),
+    ];
+    for (const error of errors) {
+      expect(error).toBeInstanceOf(RedisTokenStoreError);
+      expect(error).not.toBeInstanceOf(TypeError);
+      expect(error).toMatchObject({ name: 'RedisTokenStoreError', code: 'ERR_INVALID_OPTION' });
+    }
+    // Negative control: valid options make a store (closed after the test).
+    const store = refused(() => stores.push(createRedisTokenStore({ url: redis.url, encryptionKey: KEY_A })));
+    expect(store).toBeUndefined();
   });
 });
