@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { sourceFiles } from './layers.js';
 
 /** How to make one exported error class, and the `code` the instance must carry. */
 export interface ErrorCase {
@@ -121,4 +122,21 @@ export function strayErrorLines(files: Record<string, string>, allowed: readonly
       stray.push(`${file}:${index + 1}: ${line.trim()}`);
     });
   return stray;
+}
+
+/** A package's sources, for `strayErrorLines`: each file under `<packageDir>/src` by its path from `packageDir`. */
+export function packageSources(packageDir: string): Record<string, string> {
+  return Object.fromEntries(
+    sourceFiles(join(packageDir, 'src')).map((file) => [
+      relative(packageDir, file),
+      readFileSync(file, 'utf8'),
+    ]),
+  );
+}
+
+/** Lines of `files` that throw a plain `new Error(` (outside a package's family), as `file:number`. */
+export function plainErrorLines(files: Record<string, string>): string[] {
+  return Object.entries(files).flatMap(([file, text]) =>
+    text.split('\n').flatMap((line, index) => (/\bnew Error\(/.test(line) ? [`${file}:${index + 1}`] : [])),
+  );
 }

@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
@@ -7,9 +5,10 @@ import {
   type ErrorCase,
   type ErrorFamily,
   errorClassProblems,
+  packageSources,
+  plainErrorLines,
   strayErrorLines,
 } from '../../../test-support/built-errors.js';
-import { sourceFiles } from '../../../test-support/layers.js';
 import type { ConformanceErrorCode } from '../src/index.js';
 import * as conformance from '../src/index.js';
 
@@ -63,22 +62,11 @@ describe('the suite’s error family', () => {
   });
 
   it('no source file declares an error class on Error itself, or throws an Error, TypeError or RangeError', () => {
-    const sources = Object.fromEntries(
-      sourceFiles(fileURLToPath(new URL('../src', import.meta.url))).map((file) => [
-        relative(packageDir, file),
-        readFileSync(file, 'utf8'),
-      ]),
-    );
+    const sources = packageSources(packageDir);
     expect(strayErrorLines(sources, [base])).toEqual([]);
     // Nor a plain Error: every error the package throws is of its family.
-    const plain = (files: Record<string, string>) =>
-      Object.entries(files).flatMap(([file, text]) =>
-        text
-          .split('\n')
-          .flatMap((line, index) => (/\bnew Error\(/.test(line) ? [`${file}:${index + 1}`] : [])),
-      );
-    expect(plain(sources)).toEqual([]);
-    expect(plain({ 'src/planted.ts': "throw new Error('x');" })).toEqual(['src/planted.ts:1']);
+    expect(plainErrorLines(sources)).toEqual([]);
+    expect(plainErrorLines({ 'src/planted.ts': "throw new Error('x');" })).toEqual(['src/planted.ts:1']);
     // Negative control: a planted TypeError is found.
     const planted = { ...sources, 'src/planted.ts': "throw new TypeError('not a JWKS');" };
     expect(strayErrorLines(planted, [base])).toEqual([

@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
@@ -7,9 +5,9 @@ import {
   type ErrorCase,
   type ErrorFamily,
   errorClassProblems,
+  packageSources,
   strayErrorLines,
 } from '../../../test-support/built-errors.js';
-import { sourceFiles } from '../../../test-support/layers.js';
 import type { RedisTokenStoreErrorCode } from '../src/index.js';
 import * as store from '../src/index.js';
 
@@ -63,12 +61,7 @@ describe('the store’s error family', () => {
   });
 
   it('no source file declares an error class on Error itself, or throws a TypeError or RangeError', () => {
-    const sources = Object.fromEntries(
-      sourceFiles(fileURLToPath(new URL('../src', import.meta.url))).map((file) => [
-        relative(packageDir, file),
-        readFileSync(file, 'utf8'),
-      ]),
-    );
+    const sources = packageSources(packageDir);
     expect(strayErrorLines(sources, [base])).toEqual([]);
     // Negative controls: a planted class on Error, and a thrown TypeError, are found.
     expect(
