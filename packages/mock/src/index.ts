@@ -9,6 +9,7 @@ export { demoClients, type MockClient, parseClients } from './mock-client.js';
 export { InjectedCrash } from './mock-server.js';
 export type { RegisterStatus } from './production-register.js';
 export { type MockProfile, mockProfiles, type Profile, profiles } from './profile.js';
+export { type CappedText, type ReadCappedOptions, readCapped, readStreamCapped } from './read-capped.js';
 export { RegisterFailure, type RegisterOptions } from './register-document.js';
 export {
   type RegisterEntry,

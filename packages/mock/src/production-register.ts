@@ -1,4 +1,5 @@
 import { createRemoteJWKSet } from 'jose';
+import { readCapped } from './read-capped.js';
 import { type ChangeWatcherStatus, RegisterChangeWatcher } from './register-changes.js';
 import {
   describeFailure,
@@ -6,7 +7,6 @@ import {
   type Register,
   RegisterFailure,
   type RegisterOptions,
-  readCapped,
   registerLimitBytes,
   resolveRegisterOptions,
   retryAfterFailureMs,

@@ -207,25 +207,6 @@ export function parseRegisterPayload(payload: Record<string, unknown>): Register
   return { issuer, issuedAt: iat, expiresAt: exp, seq, partners: map };
 }
 
-/** Reads a response body up to `limit` bytes; undefined when it is larger. */
-export async function readCapped(response: Response, limit: number): Promise<string | undefined> {
-  const reader = response.body?.getReader();
-  if (!reader) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 export function describeFailure(error: unknown): string {
   if (error instanceof RegisterFailure) return error.message;
   if (error instanceof joseErrors.JWTExpired) return 'the register has expired (its exp has passed)';
