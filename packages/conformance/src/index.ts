@@ -50,6 +50,7 @@ export { maxOutsideExchanges } from './client/session-schema.js';
 export { assembleSession, stageInfoOf } from './client/stage/assemble.js';
 export type { StageServer } from './client/stage/handler.js';
 export {
+  type CreatedRun,
   generateStageSigningKey,
   type HostedStage,
   type HostedStageOptions,

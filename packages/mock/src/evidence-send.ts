@@ -1,6 +1,6 @@
 import { otlpLogsRequest } from './evidence-record.js';
 import type { EvidenceBatch } from './evidence-spool.js';
-import { readCapped } from './register-document.js';
+import { readCapped } from './read-capped.js';
 
 /**
  * One send of an evidence batch and what follows from the answer (evidence-reporter.ts runs the

@@ -1,4 +1,5 @@
 import { createRemoteJWKSet } from 'jose';
+import { readCapped } from './read-capped.js';
 import { type ChangeWatcherStatus, RegisterChangeWatcher } from './register-changes.js';
 import {
   describeFailure,
@@ -6,7 +7,6 @@ import {
   type Register,
   RegisterFailure,
   type RegisterOptions,
-  readCapped,
   registerLimitBytes,
   resolveRegisterOptions,
   retryAfterFailureMs,
@@ -14,7 +14,8 @@ import {
 } from './register-document.js';
 import { digestOf, RegisterFloor } from './register-floor.js';
 
-export type { Register, RegisterEntry, RegisterOptions } from './register-document.js';
+export type { Register, RegisterOptions } from './register-document.js';
+export type { RegisterEntry } from './register-wire.js';
 
 /**
  * The production register: the certification service's signed list of every partner's production

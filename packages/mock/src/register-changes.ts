@@ -1,4 +1,4 @@
-import { readCapped } from './register-document.js';
+import { readCapped } from './read-capped.js';
 
 /**
  * The register's change notice, held by the production gate in the background: `GET <register>/changes

@@ -1,5 +1,6 @@
 import { type JWTVerifyGetKey, errors as joseErrors, jwtVerify } from 'jose';
 import { MockError } from './errors.js';
+import { type RegisterEntry, registerStatuses, registerType } from './register-wire.js';
 
 /**
  * The register as a document: the options saying where to read it, and the checks of one signed
@@ -39,18 +40,6 @@ export interface RegisterOptions {
   changes?: boolean;
 }
 
-/** One partner's production status, as the register lists it. */
-export interface RegisterEntry {
-  readonly partnerId: string;
-  readonly name: string;
-  readonly status: 'active' | 'suspended' | 'revoked' | 'expired';
-  readonly scopes: readonly string[];
-  readonly validUntil: string | null;
-  readonly decisionId: string;
-  /** `suspended`: when the suspension began (ISO time), when the register says so. */
-  readonly suspendedAt?: string;
-}
-
 /** A verified register. */
 export interface Register {
   /** The service that signed it (its public URL): where partners certify. */
@@ -64,7 +53,7 @@ export interface Register {
   readonly partners: ReadonlyMap<string, RegisterEntry>;
 }
 
-const statuses = new Set(['active', 'suspended', 'revoked', 'expired']);
+const statuses: ReadonlySet<string> = new Set(registerStatuses);
 /** Largest register read: 4 MiB. */
 export const registerLimitBytes = 4 * 1024 * 1024;
 /** Most partners taken from one register. */
@@ -73,7 +62,6 @@ const partnerLimit = 100_000;
 export const retryAfterFailureMs = 1000;
 /** The attestation key's algorithms: Ed25519 (EdDSA) or ECDSA P-256. */
 const algorithms = ['EdDSA', 'Ed25519', 'ES256'];
-export const registerType = 'partner-register+jwt';
 
 /** Why a read of the register failed (the service's answer, the document, its signature, the replay floor). */
 export class RegisterFailure extends MockError {
@@ -217,25 +205,6 @@ export function parseRegisterPayload(payload: Record<string, unknown>): Register
     });
   });
   return { issuer, issuedAt: iat, expiresAt: exp, seq, partners: map };
-}
-
-/** Reads a response body up to `limit` bytes; undefined when it is larger. */
-export async function readCapped(response: Response, limit: number): Promise<string | undefined> {
-  const reader = response.body?.getReader();
-  if (!reader) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 export function describeFailure(error: unknown): string {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { readStreamCapped } from '@partner-lending/mock';
 import type { Context, Hono } from 'hono';
 import type { Database } from '../db/types.js';
 import { unavailableRetrySeconds } from '../errors.js';
@@ -122,7 +123,7 @@ async function readBatch(
   admitted: { encoding: OtlpEncoding; gzip: boolean },
   limits: EvidenceLimits,
 ): Promise<Response | { batchId: string; records: OtlpLogRecord[] }> {
-  let body = await readBounded(c.req.raw.body, limits.maxBodyBytes);
+  let body = await readStreamCapped(c.req.raw.body, limits.maxBodyBytes);
   if (!body) return tooLarge(c, limits);
   const header = c.req.header('idempotency-key');
   if (header !== undefined && !idempotencyKey.test(header))
@@ -236,25 +237,4 @@ export function mountEvidence(
       inFlight -= 1;
     }
   });
-}
-
-/** The body, read to at most `max` bytes; undefined past it (the rest is not read). */
-async function readBounded(
-  stream: ReadableStream<Uint8Array> | null,
-  max: number,
-): Promise<Buffer | undefined> {
-  if (!stream) return Buffer.alloc(0);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = stream.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return Buffer.concat(chunks, size);
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      return undefined;
-    }
-    chunks.push(value);
-  }
 }

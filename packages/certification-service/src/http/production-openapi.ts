@@ -1,3 +1,4 @@
+import { registerStatuses } from '@partner-lending/mock';
 import { webhookEventTypes } from '../outbox/events.js';
 
 const problem = (description: string) => ({
@@ -253,7 +254,7 @@ export const productionSchemas = {
             partnerId: { type: 'string' },
             name: { type: 'string' },
             status: {
-              enum: ['active', 'suspended', 'revoked', 'expired'],
+              enum: [...registerStatuses],
               description:
                 'suspended: the service holds the approval on a regression (serve --on-regression suspend) until a reviewer approves a certification run again (active) or revokes (revoked); no token is to be issued meanwhile.',
             },

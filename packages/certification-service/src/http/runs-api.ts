@@ -1,3 +1,4 @@
+import type { CreatedRun } from '@partner-lending/conformance';
 import type { Context, Hono } from 'hono';
 import type { Database } from '../db/database.js';
 import { iso, RunRefusal, type RunRow, type Runs } from '../runs/runs.js';
@@ -31,7 +32,11 @@ export function mountRunRoutes(app: Hono<ApiEnv>, deps: RunRoutesDeps) {
           .map((issue) => ({ path: issue.path.join('.'), message: issue.message })),
       });
     try {
-      const run = await runs.create(c.get('partnerId'), parsed.data as Parameters<Runs['create']>[1]);
+      // The answer is conformance's `CreatedRun`, the type its hosted client command reads.
+      const run: CreatedRun = await runs.create(
+        c.get('partnerId'),
+        parsed.data as Parameters<Runs['create']>[1],
+      );
       await deps.audit(`partner:${c.get('partnerId')}`, 'run.created', run.id, {
         integration: parsed.data.integration ?? null,
       });

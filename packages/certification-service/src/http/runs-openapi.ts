@@ -1,3 +1,4 @@
+import { registerStatuses } from '@partner-lending/mock';
 import { noteMaxLength, noteRule } from '../production/decisions/note.js';
 import { planFields } from '../runs/types.js';
 import { bodySchema, common, json, problem, withBody } from './openapi-responses.js';
@@ -208,7 +209,7 @@ const decisionsSchema = {
       required: ['partnerId', 'status', 'scopes', 'validUntil', 'decisionId', 'expiring'],
       properties: {
         partnerId: { type: 'string' },
-        status: { enum: ['active', 'suspended', 'revoked', 'expired'] },
+        status: { enum: [...registerStatuses] },
         scopes: { type: 'array', items: { type: 'string' } },
         validUntil: { type: ['string', 'null'], format: 'date-time' },
         decisionId: { type: 'string' },

@@ -29,71 +29,34 @@ export function stageKeyPool(
   const threads = options.generate ? undefined : keyThreads();
   const generate = options.generate ?? (() => threads!.generate());
   const ready: StageSigningKey[] = [];
-  type Waiter = { resolve: (key: StageSigningKey) => void; reject: (error: unknown) => void };
-  /** Waiters by partner, in the order partners first asked. */
-  const queues = new Map<string, Waiter[]>();
-  /** When each partner last took a key (a tick of this pool), for the partners that took one lately. */
-  const lastTurn = new Map<string, number>();
-  let tick = 0;
-  /** The partner that took the latest key. */
-  let latest: string | undefined;
+  const turns = partnerTurns();
   /**
    * Whether the last key ready is kept from `partnerId` for another partner: one that just took a key
    * does not take the last one prepared (with `size` 0 nothing is kept).
    */
-  const keptFrom = (partnerId: string | undefined) => size > 0 && partnerId === latest && ready.length <= 1;
-  const turn = (partnerId: string) => {
-    latest = partnerId;
-    // Forgotten partners (not waiting) are served first once more: at most one key's advantage.
-    if (lastTurn.size >= 10_000) for (const id of lastTurn.keys()) if (!queues.has(id)) lastTurn.delete(id);
-    lastTurn.delete(partnerId);
-    lastTurn.set(partnerId, ++tick);
-  };
-  let waitingCount = 0;
-  /**
-   * The waiter of the partner whose last key is oldest (one that took none first; the first to ask
-   * among equals), other than `except`.
-   */
-  const nextWaiter = (except?: string): Waiter | undefined => {
-    let partner: string | undefined;
-    let oldest = Number.POSITIVE_INFINITY;
-    for (const id of queues.keys()) {
-      if (id === except) continue;
-      const last = lastTurn.get(id) ?? -1;
-      if (last < oldest) {
-        oldest = last;
-        partner = id;
-      }
-    }
-    if (partner === undefined) return undefined;
-    const queue = queues.get(partner)!;
-    const next = queue.shift()!;
-    if (queue.length === 0) queues.delete(partner);
-    waitingCount -= 1;
-    turn(partner);
-    return next;
-  };
+  const keptFrom = (partnerId: string | undefined) =>
+    size > 0 && partnerId === turns.latest() && ready.length <= 1;
   let generating = 0;
   let closed = false;
 
   const fill = () => {
     // One lane, and one more per other partner waiting, up to `lanes`.
-    const allowed = Math.min(lanes, Math.max(1, queues.size));
-    if (generating >= allowed || closed || ready.length + generating >= size + waitingCount) return;
+    const allowed = Math.min(lanes, Math.max(1, turns.partnersWaiting()));
+    if (generating >= allowed || closed || ready.length + generating >= size + turns.waiting()) return;
     generating += 1;
     generate().then(
       (key) => {
         generating -= 1;
         // With none ready, the partner that took the latest key does not take this one: it is kept for
         // the next partner, who then finds a key at once (the next one done goes to the first).
-        const next = size > 0 && ready.length === 0 ? nextWaiter(latest) : nextWaiter();
+        const next = size > 0 && ready.length === 0 ? turns.next(turns.latest()) : turns.next();
         if (next) next.resolve(key);
         else ready.push(key);
         fill();
       },
       (error: unknown) => {
         generating -= 1;
-        const next = nextWaiter();
+        const next = turns.next();
         next?.reject(error);
         if (!next) setTimeout(fill, 1000).unref();
         else fill();
@@ -108,26 +71,90 @@ export function stageKeyPool(
       const key = keptFrom(partnerId) ? undefined : ready.shift();
       let promise: Promise<StageSigningKey>;
       if (key) {
-        turn(partnerId);
+        turns.turn(partnerId);
         promise = Promise.resolve(key);
       } else
-        promise = new Promise<StageSigningKey>((resolve, reject) => {
-          const queue = queues.get(partnerId) ?? [];
-          queue.push({ resolve, reject });
-          queues.set(partnerId, queue);
-          waitingCount += 1;
-        });
+        promise = new Promise<StageSigningKey>((resolve, reject) =>
+          turns.wait(partnerId, { resolve, reject }),
+        );
       fill();
       return promise;
     },
     ready: () => ready.length,
     close() {
       closed = true;
-      for (const queue of queues.values())
-        for (const waiter of queue) waiter.reject(new Error('the service is stopping'));
+      turns.rejectAll('the service is stopping');
+      threads?.close();
+    },
+  };
+}
+
+type Waiter = { resolve: (key: StageSigningKey) => void; reject: (error: unknown) => void };
+
+/**
+ * The partners waiting for a stage key and whose turn is next: the partner whose last key is oldest
+ * (one that took none first; the first to ask among equals).
+ */
+function partnerTurns() {
+  /** Waiters by partner, in the order partners first asked. */
+  const queues = new Map<string, Waiter[]>();
+  /** When each partner last took a key (a tick of this pool), for the partners that took one lately. */
+  const lastTurn = new Map<string, number>();
+  let tick = 0;
+  /** The partner that took the latest key. */
+  let latest: string | undefined;
+  let waitingCount = 0;
+  const turn = (partnerId: string) => {
+    latest = partnerId;
+    // Forgotten partners (not waiting) are served first once more: at most one key's advantage.
+    if (lastTurn.size >= 10_000) for (const id of lastTurn.keys()) if (!queues.has(id)) lastTurn.delete(id);
+    lastTurn.delete(partnerId);
+    lastTurn.set(partnerId, ++tick);
+  };
+  return {
+    /** The partner that took the latest key. */
+    latest: () => latest,
+    /** Creations waiting for a key. */
+    waiting: () => waitingCount,
+    /** Partners with a creation waiting. */
+    partnersWaiting: () => queues.size,
+    /** `partnerId` takes a key now. */
+    turn,
+    /** `partnerId`'s creation waits for a key. */
+    wait(partnerId: string, waiter: Waiter) {
+      const queue = queues.get(partnerId) ?? [];
+      queue.push(waiter);
+      queues.set(partnerId, queue);
+      waitingCount += 1;
+    },
+    /**
+     * The waiter of the partner whose last key is oldest (one that took none first; the first to ask
+     * among equals), other than `except`: its turn is taken.
+     */
+    next(except?: string): Waiter | undefined {
+      let partner: string | undefined;
+      let oldest = Number.POSITIVE_INFINITY;
+      for (const id of queues.keys()) {
+        if (id === except) continue;
+        const last = lastTurn.get(id) ?? -1;
+        if (last < oldest) {
+          oldest = last;
+          partner = id;
+        }
+      }
+      if (partner === undefined) return undefined;
+      const queue = queues.get(partner)!;
+      const next = queue.shift()!;
+      if (queue.length === 0) queues.delete(partner);
+      waitingCount -= 1;
+      turn(partner);
+      return next;
+    },
+    /** Every waiting creation refused, each with an error saying `message`. */
+    rejectAll(message: string) {
+      for (const queue of queues.values()) for (const waiter of queue) waiter.reject(new Error(message));
       queues.clear();
       waitingCount = 0;
-      threads?.close();
     },
   };
 }

@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { CreatedRun } from '@partner-lending/conformance';
 
 export const bin = fileURLToPath(new URL('../../bin/partner-certification-service.js', import.meta.url));
 export const conformanceBin = fileURLToPath(
@@ -121,18 +122,8 @@ export async function adminJson(
   return JSON.parse(result.stdout) as Record<string, string>;
 }
 
-/** A created run, as POST /api/runs answers it. */
-export interface CreatedRun {
-  id: string;
-  authUrl: string;
-  baseUrl: string;
-  tokenUrl: string;
-  audience: string;
-  clientId: string;
-  clientSecret: string;
-  authorizedScopes: string[];
-  expiresAt: string;
-}
+/** What `POST /api/runs` answers: conformance's type, the one its hosted client command reads. */
+export type { CreatedRun };
 
 export async function api(
   url: string,

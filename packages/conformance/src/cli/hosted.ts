@@ -4,6 +4,7 @@ import { clientChecks } from '../client/checks/index.js';
 import { resolveCommand, runJourney } from '../client/journey.js';
 import { defaultTimeoutSeconds } from '../client/run.js';
 import type { JourneyRecord } from '../client/session.js';
+import type { CreatedRun } from '../client/stage/hosted.js';
 import { journeyEnv } from '../client/stage/stage-client.js';
 import { readRegularFile } from '../common/regular-file.js';
 import { type ClientReport, exitCodeFor, reportVerdict } from '../common/report.js';
@@ -16,20 +17,6 @@ import { formatJunitReport } from '../reporters/junit.js';
 import { tool } from '../version.js';
 import type { ClientCliConfig } from './client-config.js';
 import { type CliIo, writeReports } from './io.js';
-
-/** What `POST /api/runs` of the certification service answers. */
-interface HostedRun {
-  id: string;
-  authUrl: string;
-  baseUrl: string;
-  tokenUrl: string;
-  audience: string;
-  clientId: string;
-  clientSecret: string;
-  authorizedScopes: string[];
-  plan: Array<{ name: string; enabled: boolean; plan: string }>;
-  expiresAt: string;
-}
 
 /** What `POST /api/runs/{id}/finish` answers: the service's report and the run's status. */
 interface FinishedRun {
@@ -63,7 +50,7 @@ export async function hostedClientMain(config: ClientCliConfig, io: CliIo): Prom
       ...(options.scopes !== undefined && { scopes: options.scopes }),
       ...(options.integration && { integration: options.integration }),
     })
-  ).json()) as HostedRun;
+  ).json()) as CreatedRun;
   const reporter = new ConsoleReporter({ stream: io.stdout, env: io.env });
   reporter.begin(tool, hostedRunLines(created, service, command).map(terminalSafe), clientChecks);
   const journey = await runJourney({
@@ -143,7 +130,7 @@ async function serviceRefusal(response: Response, method: string, path: string):
 }
 
 /** The console's header of a hosted run: the run, its stage, its grant and scenarios, the journey. */
-function hostedRunLines(created: HostedRun, service: string, command: readonly string[]): string[] {
+function hostedRunLines(created: CreatedRun, service: string, command: readonly string[]): string[] {
   return [
     `mode     client, hosted run ${created.id} of ${service} (recorded, judged and signed there)`,
     `stage    token endpoint ${created.tokenUrl}`,

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import type { RegisterEntry } from '../../src/register-wire.js';
 
 /**
  * A small stand-in for the certification service's register endpoints, on 127.0.0.1: GET /register
@@ -11,16 +12,10 @@ import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
  * and count what it was asked.
  */
 
-export interface RegisterPartner {
-  partnerId: string;
-  name: string;
-  status: 'active' | 'suspended' | 'revoked' | 'expired';
+/** A partner the test register lists: the register's wire entry (src/register-wire.ts), writable. */
+export type RegisterPartner = Omit<{ -readonly [K in keyof RegisterEntry]: RegisterEntry[K] }, 'scopes'> & {
   scopes: string[];
-  validUntil: string | null;
-  decisionId: string;
-  /** `suspended`: when the suspension began (ISO time). */
-  suspendedAt?: string;
-}
+};
 
 type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
 

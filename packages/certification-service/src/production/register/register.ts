@@ -1,27 +1,19 @@
 import { createHash, randomBytes } from 'node:crypto';
+import {
+  type RegisterEntry,
+  type RegisterEntryStatus,
+  type RegisterPayload,
+  registerType,
+} from '@partner-lending/mock';
 import { CompactSign } from 'jose';
 import type { Database, Queryable } from '../../db/database.js';
 import type { SigningKey } from '../../keys.js';
 import { hashSecret } from '../../secrets.js';
 
-/**
- * A partner's production status in the register: `suspended` while the service holds its approval on a
- * regression (`--on-regression suspend`) until a reviewer approves a run again (or revokes).
- */
-export type RegisterStatus = 'active' | 'suspended' | 'revoked' | 'expired';
-
-export interface RegisterEntry {
-  partnerId: string;
-  name: string;
-  status: RegisterStatus;
-  /** The approved scopes while `active`; empty otherwise (nothing to grant). */
-  scopes: string[];
-  validUntil: string | null;
-  decisionId: string;
-}
-
-/** The JWS header `typ` of the register. */
-export const registerType = 'partner-register+jwt';
+// The register's wire format (entry, status, payload, JWS typ) is the production gate's, defined once in
+// @partner-lending/mock, which reads what this file signs; test/register-wire.test-d.ts holds them together.
+// `suspended` is held on a regression (`--on-regression suspend`) until a reviewer approves a run again
+// (or revokes).
 
 /** How long a signed register is valid for: five times its max-age, at least 5 minutes, at most a day. */
 export const registerLifetimeSeconds = (maxAgeSeconds: number) =>
@@ -59,7 +51,7 @@ export async function registerEntries(
 
 function entryOf(row: LatestRow, now: Date): RegisterEntry {
   const validUntil = row.valid_until === null ? null : new Date(row.valid_until);
-  const status: RegisterStatus =
+  const status: RegisterEntryStatus =
     row.decision === 'approved'
       ? validUntil !== null && validUntil.getTime() <= now.getTime()
         ? 'expired'
@@ -73,16 +65,6 @@ function entryOf(row: LatestRow, now: Date): RegisterEntry {
     validUntil: validUntil ? validUntil.toISOString() : null,
     decisionId: String(row.id),
   };
-}
-
-/** What a signed register says: its issuer, times, sequence number and entries. */
-export interface RegisterPayload {
-  iss: string;
-  iat: number;
-  exp: number;
-  /** Strictly increasing over every register this service (all its instances) signs; never reused. */
-  seq: number;
-  partners: RegisterEntry[];
 }
 
 /** Signs a register document: a compact JWS, `typ` partner-register+jwt, with the attestation key. */

@@ -28,6 +28,33 @@ export async function generateStageSigningKey(): Promise<StageSigningKey> {
   };
 }
 
+/**
+ * What `POST /api/runs` of the certification service answers (its OpenAPI `CreatedRun`): the hosted run,
+ * its stage's addresses and client, its grant, its scenarios and its limits. The hosted client command
+ * reads it and the service types its answer with it, so a field renamed on one side fails the other's build.
+ */
+export interface CreatedRun {
+  id: string;
+  kind: 'certification' | 'practice';
+  /** The vendor's plan a certification run follows; null for a practice run. */
+  certificationPlan: { id: string; digest: string } | null;
+  authUrl: string;
+  baseUrl: string;
+  tokenUrl: string;
+  audience: string;
+  clientId: string;
+  clientSecret: string;
+  authorizedScopes: string[];
+  plan: Array<{ name: string; enabled: boolean; plan: string }>;
+  ttlSeconds: number;
+  longTtlSeconds: number;
+  certify: boolean;
+  /** ISO time the run ends at the latest. */
+  expiresAt: string;
+  /** The run ends after this long without a call. */
+  idleSeconds: number;
+}
+
 export interface HostedStageOptions {
   /** Where the stage keeps everything (a database for a hosted run; see `StageLedger`). */
   ledger: StageLedger;

@@ -1,3 +1,4 @@
+import { readCapped } from '@partner-lending/mock';
 import { ConformanceError } from '../../errors.js';
 import { cite } from './evidence.js';
 import type { Exchange, ProbeRequest } from './exchange.js';
@@ -26,32 +27,6 @@ export interface HttpProbeOptions {
 
 /** Default cap of a body the suite reads: 1 MiB (the answers it judges are small; an endless one stops here). */
 export const defaultMaxBodyBytes = 1024 * 1024;
-
-/**
- * Reads at most `max` bytes of a body, then cancels the rest: an API that streams for ever costs the
- * suite `max` bytes of memory, not all of it. `truncatedAt` says how much was read when it stopped.
- */
-export async function readCapped(
-  response: Response,
-  max: number,
-): Promise<{ text: string; truncatedAt?: number }> {
-  if (!response.body) return { text: '' };
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      chunks.push(value.subarray(0, value.byteLength - (size - max)));
-      await reader.cancel().catch(() => undefined);
-      return { text: new TextDecoder().decode(Buffer.concat(chunks)), truncatedAt: size };
-    }
-    chunks.push(value);
-  }
-  return { text: new TextDecoder().decode(Buffer.concat(chunks)) };
-}
 
 /** Headers a probe always sends unless the request names them. */
 const defaultHeaders = { accept: 'application/json' };
@@ -145,7 +120,7 @@ export class HttpProbe {
         signal: AbortSignal.timeout(this.#timeoutMs),
         ...(body === undefined ? {} : { body }),
       });
-      ({ text, truncatedAt } = await readCapped(response, this.#maxBodyBytes));
+      ({ text, truncatedAt } = await readCapped(response, this.#maxBodyBytes, { over: 'truncate' }));
     } catch (error) {
       throw new ConformanceError(
         'ERR_NETWORK',

@@ -12,6 +12,7 @@ beforeAll(async () => {
       return void res.end();
     }
     if (req.url === '/slow') return void setTimeout(() => res.end('late'), 2_000);
+    if (req.url === '/large') return void res.end(`\uFEFF${'a'.repeat(5000)}`);
     json(res, 400, {
       error: 'invalid_request',
       method: req.method,
@@ -45,6 +46,22 @@ describe('HttpProbe', () => {
       body: 'a=1+2&b=%C3%A9',
     });
     expect(seen).toEqual([exchange]);
+  });
+
+  it('reads an answer up to maxBodyBytes and says where it was cut (control: a larger bound reads it whole)', async () => {
+    const cut = await new HttpProbe({ maxBodyBytes: 1000 }).send({
+      method: 'GET',
+      url: `${server.url}/large`,
+    });
+    // The byte order mark (3 bytes) counts towards the bound and is dropped from the text.
+    expect(cut.text).toBe('a'.repeat(997));
+    expect(cut.truncatedAt).toBeGreaterThan(1000);
+    const whole = await new HttpProbe({ maxBodyBytes: 5003 }).send({
+      method: 'GET',
+      url: `${server.url}/large`,
+    });
+    expect(whole.text).toBe('a'.repeat(5000));
+    expect(whole.truncatedAt).toBeUndefined();
   });
 
   it('does not follow redirects: a 3xx is an answer to judge', async () => {
