@@ -9,9 +9,11 @@ import { api, type CreatedRun, journeyEnv, runCommand } from './support/service.
 // service under the vendor's default plan, as partners run them (a partner of their own, a certification
 // run, the partner guide's environment variables): openid-client 6 (clientCredentialsGrant and a small
 // cache), oauth4webapi 3, @badgateway/oauth2-client 3 (OAuth2Fetch), simple-oauth2 5, the SDK's own journey
-// and Python's Authlib. Each is PASS and approvable with every scenario played and handled (so each was
-// given the chance to fail it) and every operation succeeded. Not vacuous: each new library's journey with
-// one rule broken (FAULT=…) is FAIL, not approvable, its check named. The Python interpreter with Authlib is
+// (the conformance package's examples/journey.mjs, as shipped: no JOURNEY_SECONDS, it ends when its work
+// is done) and Python's Authlib. Each is PASS and approvable with every scenario played and handled (so
+// each was given the chance to fail it) and every operation succeeded. Not vacuous: each new library's
+// journey with one rule broken (FAULT=…) is FAIL, not approvable, its check named; the SDK's example
+// stopped at 12 s is not approvable, token reuse not verified. The Python interpreter with Authlib is
 // PARTNER_TEST_PYTHON (which `pnpm test` sets to the venv `pnpm prerequisites --install` made), default python3.
 const clients = fileURLToPath(new URL('../../conformance/test/clients/', import.meta.url));
 const sdkJourney = fileURLToPath(new URL('../../conformance/examples/journey.mjs', import.meta.url));
@@ -30,6 +32,8 @@ interface Journey {
   name: string;
   command: string;
   args: string[];
+  /** Run as shipped: no JOURNEY_SECONDS (the SDK's example stops when the plan has seen all it judges). */
+  asShipped?: boolean;
 }
 
 const correct: Journey[] = [
@@ -37,7 +41,7 @@ const correct: Journey[] = [
   { name: 'oauth4webapi', command: node, args: [`${clients}oauth4webapi-journey.mjs`] },
   { name: 'OAuth2Fetch', command: node, args: [`${clients}oauth2fetch-journey.mjs`] },
   { name: 'simple-oauth2', command: node, args: [`${clients}simple-oauth2-journey.mjs`] },
-  { name: 'SDK', command: node, args: [sdkJourney] },
+  { name: 'SDK', command: node, args: [sdkJourney], asShipped: true },
   { name: 'Authlib', command: python, args: [`${clients}authlib-journey.py`] },
 ];
 // One rule broken in each new library's journey: the check deciding its scenario.
@@ -92,8 +96,8 @@ describe('correct clients on mainstream OAuth libraries, through the hosted serv
   });
 
   /** One journey in a certification run of a partner of its own (open runs are limited per partner). */
-  async function certify(journey: Journey, fault = '') {
-    const label = `${journey.name}${fault ? ` FAULT=${fault}` : ''}`;
+  async function certify(journey: Journey, fault = '', seconds?: string) {
+    const label = `${journey.name}${fault ? ` FAULT=${fault}` : ''}${seconds ? ` JOURNEY_SECONDS=${seconds}` : ''}`;
     const partner = await svc.partner(`Library ${label}`);
     const created = await api(svc.service.url, partner.apiKey, 'POST', '/api/runs', {
       certify: true,
@@ -102,7 +106,11 @@ describe('correct clients on mainstream OAuth libraries, through the hosted serv
     expect(created.status, label).toBe(201);
     const run = created.json() as CreatedRun;
     const ran = await runCommand(journey.command, journey.args, {
-      env: { ...journeyEnv(run), JOURNEY_SECONDS: '22', ...(fault && { FAULT: fault }) },
+      env: {
+        ...journeyEnv(run),
+        JOURNEY_SECONDS: seconds ?? (journey.asShipped ? undefined : '22'),
+        ...(fault && { FAULT: fault }),
+      },
       timeoutMs: 90_000,
     });
     await api(svc.service.url, partner.apiKey, 'POST', `/api/runs/${run.id}/finish`, {
@@ -117,13 +125,18 @@ describe('correct clients on mainstream OAuth libraries, through the hosted serv
     const results = await pooled(5, [
       ...correct.map((journey) => () => certify(journey)),
       ...faulty.map((item) => () => certify(item.journey, item.fault)),
+      // The SDK's example stopped at 12 s (its old default), before any long-lived token.
+      () => certify(correct[4]!, '', '12'),
     ]);
     const passes = results.slice(0, correct.length);
-    const failures = results.slice(correct.length);
+    const failures = results.slice(correct.length, correct.length + faulty.length);
+    const stoppedEarly = results.at(-1)!;
     for (const { label, ran, judged } of passes) {
       const context = `${label} (exit ${ran.code}; ${ran.stderr.slice(-400)}): ${JSON.stringify(judged.notApprovable)}`;
       expect(judged.plan.id, label).toBe(defaultPlan.id);
       expect(ran.code, context).toBe(0);
+      // The example ran at its default and ended by itself, its work done (not at its 60-s bound).
+      if (label === 'SDK') expect(ran.stdout, context).toMatch(/over [\d.]+ s \(done\)/);
       expect(judged.notApprovable, context).toEqual([]);
       expect(judged.verdict, context).toBe('PASS');
       expect(judged.approvable, context).toBe(true);
@@ -153,5 +166,18 @@ describe('correct clients on mainstream OAuth libraries, through the hosted serv
       for (const other of judged.coverage.scenarios)
         if (other.id !== scenario) expect(other.outcome, `${context} ${other.id}`).toBe('handled');
     });
+    // Control: what the example's own end (its work done) buys: stopped at 12 s, every scenario was
+    // handled, but token reuse, judged on the tokens issued after the plan's 15-s short phase, never showed.
+    {
+      const { label, ran, judged } = stoppedEarly;
+      const context = `${label}: ${JSON.stringify(judged.notApprovable)}`;
+      expect(ran.stdout, context).toMatch(/stopped at JOURNEY_SECONDS=12/);
+      expect(judged.verdict, context).toBe('FAIL');
+      expect(judged.approvable, context).toBe(false);
+      expect(judged.notApprovable, context).toEqual([
+        'the verdict is FAIL, not PASS',
+        expect.stringMatching(/^decisive-check-not-verified: client-token-reuse — /),
+      ]);
+    }
   }, 240_000);
 });
