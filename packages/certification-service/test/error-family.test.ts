@@ -72,7 +72,6 @@ const plainAllowed = [
   'src/db/postgres.ts: the connection holding its serving lock was lost',
   'src/production/webhooks/deliver.ts: no connection within',
   'src/production/webhooks/deliver.ts: no complete response within',
-  'src/runs/stage-keys.ts',
 ];
 const plainErrors = (files: Record<string, string>) =>
   Object.entries(files).flatMap(([file, text]) =>

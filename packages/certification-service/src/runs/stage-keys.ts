@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { StageSigningKey } from '@partner-lending/conformance';
+import { InternalError } from '../errors.js';
 
 /**
  * Run stage keys (RSA-2048) prepared ahead, so that a run's creation takes one instead of generating
@@ -152,7 +153,7 @@ function partnerTurns() {
     },
     /** Every waiting creation refused, each with an error saying `message`. */
     rejectAll(message: string) {
-      for (const queue of queues.values()) for (const waiter of queue) waiter.reject(new Error(message));
+      for (const queue of queues.values()) for (const waiter of queue) waiter.reject(new InternalError(message));
       queues.clear();
       waitingCount = 0;
     },
@@ -205,7 +206,7 @@ export function keyThreads(options: { niceIncrement?: number; idleMs?: number } 
     /** Threads alive now (for tests). */
     threads: () => all.size,
     generate(): Promise<StageSigningKey> {
-      if (closed) return Promise.reject(new Error('the service is stopping'));
+      if (closed) return Promise.reject(new InternalError('the service is stopping'));
       let thread = free.pop();
       if (thread) clearTimeout(thread.idle);
       else {
@@ -225,18 +226,18 @@ export function keyThreads(options: { niceIncrement?: number; idleMs?: number } 
           if (closed) return stop(current);
           free.push(current);
           current.idle = setTimeout(() => stop(current), idleMs).unref();
-          if (message.error) reject(new Error(`a stage key could not be generated: ${message.error}`));
+          if (message.error) reject(new InternalError(`a stage key could not be generated: ${message.error}`));
           else resolve({ privateKeyPem: message.privateKeyPem, publicKeyPem: message.publicKeyPem });
         };
         const onError = (error: Error) => {
           done();
           stop(current);
-          reject(new Error(`the stage key thread failed: ${error.message}`));
+          reject(new InternalError(`the stage key thread failed: ${error.message}`));
         };
         const onExit = (code: number) => {
           done();
           stop(current);
-          reject(new Error(`the stage key thread stopped (exit code ${code}) before its key was ready`));
+          reject(new InternalError(`the stage key thread stopped (exit code ${code}) before its key was ready`));
         };
         current.worker.on('message', onMessage);
         current.worker.on('error', onError);
