@@ -5,7 +5,14 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { maxFileLines, maxFunctionLines, oversized, oversizedProduct, productFiles, productRoots } from '../sizes.mjs';
+import {
+  maxFileLines,
+  maxFunctionLines,
+  oversized,
+  oversizedProduct,
+  productFiles,
+  productRoots,
+} from '../sizes.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 

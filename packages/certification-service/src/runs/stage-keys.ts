@@ -153,7 +153,8 @@ function partnerTurns() {
     },
     /** Every waiting creation refused, each with an error saying `message`. */
     rejectAll(message: string) {
-      for (const queue of queues.values()) for (const waiter of queue) waiter.reject(new InternalError(message));
+      for (const queue of queues.values())
+        for (const waiter of queue) waiter.reject(new InternalError(message));
       queues.clear();
       waitingCount = 0;
     },
@@ -226,7 +227,8 @@ export function keyThreads(options: { niceIncrement?: number; idleMs?: number } 
           if (closed) return stop(current);
           free.push(current);
           current.idle = setTimeout(() => stop(current), idleMs).unref();
-          if (message.error) reject(new InternalError(`a stage key could not be generated: ${message.error}`));
+          if (message.error)
+            reject(new InternalError(`a stage key could not be generated: ${message.error}`));
           else resolve({ privateKeyPem: message.privateKeyPem, publicKeyPem: message.publicKeyPem });
         };
         const onError = (error: Error) => {
@@ -237,7 +239,9 @@ export function keyThreads(options: { niceIncrement?: number; idleMs?: number } 
         const onExit = (code: number) => {
           done();
           stop(current);
-          reject(new InternalError(`the stage key thread stopped (exit code ${code}) before its key was ready`));
+          reject(
+            new InternalError(`the stage key thread stopped (exit code ${code}) before its key was ready`),
+          );
         };
         current.worker.on('message', onMessage);
         current.worker.on('error', onError);
