@@ -1,7 +1,8 @@
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
 import { UsageError } from './errors.js';
-import { hashSecret, newId, newSecret } from './secrets.js';
+import { addPrincipal } from './principals.js';
+import { hashSecret } from './secrets.js';
 
 const validName = (name: string) => {
   const trimmed = name.trim();
@@ -15,20 +16,13 @@ const validName = (name: string) => {
 export async function addPartner(db: Database, name: string): Promise<{ partnerId: string; apiKey: string }> {
   const partnerName = validName(name);
   await migrate(db);
-  const partnerId = newId('ptn');
-  const apiKey = newSecret('pcs_key');
-  await db.transaction(async (tx) => {
-    await tx.query('INSERT INTO partners (id, name, api_key_hash) VALUES ($1, $2, $3)', [
-      partnerId,
-      partnerName,
-      hashSecret(apiKey),
-    ]);
-    await tx.query(
-      "INSERT INTO audit_log (actor, action, subject, detail) VALUES ('admin', 'partner.added', $1, $2)",
-      [partnerId, JSON.stringify({ name: partnerName })],
-    );
-  });
-  return { partnerId, apiKey };
+  const { id, secret } = await addPrincipal(
+    db,
+    'partner',
+    (_, apiKey) => ({ name: partnerName, api_key_hash: hashSecret(apiKey) }),
+    { name: partnerName },
+  );
+  return { partnerId: id, apiKey: secret };
 }
 
 /** Adds a reviewer; the sign-in credential is returned once and stored only as a hash. */
@@ -38,18 +32,11 @@ export async function addReviewer(
 ): Promise<{ reviewerId: string; credential: string }> {
   const reviewerName = validName(name);
   await migrate(db);
-  const reviewerId = newId('rev');
-  const credential = newSecret('pcs_reviewer');
-  await db.transaction(async (tx) => {
-    await tx.query('INSERT INTO reviewers (id, name, credential_hash) VALUES ($1, $2, $3)', [
-      reviewerId,
-      reviewerName,
-      hashSecret(credential),
-    ]);
-    await tx.query(
-      "INSERT INTO audit_log (actor, action, subject, detail) VALUES ('admin', 'reviewer.added', $1, $2)",
-      [reviewerId, JSON.stringify({ name: reviewerName })],
-    );
-  });
-  return { reviewerId, credential };
+  const { id, secret } = await addPrincipal(
+    db,
+    'reviewer',
+    (_, credential) => ({ name: reviewerName, credential_hash: hashSecret(credential) }),
+    { name: reviewerName },
+  );
+  return { reviewerId: id, credential: secret };
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parsePrivateKey, publicJwk } from '@partner-lending/conformance';
 import type { Database } from './db/database.js';
 import { ServiceError } from './errors.js';
+import type { LogLine } from './observability/logger.js';
 
 /** The key that signs attestations, and its public JWK (`kid`: its RFC 7638 thumbprint). */
 export interface SigningKey {
@@ -22,7 +23,7 @@ export interface SigningKey {
 export function loadSigningKey(options: {
   file?: string | undefined;
   dataDir: string;
-  warn: (line: string) => void;
+  warn: LogLine;
 }): Promise<SigningKey> {
   if (options.file) {
     let text: string;

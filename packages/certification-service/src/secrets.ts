@@ -12,10 +12,15 @@ import { ServiceError } from './errors.js';
 
 /**
  * A new secret: a prefix that says what it is (so a leaked one is recognised by secret scanners and
- * people alike) and 32 random bytes. Only its hash is stored.
+ * people alike) and 32 random bytes, base64url (43 characters after the prefix's `_`; 44 in base64).
+ * Only its hash is stored, except a webhook's signing secret (`whsec_…`): Standard Webhooks writes it
+ * in `encoding: 'base64'`, and the service keeps it sealed, since it signs with it again.
  */
-export function newSecret(prefix: 'pcs_key' | 'pcs_reviewer' | 'pcs_session'): string {
-  return `${prefix}_${randomBytes(32).toString('base64url')}`;
+export function newSecret(
+  prefix: 'pcs_key' | 'pcs_reviewer' | 'pcs_session' | 'pcs_register' | 'pcs_evidence' | 'whsec',
+  { encoding = 'base64url' }: { encoding?: 'base64url' | 'base64' } = {},
+): string {
+  return `${prefix}_${randomBytes(32).toString(encoding)}`;
 }
 
 /**
@@ -42,8 +47,12 @@ export function newRunAddress(): string {
   return `ra_${randomBytes(24).toString('base64url')}`;
 }
 
-/** A random id with a readable prefix (`run_…`, `ptn_…`, `rev_…`, `dec_…`). */
-export function newId(prefix: 'run' | 'ptn' | 'rev' | 'dec'): string {
+/**
+ * A random id with a readable prefix and 96 random bits, base64url (16 characters after the `_`): a run
+ * (`run_…`), a decision (`dec_…`), a regression (`reg_…`), and the principals (`ptn_…` a partner,
+ * `rev_…` a reviewer, `rdr_…` a register reader, `evr_…` an evidence reporter, `whk_…` a webhook).
+ */
+export function newId(prefix: 'run' | 'ptn' | 'rev' | 'dec' | 'reg' | 'rdr' | 'evr' | 'whk'): string {
   return `${prefix}_${randomBytes(12).toString('base64url')}`;
 }
 

@@ -10,7 +10,7 @@ import { importedFiles, sourceFiles } from '../../../test-support/layers.js';
 // approvability, the decide rule, the register, its pages, webhook delivery and its gauges) ← runs/ (its
 // gauges too) ← recording/ (the journal, its file, the drain, replay, a stage's ledger) ← judging/ ← plan/
 // ← admin.ts ← keys.ts ← outbox/ (the outbox and the events it holds: runs/ and production/ both enqueue)
-// ← db/ ← observability/ ← web/ (problem answers, the pages' frame) ← secrets.ts ← version.ts ← errors.ts.
+// ← principals.ts (a principal's row and audit line) ← audit.ts (the audit log's one writer) ← db/ ← observability/ ← web/ (problem answers, the pages' frame) ← secrets.ts ← version.ts ← errors.ts.
 // Biome's noImportCycles catches cycles between files; this catches an import that reaches up, a cycle
 // between folders, and two parts given one rank (a tie lets them import each other both ways).
 const src = fileURLToPath(new URL('../src/', import.meta.url));
@@ -23,6 +23,8 @@ const layers = [
   'web',
   'observability',
   'db',
+  'audit.ts',
+  'principals.ts',
   'outbox',
   'keys.ts',
   'admin.ts',

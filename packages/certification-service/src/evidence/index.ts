@@ -1,5 +1,6 @@
 import type { Hono } from 'hono';
 import type { Database } from '../db/types.js';
+import type { LogLine } from '../observability/logger.js';
 import { defaultEvidenceRetentionDays, evidenceRetentionSweeper } from './retention.js';
 import { defaultEvidenceLimits, type EvidenceLimits, mountEvidence } from './routes.js';
 
@@ -18,11 +19,7 @@ export interface EvidenceOptions extends Partial<EvidenceLimits> {
 }
 
 /** Production evidence on one instance: `POST /evidence` and its retention sweep. */
-export function startEvidence(deps: {
-  db: Database;
-  options?: EvidenceOptions;
-  log: (line: string, fields?: Record<string, unknown>) => void;
-}) {
+export function startEvidence(deps: { db: Database; options?: EvidenceOptions; log: LogLine }) {
   const { retentionDays, retentionSweepMs, ...limits } = deps.options ?? {};
   const stopSweep = evidenceRetentionSweeper({
     db: deps.db,

@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import type { Database, Queryable } from '../db/types.js';
 import { UsageError } from '../errors.js';
+import { addPrincipal } from '../principals.js';
 import { hashSecret } from '../secrets.js';
 
 /**
@@ -18,20 +18,13 @@ export async function addEvidenceReporter(
     throw new UsageError(
       'an evidence reporter needs a name of 1 to 100 printable characters, e.g. "production gateway eu-1"',
     );
-  const reporterId = `evr_${randomBytes(12).toString('base64url')}`;
-  const key = `pcs_evidence_${randomBytes(32).toString('base64url')}`;
-  await db.transaction(async (tx) => {
-    await tx.query('INSERT INTO evidence_reporters (id, name, key_hash) VALUES ($1, $2, $3)', [
-      reporterId,
-      trimmed,
-      hashSecret(key),
-    ]);
-    await tx.query(
-      "INSERT INTO audit_log (actor, action, subject, detail) VALUES ('admin', 'evidence-reporter.added', $1, $2)",
-      [reporterId, JSON.stringify({ name: trimmed })],
-    );
-  });
-  return { reporterId, key };
+  const { id, secret } = await addPrincipal(
+    db,
+    'evidence-reporter',
+    (_, key) => ({ name: trimmed, key_hash: hashSecret(key) }),
+    { name: trimmed },
+  );
+  return { reporterId: id, key: secret };
 }
 
 /** The reporter an evidence key belongs to, or undefined. */

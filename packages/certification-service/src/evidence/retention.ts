@@ -1,6 +1,7 @@
 import { startSweep } from '../db/sweep.js';
 import type { Database } from '../db/types.js';
 import { UsageError } from '../errors.js';
+import type { LogLine } from '../observability/logger.js';
 
 /** Rows deleted per statement: a long backlog goes in several short statements, never one long one. */
 const perStatement = 5000;
@@ -46,7 +47,7 @@ export function evidenceRetentionSweeper(options: {
   db: Database;
   days: number;
   everyMs?: number;
-  log: (line: string, fields?: Record<string, unknown>) => void;
+  log: LogLine;
 }): () => Promise<void> {
   return startSweep(
     async () => {

@@ -3,6 +3,7 @@ import { readStreamCapped } from '@partner-lending/mock';
 import type { Context, Hono } from 'hono';
 import type { Database } from '../db/types.js';
 import { unavailableRetrySeconds } from '../errors.js';
+import type { LogLine } from '../observability/logger.js';
 import { problem } from '../web/problem.js';
 import type { Exchange } from './exchange.js';
 import { evidenceMetrics, type RejectionReason } from './metrics.js';
@@ -63,7 +64,7 @@ const unavailable = (c: Context) =>
 /** What a request must show before its body is read: a reporter's key, a type and encoding read, a size within bounds. */
 async function admit(
   c: Context,
-  deps: { db: Database; limits: EvidenceLimits; log: (line: string) => void },
+  deps: { db: Database; limits: EvidenceLimits; log: LogLine },
 ): Promise<Response | { reporterId: string; encoding: OtlpEncoding; gzip: boolean }> {
   const bearer = /^bearer +(\S{1,512})$/i.exec(c.req.header('authorization') ?? '');
   if (!bearer)
@@ -199,7 +200,7 @@ function answer(
 export function mountEvidence(
   // biome-ignore lint/suspicious/noExplicitAny: mounted on the service's one app
   app: Hono<any>,
-  deps: { db: Database; limits: EvidenceLimits; log: (line: string) => void },
+  deps: { db: Database; limits: EvidenceLimits; log: LogLine },
 ): void {
   let inFlight = 0;
   app.post('/evidence', async (c) => {

@@ -11,13 +11,8 @@ export type ApiEnv = {
   Variables: { partnerId: string };
 };
 
-/** Appends a line to the audit log. */
-export type Audit = (
-  actor: string,
-  action: string,
-  subject: string | null,
-  detail: Record<string, unknown>,
-) => Promise<void>;
+/** Appends a line to the audit log (its one definition is audit.ts's). */
+export type { Audit } from '../audit.js';
 
 /** The request's body as JSON (`{}` when empty), or the 415 or 400 that refuses it. */
 export async function jsonBody(c: Context): Promise<unknown | Response> {

@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { StorageUnavailableError } from '../errors.js';
 import { JudgingUnavailableError } from '../judging/pool.js';
+import type { LogLine } from '../observability/logger.js';
 import { notePartner } from '../observability/requests.js';
 import { problem, unavailable } from '../web/problem.js';
 import { allowedMethods, methodNotAllowed } from './allow.js';
@@ -46,7 +47,7 @@ export function serviceApp() {
 export function answerUnrouted(
   // biome-ignore lint/suspicious/noExplicitAny: the app every part mounts on (see serviceApp)
   app: Hono<any>,
-  deps: { publicUrl: string; log: (line: string) => void },
+  deps: { publicUrl: string; log: LogLine },
 ) {
   const { log } = deps;
   const allowedAt = allowedMethods(openApiDocument(deps.publicUrl).paths);

@@ -4,7 +4,7 @@ import { defaultApiDelayMs, defaultTokenDelayMs } from '@partner-lending/conform
 import type { Hono } from 'hono';
 import type { Database } from '../db/database.js';
 import { StorageUnavailableError, unavailableRetrySeconds } from '../errors.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger, LogLine } from '../observability/logger.js';
 import { requestObserver } from '../observability/requests.js';
 import type { Runs } from '../runs/runs.js';
 import type { ApiGate } from './fairness.js';
@@ -22,7 +22,7 @@ export function requestHandler(deps: {
   db: Database;
   runs: Runs;
   gate: ApiGate;
-  log: (line: string) => void;
+  log: LogLine;
   logger?: Logger | undefined;
   tokenDelayMs?: number | undefined;
   apiDelayMs?: number | undefined;

@@ -3,6 +3,7 @@ import type { Database } from '../db/database.js';
 import { migrations } from '../db/migrations.js';
 import { unavailableRetrySeconds } from '../errors.js';
 import type { SigningKey } from '../keys.js';
+import type { LogLine } from '../observability/logger.js';
 
 /** What `/readyz` checked, each `ok` or what is wrong (never a driver's message or an address). */
 export interface Readiness {
@@ -23,7 +24,7 @@ export interface Readiness {
  */
 export function mountHealth(
   app: Hono,
-  deps: { db: Database; signingKey: SigningKey; log: (line: string) => void; stopping: () => boolean },
+  deps: { db: Database; signingKey: SigningKey; log: LogLine; stopping: () => boolean },
 ) {
   app.get('/healthz', (c) => c.json({ status: 'ok' }, 200, { 'cache-control': 'no-store' }));
   app.get('/readyz', async (c) => {

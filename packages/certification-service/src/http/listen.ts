@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 import { InternalError } from '../errors.js';
+import type { LogLine } from '../observability/logger.js';
 
 /** How long the helper process that copies the listening socket's descriptor may take, by default. */
 export const defaultCopyTimeoutMs = 10_000;
@@ -13,7 +14,7 @@ export interface ListenOptions {
   backlog: number;
   sockets: number;
   /** Where the reason goes when fewer handles than asked listen. Default stderr. */
-  log?: (line: string, fields?: Record<string, unknown>) => void;
+  log?: LogLine;
   /** Bound on the helper process of the descriptor copies (ms). Default `defaultCopyTimeoutMs`. */
   copyTimeoutMs?: number;
   /** Try SO_REUSEPORT first (default true; false: descriptor copies only, to test them anywhere). */

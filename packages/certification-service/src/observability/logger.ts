@@ -4,6 +4,12 @@ import { tool } from '../version.js';
 export type { Logger };
 
 /**
+ * Where the service's parts write a line: the message, and the event's fields (`runId`, `partnerId`, …)
+ * where it has them. `startService` binds it to the logger (`--log-format json`) or to stderr.
+ */
+export type LogLine = (line: string, fields?: Record<string, unknown>) => void;
+
+/**
  * Field names whose values are never written, wherever they appear in a line (one level down too):
  * secrets, keys, credentials and tokens. The service does not put them in its lines; this is the
  * second lock on the door.

@@ -2,9 +2,11 @@ import { createHash } from 'node:crypto';
 import type { Context, Hono } from 'hono';
 import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie';
 import * as client from 'openid-client';
+import { writeAudit } from '../audit.js';
 import type { Database } from '../db/database.js';
 import { ServiceError, UsageError } from '../errors.js';
 import type { Audit } from '../http/api.js';
+import type { LogLine } from '../observability/logger.js';
 import type { SigninGuard } from '../signin/signin-guard.js';
 import { h, page, uiContentSecurityPolicy } from '../web/html.js';
 
@@ -123,7 +125,7 @@ export interface OidcSignIn {
  */
 export function oidcSignIn(
   options: OidcOptions,
-  deps: { db: Database; publicUrl: string; audit: Audit; log?: (line: string) => void },
+  deps: { db: Database; publicUrl: string; audit: Audit; log?: LogLine },
 ): OidcSignIn {
   const log = deps.log ?? (() => {});
   checkOidcOptions(options);
@@ -190,7 +192,7 @@ export function oidcSignIn(
 interface Flow {
   options: OidcOptions;
   deps: { db: Database; publicUrl: string; audit: Audit };
-  log: (line: string) => void;
+  log: LogLine;
   /** The provider's configuration (discovered once, again after a failure). */
   config: () => Promise<client.Configuration>;
   /** Signs the flow cookie. */
@@ -401,9 +403,11 @@ async function reviewerFor(db: Database, issuer: string, subject: string, name: 
     [id, name, `oidc:${digest}`],
   );
   if (row?.inserted)
-    await db.query(
-      "INSERT INTO audit_log (actor, action, subject, detail) VALUES ('oidc', 'reviewer.added', $1, $2)",
-      [id, JSON.stringify({ name, issuer, subject })],
-    );
+    await writeAudit(db, {
+      actor: 'oidc',
+      action: 'reviewer.added',
+      subject: id,
+      detail: { name, issuer, subject },
+    });
   return id;
 }

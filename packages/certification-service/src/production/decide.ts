@@ -1,3 +1,4 @@
+import { writeAudit } from '../audit.js';
 import type { Database, Queryable } from '../db/database.js';
 import { ServiceError } from '../errors.js';
 import { planScopes } from '../plan/plan.js';
@@ -58,13 +59,9 @@ export interface DecideDeps extends ProductionDeps {
   nudge: () => void;
 }
 
-const audit = (db: Queryable, actor: string, action: string, subject: string | null, detail: unknown) =>
-  db.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-    actor,
-    action,
-    subject,
-    JSON.stringify(detail),
-  ]);
+/** A refusal's audit line (written outside the refused decision's transaction, which rolled back). */
+const refused = (db: Queryable, actor: string, run: { id: string }, detail: Record<string, unknown>) =>
+  writeAudit(db, { actor, action: 'decision.refused', subject: run.id, detail });
 
 /**
  * The production rule, in one place: approve or reject a judged, attested run, or revoke a partner's
@@ -96,7 +93,7 @@ export async function decide(deps: DecideDeps, request: DecisionRequest): Promis
     return { recorded: false, refusal: 'not-attested' };
   const { approvable, notApprovable } = approvalOf(run);
   if (decision === 'approved' && !approvable) {
-    await audit(deps.db, actor, 'decision.refused', run.id, { decision, reasons: notApprovable });
+    await refused(deps.db, actor, run, { decision, reasons: notApprovable });
     return { recorded: false, refusal: 'not-approvable', reasons: notApprovable };
   }
   let decisionId: string;
@@ -134,23 +131,28 @@ export async function decide(deps: DecideDeps, request: DecisionRequest): Promis
           scopes,
           validUntil,
         });
-      await audit(tx, actor, `partner.${decision}`, run.partner_id, {
-        run: run.id,
-        decision: recorded.decisionId,
-        note,
-        sessionSha256: run.session_sha256,
-        reviewer: request.reviewer.name,
+      await writeAudit(tx, {
+        actor,
+        action: decision === 'approved' ? 'partner.approved' : 'partner.rejected',
+        subject: run.partner_id,
+        detail: {
+          run: run.id,
+          decision: recorded.decisionId,
+          note,
+          sessionSha256: run.session_sha256,
+          reviewer: request.reviewer.name,
+        },
       });
       return recorded.decisionId;
     });
   } catch (error) {
     if (error instanceof InForce) {
       const message = `${error.message}: a rejection does not end it. To end the partner's production access, revoke the approval on the partner's production page`;
-      await audit(deps.db, actor, 'decision.refused', run.id, { decision, reasons: [message] });
+      await refused(deps.db, actor, run, { decision, reasons: [message] });
       return { recorded: false, refusal: 'approval-in-force', approvalId: error.approvalId, message };
     }
     if (!(error instanceof DecisionRefusal)) throw error;
-    await audit(deps.db, actor, 'decision.refused', run.id, { decision, reasons: [error.message] });
+    await refused(deps.db, actor, run, { decision, reasons: [error.message] });
     return { recorded: false, refusal: 'repeated', message: error.message };
   }
   deps.nudge();

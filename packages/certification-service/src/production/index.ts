@@ -1,6 +1,7 @@
 import type { Hono } from 'hono';
 import type { Database } from '../db/database.js';
 import type { SigningKey } from '../keys.js';
+import type { LogLine } from '../observability/logger.js';
 import { databaseGauge } from '../observability/metrics.js';
 import { type DecisionRequest, decide } from './decide.js';
 import { sweepApprovals } from './decisions/signed.js';
@@ -53,7 +54,7 @@ export function startProduction(deps: {
   secretsKey: Buffer;
   publicUrl: string;
   options: ProductionOptions;
-  log: (line: string) => void;
+  log: LogLine;
 }) {
   const settings = { ...defaultProductionOptions, ...deps.options };
   const register = createRegister({

@@ -1,4 +1,5 @@
 import type { Context, Hono } from 'hono';
+import { writeAudit } from '../audit.js';
 import type { Database } from '../db/database.js';
 import { iso } from '../runs/runs.js';
 import { h, page } from '../web/html.js';
@@ -97,12 +98,12 @@ export function mountWebhookPages(
         ),
         409,
       );
-    await db.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-      `reviewer:${reviewer.id}`,
-      'webhook.resend',
-      id,
-      '{}',
-    ]);
+    await writeAudit(db, {
+      actor: `reviewer:${reviewer.id}`,
+      action: 'webhook.resend',
+      subject: id,
+      detail: {},
+    });
     deps.nudge();
     return c.redirect(`/ui/webhooks/deliveries/${encodeURIComponent(id)}`, 303);
   });

@@ -3,6 +3,7 @@ import { context } from '@opentelemetry/api';
 import { observedStatement } from '../db/batched.js';
 import type { Database } from '../db/database.js';
 import { StorageUnavailableError } from '../errors.js';
+import type { LogLine } from '../observability/logger.js';
 import { type JournalFile, openJournalFile } from './journal-file.js';
 import { dataError, described, notStored, type StoreItem, storeEntries } from './store.js';
 
@@ -25,7 +26,7 @@ export interface DrainOptions {
    * such a pause `drainMs` at most, then starts anyway.
    */
   quietMs?: number;
-  log?: (line: string) => void;
+  log?: LogLine;
 }
 
 /**
@@ -56,7 +57,7 @@ export class JournalFileDrain {
   private readonly maxDeferMs: number;
   private readonly quietMs: number;
   private readonly busyThreshold = 0.7;
-  private readonly log: (line: string) => void;
+  private readonly log: LogLine;
   /** Runs that may record, until when (epoch ms). */
   private readonly open = new Map<string, number>();
   /** Written to the file, not yet committed to the database, in the order written. */

@@ -1,4 +1,5 @@
 import type { Database } from '../db/database.js';
+import type { LogLine } from '../observability/logger.js';
 import { readJournalFile } from './journal-file.js';
 import { dataError, described, isExchange, notStored, type StoreItem, storeEntries } from './store.js';
 
@@ -6,11 +7,7 @@ import { dataError, described, isExchange, notStored, type StoreItem, storeEntri
  * Fills the database from the journal files a previous process left (killed before it committed what
  * it had answered): run before this process serves a call. Resolves with the calls recovered.
  */
-export async function replayJournal(
-  db: Database,
-  dir: string,
-  log: (line: string) => void = () => {},
-): Promise<number> {
+export async function replayJournal(db: Database, dir: string, log: LogLine = () => {}): Promise<number> {
   const { entries, remove } = readJournalFile(dir);
   let recovered = 0;
   const leftOut = (item: StoreItem, why: string) =>

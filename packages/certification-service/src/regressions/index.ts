@@ -1,5 +1,6 @@
 import type { Hono } from 'hono';
 import type { Database, Queryable } from '../db/database.js';
+import type { LogLine } from '../observability/logger.js';
 import type { Production } from '../production/index.js';
 import type { RegressionFinding } from './finding.js';
 import { mountRegressionPages, regressionsSection } from './page.js';
@@ -23,7 +24,7 @@ export function startRegressions(deps: {
   db: Database;
   production: Pick<Production, 'key' | 'nudge'>;
   policy: RegressionPolicy;
-  log: (line: string) => void;
+  log: LogLine;
   /**
    * The evidence side's hand-out (`claimExchanges`), and the judge (default `createPartnerJudge`); without
    * a hand-out no evidence is judged on this instance.

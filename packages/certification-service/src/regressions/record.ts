@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { writeAudit } from '../audit.js';
 import type { Database, Queryable } from '../db/database.js';
 import { UsageError } from '../errors.js';
 import type { SigningKey } from '../keys.js';
@@ -7,6 +7,7 @@ import type { DigestedPlan } from '../plan/plan.js';
 import { standingApproval } from '../production/decisions/signed.js';
 import { serviceActor, suspendApproval } from '../production/decisions/suspension.js';
 import { registerEntries } from '../production/register/register.js';
+import { newId } from '../secrets.js';
 import { checkFinding, type RegressionFinding } from './finding.js';
 import { regressionsRecorded } from './metrics.js';
 import {
@@ -221,7 +222,7 @@ export async function recordRegressionIn(
   const active = entry?.status === 'active';
   const suspend = active && options.policy === 'suspend';
   const decided = {
-    id: `reg_${randomBytes(12).toString('base64url')}`,
+    id: newId('reg'),
     finding,
     partner,
     policy: options.policy,
@@ -245,11 +246,11 @@ export async function recordRegressionIn(
     : undefined;
   const suspensionId = suspension?.decisionId ?? null;
   await storeRegression(tx, { ...decided, suspensionId }, options.signingKey);
-  await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-    serviceActor,
-    'regression.recorded',
-    partner.id,
-    JSON.stringify({
+  await writeAudit(tx, {
+    actor: serviceActor,
+    action: 'regression.recorded',
+    subject: partner.id,
+    detail: {
       regression: decided.id,
       check: finding.check,
       window: { from: iso(finding.window.from), to: iso(finding.window.to) },
@@ -258,8 +259,8 @@ export async function recordRegressionIn(
       consequence: decided.consequence,
       suspension: suspensionId,
       event: eventId ?? null,
-    }),
-  ]);
+    },
+  });
   return {
     recorded: true,
     regressionId: decided.id,

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Context, Next } from 'hono';
+import { writeAudit } from '../audit.js';
 import type { Database } from '../db/database.js';
 import { startSweep } from '../db/sweep.js';
 import { UsageError } from '../errors.js';
+import type { LogLine } from '../observability/logger.js';
 
 /** Runs purged per transaction: a long backlog goes in several short transactions, never one long one. */
 const perBatch = 200;
@@ -47,23 +49,22 @@ export async function purgeExpired(db: Database, retainDays: number): Promise<Pu
       if (doomed.length === 0) return [];
       const ids = doomed.map((run) => run.id);
       for (const run of doomed)
-        await tx.query(
-          "INSERT INTO audit_log (actor, action, subject, detail) VALUES ('system:retention', 'run.purged', $1, $2)",
-          [
-            run.id,
-            JSON.stringify({
-              partnerId: run.partner_id,
-              status: run.status,
-              verdict: run.verdict,
-              finishedAt: new Date(run.finished_at).toISOString(),
-              sessionSha256: run.session_sha256,
-              attestationSha256: run.attestation
-                ? createHash('sha256').update(run.attestation).digest('hex')
-                : null,
-              retainDays,
-            }),
-          ],
-        );
+        await writeAudit(tx, {
+          actor: 'system:retention',
+          action: 'run.purged',
+          subject: run.id,
+          detail: {
+            partnerId: run.partner_id,
+            status: run.status,
+            verdict: run.verdict,
+            finishedAt: new Date(run.finished_at).toISOString(),
+            sessionSha256: run.session_sha256,
+            attestationSha256: run.attestation
+              ? createHash('sha256').update(run.attestation).digest('hex')
+              : null,
+            retainDays,
+          },
+        });
       await tx.query('DELETE FROM exchanges WHERE run_id = ANY($1)', [ids]);
       await tx.query('DELETE FROM run_tokens WHERE run_id = ANY($1)', [ids]);
       await tx.query(
@@ -86,7 +87,7 @@ export function retentionSweeper(options: {
   db: Database;
   retainDays: number;
   everyMs?: number;
-  log: (line: string, fields?: Record<string, unknown>) => void;
+  log: LogLine;
 }): () => Promise<void> {
   return startSweep(
     async () => {

@@ -1,4 +1,5 @@
 import type { JourneyRecord } from '@partner-lending/conformance';
+import { writeAudit } from '../audit.js';
 import { JudgingUnavailableError } from '../judging/pool.js';
 import type { JudgeOutput } from '../judging/work.mjs';
 import { enqueueEvent } from '../outbox/outbox.js';
@@ -179,12 +180,12 @@ async function storeJudgement(
         attestation,
       ],
     );
-    await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-      ending.actor ?? 'service',
-      'run.finished',
-      id,
-      JSON.stringify({ how: ending.how, status, verdict, certification: run.certify }),
-    ]);
+    await writeAudit(tx, {
+      actor: ending.actor ?? 'service',
+      action: 'run.finished',
+      subject: id,
+      detail: { how: ending.how, status, verdict, certification: run.certify },
+    });
     if (stored.length > 0)
       await enqueueEvent(tx, {
         type: 'run.judged',

@@ -1,5 +1,6 @@
 import { type HostedStage, openHostedStage } from '@partner-lending/conformance';
 import type { Database } from '../db/database.js';
+import type { LogLine } from '../observability/logger.js';
 import type { Journal } from '../recording/journal.js';
 import { databaseLedger } from '../recording/ledger.js';
 import { openRunSecrets } from './run-secrets.js';
@@ -14,7 +15,7 @@ export function openRunStage(
   journal: Journal,
   secretsKey: Parameters<typeof openRunSecrets>[0],
   run: RunRow,
-  log: (line: string) => void,
+  log: LogLine,
 ): Promise<HostedStage> {
   const secrets = openRunSecrets(secretsKey, run);
   return openHostedStage({

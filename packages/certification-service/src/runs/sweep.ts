@@ -1,4 +1,5 @@
 import type { Database } from '../db/database.js';
+import type { LogLine } from '../observability/logger.js';
 import type { RunEnding } from './judge.js';
 
 /** Judges the runs that idled or passed their deadline; run by every instance now and then. */
@@ -14,7 +15,7 @@ export async function sweepRuns(
     stages: ReadonlyMap<string, unknown>;
     closeStage: (id: string) => Promise<void>;
     judge: (id: string, ending: RunEnding) => Promise<boolean>;
-    log: (line: string) => void;
+    log: LogLine;
   },
   startedAt: number,
 ): Promise<void> {

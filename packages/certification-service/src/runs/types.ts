@@ -10,6 +10,7 @@ import type { Database } from '../db/database.js';
 import { ServiceError } from '../errors.js';
 import type { JudgingPool } from '../judging/pool.js';
 import type { SigningKey } from '../keys.js';
+import type { LogLine } from '../observability/logger.js';
 import type { DigestedPlan } from '../plan/plan.js';
 import type { Journal } from '../recording/journal.js';
 import type { SealedStageKey } from './run-secrets.js';
@@ -134,7 +135,7 @@ export interface RunsOptions {
    * database from it in the background (default true); false: each call waits for its statement.
    */
   journalFile?: boolean;
-  log: (line: string, fields?: Record<string, unknown>) => void;
+  log: LogLine;
 }
 
 /** What the parts of the runs room share: the options, the journal, and this instance's stages. */

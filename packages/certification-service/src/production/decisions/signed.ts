@@ -1,3 +1,4 @@
+import { writeAudit } from '../../audit.js';
 import type { Database, Queryable } from '../../db/database.js';
 import { InternalError } from '../../errors.js';
 import type { SigningKey } from '../../keys.js';
@@ -83,12 +84,12 @@ export async function recordSignedDecision(
         (announce.validUntil === undefined ? validUntil : announce.validUntil)?.toISOString() ?? null,
     },
   });
-  await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-    input.reviewerId ? `reviewer:${input.reviewerId}` : 'system',
-    'decision.signed',
-    row.partner_id,
-    JSON.stringify({ decision: row.decision, decisionId, run: row.run_id, event: eventId ?? null }),
-  ]);
+  await writeAudit(tx, {
+    actor: input.reviewerId ? `reviewer:${input.reviewerId}` : 'system',
+    action: 'decision.signed',
+    subject: row.partner_id,
+    detail: { decision: row.decision, decisionId, run: row.run_id, event: eventId ?? null },
+  });
   return { decisionId, eventId };
 }
 
@@ -202,13 +203,12 @@ export async function sweepApprovals(
         });
         if (eventId) {
           noticed += 1;
-          await tx.query(
-            "INSERT INTO audit_log (actor, action, subject, detail) VALUES ('system', 'approval.expiring', $1, $2)",
-            [
-              candidate.partner_id,
-              JSON.stringify({ decisionId: String(approval.id), validUntil, event: eventId }),
-            ],
-          );
+          await writeAudit(tx, {
+            actor: 'system',
+            action: 'approval.expiring',
+            subject: candidate.partner_id,
+            detail: { decisionId: String(approval.id), validUntil, event: eventId },
+          });
         }
       }
     });

@@ -1,3 +1,4 @@
+import { writeAudit } from '../../audit.js';
 import type { Queryable } from '../../db/database.js';
 import { enqueueEvent } from '../../outbox/outbox.js';
 import { type ProductionDeps, recordSignedDecision, standingApproval } from './signed.js';
@@ -49,18 +50,18 @@ export async function suspendApproval(
       validUntil: approval.valid_until === null ? null : new Date(approval.valid_until),
     },
   );
-  await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-    serviceActor,
-    'partner.suspended',
-    input.partnerId,
-    JSON.stringify({
+  await writeAudit(tx, {
+    actor: serviceActor,
+    action: 'partner.suspended',
+    subject: input.partnerId,
+    detail: {
       decision: decisionId,
       approval: String(approval.id),
       run: approval.run_id,
       regression: input.regressionId,
       event: eventId ?? null,
-    }),
-  ]);
+    },
+  });
   return { decisionId, runId: approval.run_id };
 }
 
@@ -98,15 +99,15 @@ export async function settleByApproval(
       validUntil: input.validUntil?.toISOString() ?? null,
     },
   });
-  await tx.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-    input.actor,
-    'partner.reinstated',
-    input.partnerId,
-    JSON.stringify({
+  await writeAudit(tx, {
+    actor: input.actor,
+    action: 'partner.reinstated',
+    subject: input.partnerId,
+    detail: {
       decision: input.decisionId,
       suspension: String(input.suspension.id),
       run: input.runId,
       event: eventId ?? null,
-    }),
-  ]);
+    },
+  });
 }

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Queryable } from '../../db/database.js';
 import { ServiceError } from '../../errors.js';
+import type { LogLine } from '../../observability/logger.js';
 import type { Register } from './register.js';
 
 /**
@@ -80,7 +81,7 @@ interface ChangeDeps {
   db: Queryable;
   register: Pick<Register, 'document'>;
   options?: ChangeOptions;
-  log?: (line: string) => void;
+  log?: LogLine;
 }
 
 /** The notice of one instance: its waiters, and the poller that runs while any waits. */

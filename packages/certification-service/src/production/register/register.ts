@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import {
   type RegisterEntry,
   type RegisterEntryStatus,
@@ -8,6 +8,7 @@ import {
 import { CompactSign } from 'jose';
 import type { Database, Queryable } from '../../db/database.js';
 import type { SigningKey } from '../../keys.js';
+import { addPrincipal } from '../../principals.js';
 import { hashSecret } from '../../secrets.js';
 
 // The register's wire format (entry, status, payload, JWS typ) is the production gate's, defined once in
@@ -183,20 +184,13 @@ export async function addRegisterReader(
   db: Database,
   name: string,
 ): Promise<{ readerId: string; key: string }> {
-  const readerId = `rdr_${randomBytes(12).toString('base64url')}`;
-  const key = `pcs_register_${randomBytes(32).toString('base64url')}`;
-  await db.transaction(async (tx) => {
-    await tx.query('INSERT INTO register_readers (id, name, key_hash) VALUES ($1, $2, $3)', [
-      readerId,
-      name,
-      hashSecret(key),
-    ]);
-    await tx.query(
-      "INSERT INTO audit_log (actor, action, subject, detail) VALUES ('admin', 'register-reader.added', $1, $2)",
-      [readerId, JSON.stringify({ name })],
-    );
-  });
-  return { readerId, key };
+  const { id, secret } = await addPrincipal(
+    db,
+    'register-reader',
+    (_, key) => ({ name, key_hash: hashSecret(key) }),
+    { name },
+  );
+  return { readerId: id, key: secret };
 }
 
 /** The reader a register key belongs to, or undefined. */

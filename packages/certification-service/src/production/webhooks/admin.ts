@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import type { Database } from '../../db/database.js';
 import { UsageError } from '../../errors.js';
 import type { WebhookEventType } from '../../outbox/events.js';
+import { addPrincipal } from '../../principals.js';
 import { sealSecret } from './seal.js';
 
 /** Checks a webhook URL: http(s), no credentials or fragment, at most 2000 characters. */
@@ -36,21 +36,17 @@ export async function addWebhook(
   input: { url: string; events: readonly WebhookEventType[] },
 ): Promise<{ webhookId: string; secret: string }> {
   const url = webhookUrl(input.url);
-  const webhookId = `whk_${randomBytes(12).toString('base64url')}`;
-  const secret = `whsec_${randomBytes(32).toString('base64')}`;
-  await db.transaction(async (tx) => {
-    await tx.query('INSERT INTO webhooks (id, url, events, secret_sealed) VALUES ($1, $2, $3, $4)', [
-      webhookId,
+  const { id, secret } = await addPrincipal(
+    db,
+    'webhook',
+    (webhookId, secret) => ({
       url,
-      JSON.stringify(input.events),
-      sealSecret(secretsKey, webhookId, secret),
-    ]);
-    await tx.query(
-      "INSERT INTO audit_log (actor, action, subject, detail) VALUES ('admin', 'webhook.added', $1, $2)",
-      [webhookId, JSON.stringify({ url, events: input.events })],
-    );
-  });
-  return { webhookId, secret };
+      events: JSON.stringify(input.events),
+      secret_sealed: sealSecret(secretsKey, webhookId, secret),
+    }),
+    { url, events: input.events },
+  );
+  return { webhookId: id, secret };
 }
 
 /** Sends a delivery again (as soon as the dispatcher runs), with the same `webhook-id`. */

@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import type { Database } from '../../db/database.js';
+import type { LogLine } from '../../observability/logger.js';
 import {
   type WebhookAttemptOutcome,
   webhookAttemptDuration,
@@ -61,7 +62,7 @@ export function deliveryAttempts(options: {
   secretsKey: Buffer;
   schedule: readonly number[];
   limits: DeliveryLimits;
-  log: (line: string) => void;
+  log: LogLine;
 }) {
   const { db, log } = options;
   const send = signedSender(options.secretsKey, options.limits);

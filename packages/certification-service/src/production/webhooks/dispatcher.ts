@@ -1,4 +1,5 @@
 import type { Database } from '../../db/database.js';
+import type { LogLine } from '../../observability/logger.js';
 import { claimDue, deliveryAttempts } from './attempt.js';
 import { type DeliveryLimits, defaultDeliveryLimits } from './deliver.js';
 
@@ -28,7 +29,7 @@ export interface DispatcherOptions {
    * than after their lease (default false: on PostgreSQL another instance may hold them).
    */
   soleInstance?: boolean;
-  log: (line: string) => void;
+  log: LogLine;
 }
 
 /**
