@@ -25,16 +25,26 @@
 // line also says how many statements the service sent per call (round trips to the database). The
 // journeys run in a process of their own (bench/load.mjs). PASS/FAIL lines compare with the targets.
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
-import { fileURLToPath } from 'node:url';
 import { certificationPlan, startStage } from '@partner-lending/conformance';
 import pg from 'pg';
 import { addPartner, loadSigningKey, metricsRegistry, openDatabase, startService } from '../dist/index.js';
 import { postgresBin, startPostgres } from '../test/support/postgres.mjs';
+import {
+  cpuLine,
+  cpuPerCall,
+  journeys,
+  load,
+  median,
+  ms,
+  quantile,
+  signed,
+  summary,
+  threadTimes,
+} from './measure.mjs';
 
 const runs = Number(process.env.BENCH_RUNS ?? 50);
 const seconds = Number(process.env.BENCH_SECONDS ?? 20);
@@ -59,59 +69,6 @@ const latencyRounds = Math.max(1, Number(process.env.BENCH_LATENCY_ROUNDS ?? 3))
 const warmSeconds = Number(process.env.BENCH_WARM_SECONDS ?? 10);
 const parts = process.env.BENCH_PARTS ?? 'throughput,cost,latency';
 const targets = { ratio: 0.5, addedP99Ms: 5 };
-
-const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-const ms = (value) => `${value.toFixed(2)} ms`;
-const signed = (value) => `${value >= 0 ? '+' : ''}${ms(value)}`;
-const load = () =>
-  loadavg()
-    .map((value) => value.toFixed(2))
-    .join(' ');
-
-/**
- * The CPU time (ms) each thread of this process has used, by thread id (Linux: /proc/self/task; none
- * elsewhere): the HTTP thread is the one whose id is the process's.
- */
-function threadTimes() {
-  if (process.platform !== 'linux') return undefined;
-  const times = new Map();
-  for (const id of readdirSync('/proc/self/task'))
-    try {
-      // utime and stime, in clock ticks of 10 ms, after the command's closing parenthesis.
-      const fields = readFileSync(`/proc/self/task/${id}/stat`, 'utf8').split(') ')[1].split(' ');
-      times.set(id, (Number(fields[11]) + Number(fields[12])) * 10);
-    } catch {
-      // The thread ended meanwhile.
-    }
-  return times;
-}
-
-/** CPU per call (µs) since `before` (threadTimes): the HTTP thread's, and every other thread's. */
-function cpuPerCall(before, calls) {
-  const after = threadTimes();
-  if (!before || !after) return undefined;
-  let http = 0;
-  let others = 0;
-  for (const [id, ms] of after) {
-    const used = ms - (before.get(id) ?? 0);
-    if (id === String(process.pid)) http += used;
-    else others += used;
-  }
-  return { http: (http * 1000) / calls, others: (others * 1000) / calls };
-}
-const cpuLine = (cpu) =>
-  cpu ? `CPU per call ${cpu.http.toFixed(0)} µs HTTP thread, ${cpu.others.toFixed(0)} µs other threads` : '';
-
-/** Runs the load process (bench/load.mjs) on `input`; what it measured. */
-async function journeys(input) {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./load.mjs', import.meta.url))], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  child.stdin.end(JSON.stringify(input));
-  const [output, [code]] = await Promise.all([text(child.stdout), once(child, 'exit')]);
-  if (code !== 0) throw new Error(`the load process exited with ${code}`);
-  return JSON.parse(output);
-}
 
 /** `count` local stages of `partner-conformance client` on the default certification plan. */
 async function localStages(count) {
@@ -323,8 +280,6 @@ console.log(
   `default certification plan (${certificationPlan.id}: every scenario, ${certificationPlan.ttlSeconds}-s tokens first), stage delays 0; load average ${load()}`,
 );
 
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-
 if (parts.includes('throughput')) {
   // Rounds alternate the local stage and the service on each store, each on a fresh run, so that the
   // machine's other work weighs on both alike; the ratio is of the medians.
@@ -494,27 +449,6 @@ function sampleActivity(url) {
       .sort((a, b) => b[1] - a[1])
       .map(([key, value]) => `${key} ${value}`)
       .join(', ');
-  };
-}
-
-function summary(all) {
-  const api = all.flatMap((item) => item.api).sort((a, b) => a - b);
-  const quiet = all.flatMap((item) => item.quiet).sort((a, b) => a - b);
-  const token = all.flatMap((item) => item.token).sort((a, b) => a - b);
-  const statuses = {};
-  for (const item of all)
-    for (const [status, count] of Object.entries(item.statuses))
-      statuses[status] = (statuses[status] ?? 0) + count;
-  return {
-    calls: api.length,
-    p50: quantile(api, 0.5),
-    p99: quantile(api, 0.99),
-    quiet: quiet.length,
-    quietP99: quantile(quiet, 0.99),
-    tokens: token.length,
-    tokenP50: quantile(token, 0.5),
-    tokenP99: quantile(token, 0.99),
-    statuses,
   };
 }
 

@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../src/observability/logger.js';
+import {
+  createLogger,
+  redactedFields,
+  requestLineFields,
+  requestLogger,
+} from '../src/observability/logger.js';
 import {
   admin,
   api,
@@ -126,5 +131,24 @@ describe('structured logs', () => {
     expect(line).not.toMatch(/s3cr3t/);
     // The control: a field not named like a secret is written as it is.
     expect(JSON.parse(line!)).toMatchObject({ runId: 'run_1', clientSecret: '[redacted]', msg: 'event' });
+  });
+
+  it('request lines skip the redaction pass, so they hold only fields of their own, none named like a secret', () => {
+    for (const field of requestLineFields) expect(redactedFields).not.toContain(field);
+    const written: string[] = [];
+    const logger = createLogger({
+      destination: new Writable({
+        write(chunk, _encoding, done) {
+          written.push(String(chunk));
+          done();
+        },
+      }),
+    });
+    // The control: the request logger does write a secret-named field as it is (the list above is what
+    // keeps secrets out of its lines), where the service's logger redacts it.
+    requestLogger(logger).info({ token: 's3cr3t-d', runId: 'run_2' }, 'request');
+    logger.info({ token: 's3cr3t-e' }, 'event');
+    expect(JSON.parse(written[0]!)).toMatchObject({ token: 's3cr3t-d', runId: 'run_2' });
+    expect(JSON.parse(written[1]!)).toMatchObject({ token: '[redacted]' });
   });
 });

@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { Logger } from './logger.js';
+import { type Logger, type requestLineFields, requestLogger } from './logger.js';
+
+/** A request line: only the fields `requestLogger` may write unredacted. */
+type RequestLine = Partial<Record<(typeof requestLineFields)[number], unknown>>;
+
 import {
   apiRequests,
   areaOf,
@@ -46,6 +50,7 @@ export interface RequestObserverOptions {
  */
 export function requestObserver(options: RequestObserverOptions) {
   const runs = new Map<string, { runId: string; partnerId: string }>();
+  const requestLog = options.logger && requestLogger(options.logger);
   async function runOf(
     segment: string,
     via: 'stage' | 'api',
@@ -111,7 +116,7 @@ export function requestObserver(options: RequestObserverOptions) {
       const partnerId = learned.get(req)?.partnerId;
       if (partnerId) span.setAttribute('certification.partner.id', partnerId);
       const segment = stage?.[1] ?? apiRunId;
-      const { logger } = options;
+      const logger = requestLog;
       const write = (runId: string | undefined, partner: string | undefined) => {
         if (stage && runId) span.setAttribute('certification.run.id', runId);
         span.end();
@@ -131,7 +136,7 @@ export function requestObserver(options: RequestObserverOptions) {
             ...(kind && { stage: kind }),
             ...(runId && { runId }),
             ...(partner && { partnerId: partner }),
-          },
+          } satisfies RequestLine,
           `${method} ${path.slice(0, 200)} ${res.statusCode}`,
         );
       if (!segment || (partnerId && !stage)) write(apiRunId, partnerId);

@@ -1,0 +1,229 @@
+// The service as an outsider meets it: `partner-certification-service serve` started fresh in a process
+// of its own (no warm-up of any kind), then BENCH_PARTNERS (10) partners × BENCH_RUNS_PER_PARTNER (5)
+// certification runs created at once as soon as `/readyz` says ready, each run's journey 10 calls/s, open
+// loop, starting together for BENCH_SECONDS (20) — a Monday-morning rush on a new instance. Then, on the
+// same instance, as many new runs the same way: the instance warm. The baseline is as many local stages of
+// `partner-conformance client` started in a fresh process of their own (cold), then restarted in it
+// (warm), measured in the same round. Both sides keep the stages' default delays (100 ms a token, 20 ms a
+// call), the defaults of `serve`. BENCH_COLD_ROUNDS (3) rounds, each local stages then each store of
+// BENCH_STORES (embedded,postgres); prints every round, the ranges, CPU per call of the service's process
+// (its HTTP thread and its other threads) against the local process's, and PASS/FAIL of the target: added
+// p99 under 5 ms, cold, on the median of the rounds. BENCH_SERVE_NODE_ARGS gives the service's process Node
+// flags (to profile it: `--cpu-prof --cpu-prof-dir=DIR`). Build first (`pnpm build`).
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { text } from 'node:stream/consumers';
+import { fileURLToPath } from 'node:url';
+import { postgresBin, startPostgres } from '../test/support/postgres.mjs';
+import { cpuLine, cpuPerCall, journeys, load, median, ms, signed, summary, threadTimes } from './measure.mjs';
+
+const partners = Number(process.env.BENCH_PARTNERS ?? 10);
+const runsPerPartner = Number(process.env.BENCH_RUNS_PER_PARTNER ?? 5);
+const seconds = Number(process.env.BENCH_SECONDS ?? 20);
+const rounds = Math.max(1, Number(process.env.BENCH_COLD_ROUNDS ?? 3));
+const storeNames = (process.env.BENCH_STORES ?? 'embedded,postgres').split(',');
+const target = 5;
+const runs = partners * runsPerPartner;
+/** BENCH_SERVE_CLI: another build's dist/cli.js to measure (e.g. a copy of the previous commit's, to compare). */
+const cli = process.env.BENCH_SERVE_CLI ?? fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const input = { mode: 'open', seconds, rate: 10, start: 'together' };
+/** BENCH_SERVE_NODE_ARGS: Node's flags for the service's process, e.g. `--cpu-prof --cpu-prof-dir=DIR`. */
+const serveNodeArgs = (process.env.BENCH_SERVE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+
+for (const name of storeNames)
+  if (name !== 'embedded' && name !== 'postgres')
+    throw new Error(`BENCH_STORES takes embedded, postgres (a list), not ${JSON.stringify(name)}`);
+const postgres =
+  storeNames.includes('postgres') && postgresBin() ? await startPostgres({ durable: true }) : undefined;
+if (storeNames.includes('postgres') && !postgres)
+  console.log('PostgreSQL: not installed (apt-get install postgresql); measured on PGlite only');
+const stores = storeNames.filter((name) => name === 'embedded' || postgres);
+
+/** Runs the command-line tool to its end; its stdout. */
+async function command(args, env) {
+  const child = spawn(process.execPath, [cli, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [out, err, [code]] = await Promise.all([text(child.stdout), text(child.stderr), once(child, 'exit')]);
+  if (code !== 0) throw new Error(`${args.slice(0, 2).join(' ')} exited ${code}: ${err.slice(0, 500)}`);
+  return out;
+}
+
+/** A fresh instance of `serve` on `store` with `partners` partners: its process, address and keys. */
+async function freshService(store, round) {
+  const dir = mkdtempSync(join(tmpdir(), 'pcs-cold-'));
+  const env = {
+    ...process.env,
+    ...(store === 'postgres' && { DATABASE_URL: await postgres.database(`cold${round}`) }),
+  };
+  const keys = [];
+  for (let index = 0; index < partners; index += 1)
+    keys.push(
+      JSON.parse(
+        await command(
+          ['admin', 'add-partner', '--name', `Bench ${index + 1}`, '--json', '--data-dir', dir],
+          env,
+        ),
+      ).apiKey,
+    );
+  const started = performance.now();
+  const child = spawn(
+    process.execPath,
+    [...serveNodeArgs, cli, 'serve', '--port', '0', '--data-dir', dir, '--log-format', 'json'],
+    { env, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const lines = createInterface({ input: child.stdout });
+  let url;
+  for await (const line of lines) {
+    const event = JSON.parse(line);
+    if (event.event === 'service.started') {
+      url = event.url;
+      break;
+    }
+  }
+  if (!url) throw new Error('serve ended before it said where it listens');
+  lines.on('line', () => {}); // its log lines are read and dropped
+  for (;;) {
+    const ready = await fetch(`${url}/readyz`).catch(() => undefined);
+    if (ready?.status === 200) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const readyMs = performance.now() - started;
+  const call = async (key, path, body) => {
+    for (;;) {
+      const response = await fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      if (response.status === 429) {
+        await response.arrayBuffer();
+        await new Promise((resolve) =>
+          setTimeout(resolve, 1000 * Number(response.headers.get('retry-after') ?? 1)),
+        );
+        continue;
+      }
+      return response;
+    }
+  };
+  return {
+    pid: child.pid,
+    readyMs,
+    /** Every partner's runs, created at once (each partner's one after another). */
+    async create() {
+      const created = await Promise.all(
+        keys.map(async (key) => {
+          const mine = [];
+          for (let index = 0; index < runsPerPartner; index += 1) {
+            const response = await call(key, '/api/runs', { certify: true });
+            const run = await response.json();
+            if (response.status !== 201)
+              throw new Error(`creating a run: ${response.status} ${JSON.stringify(run)}`);
+            mine.push({ ...run, key });
+          }
+          return mine;
+        }),
+      );
+      return created.flat();
+    },
+    async finish(created) {
+      await Promise.all(
+        keys.map(async (key) => {
+          for (const run of created.filter((item) => item.key === key))
+            await (await call(key, `/api/runs/${run.id}/finish`, {})).arrayBuffer();
+        }),
+      );
+    },
+    async close() {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Local stages in a fresh process: `restart()` closes the open ones and starts `runs` new. */
+function localProcess() {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./local-stages.mjs', import.meta.url))], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  return {
+    pid: child.pid,
+    async restart() {
+      child.stdin.write(`${runs}\n`);
+      const { value } = await lines.next();
+      return JSON.parse(value).envs;
+    },
+    async close() {
+      child.stdin.end();
+      await once(child, 'exit');
+    },
+  };
+}
+
+/** One measure: the journeys on `envs`, the latencies and the CPU per call of process `pid`. */
+async function measure(envs, pid) {
+  const before = threadTimes(pid);
+  const result = summary(await journeys({ ...input, runs: envs }));
+  return { ...result, cpu: cpuPerCall(before, result.calls + result.tokens, pid) };
+}
+
+const line = (what, result, baseline) =>
+  `${what}: ${result.calls} calls, p50 ${ms(result.p50)}${baseline ? ` (${signed(result.p50 - baseline.p50)})` : ''}, p99 ${ms(result.p99)}${baseline ? ` (${signed(result.p99 - baseline.p99)})` : ''}; tokens p99 ${ms(result.tokenP99)}; not 200: ${JSON.stringify(result.statuses)}; ${cpuLine(result.cpu)}`;
+
+console.log(
+  `${partners} partners × ${runsPerPartner} runs × 10 calls/s starting together for ${seconds} s, the service started fresh (stores: ${stores.join(', ')}); load average ${load()}`,
+);
+const added = Object.fromEntries(
+  stores.flatMap((store) => [
+    [`${store} cold`, []],
+    [`${store} warm`, []],
+  ]),
+);
+const cpuRatio = Object.fromEntries(stores.map((store) => [store, []]));
+for (let round = 1; round <= rounds; round += 1) {
+  const local = localProcess();
+  const localCold = await measure(await local.restart(), local.pid);
+  const localWarm = await measure(await local.restart(), local.pid);
+  await local.close();
+  console.log(line(`round ${round}, local stages, cold`, localCold));
+  console.log(line(`round ${round}, local stages, warm`, localWarm));
+  for (const store of stores) {
+    const service = await freshService(store, round);
+    const coldRuns = await service.create();
+    const cold = await measure(coldRuns, service.pid);
+    await service.finish(coldRuns);
+    const warmRuns = await service.create();
+    const warm = await measure(warmRuns, service.pid);
+    await service.finish(warmRuns);
+    await service.close();
+    console.log(
+      line(
+        `round ${round}, service ${store}, cold (ready ${(service.readyMs / 1000).toFixed(2)} s after its start)`,
+        cold,
+        localCold,
+      ),
+    );
+    console.log(`${line(`round ${round}, service ${store}, warm`, warm, localWarm)}; load average ${load()}`);
+    added[`${store} cold`].push(cold.p99 - localCold.p99);
+    added[`${store} warm`].push(warm.p99 - localWarm.p99);
+    if (cold.cpu && localCold.cpu) cpuRatio[store].push(cold.cpu.http / localCold.cpu.http);
+  }
+}
+await postgres?.stop();
+const range = (values) =>
+  `${signed(Math.min(...values))} to ${signed(Math.max(...values))}, median ${signed(median(values))}`;
+console.log('');
+for (const [what, values] of Object.entries(added))
+  console.log(
+    `${values.length && median(values) < target ? 'PASS' : 'FAIL'} p99 added, ${what}: ${range(values)} over ${values.length} round(s) (target < ${target} ms)`,
+  );
+for (const [store, ratios] of Object.entries(cpuRatio))
+  if (ratios.length)
+    console.log(
+      `HTTP thread CPU per call, service ${store} cold / local stages cold: ${ratios.map((ratio) => `×${ratio.toFixed(2)}`).join(', ')} (target ≤ ×1.2)`,
+    );
+console.log(`load average ${load()}`);
