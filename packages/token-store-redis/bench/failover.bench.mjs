@@ -10,7 +10,9 @@
 // FAILOVER_CALLERS (10), FAILOVER_KILL_AT (10 s into a round), FAILOVER_SECONDS (18 per round),
 // FAILOVER_COLD_AT_MS (500: the cold process, that long after the kill), FAILOVER_CLIENT_DEFAULTS=1
 // (node-redis's default reconnection and topology refresh instead of the README's settings),
-// FAILOVER_FOLLOW=0 (Sentinel: the store does not follow +switch-master itself, `sentinel: false`).
+// FAILOVER_FOLLOW=0 (Sentinel: the store does not follow +switch-master itself, `sentinel: false`),
+// FAILOVER_DOWN_AFTER_MS (Sentinel: the sentinels' down-after, 1000), FAILOVER_TRACE=1 (the timeline of
+// the fleet's last process back, for each failover slower than FAILOVER_TRACE_OVER_MS, 800).
 import { createHash, randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { createTokenProvider } from '@partner-lending/auth';
@@ -29,6 +31,11 @@ const KILL_AT_MS = Number(process.env.FAILOVER_KILL_AT ?? 10) * 1000;
 const COLD_AT_MS = Number(process.env.FAILOVER_COLD_AT_MS ?? 500);
 const DEFAULTS = process.env.FAILOVER_CLIENT_DEFAULTS === '1';
 const FOLLOW = process.env.FAILOVER_FOLLOW !== '0';
+/** FAILOVER_TRACE=1: the timeline of the fleet's last process back, for every failover over TRACE_OVER_MS. */
+const TRACE = process.env.FAILOVER_TRACE === '1';
+const TRACE_OVER_MS = Number(process.env.FAILOVER_TRACE_OVER_MS ?? 800);
+/** FAILOVER_DOWN_AFTER_MS: the sentinels' down-after (1000). */
+const DOWN_AFTER_MS = Number(process.env.FAILOVER_DOWN_AFTER_MS ?? 1_000);
 const DEADLINE_MS = 3_000;
 const encryptionKey = randomBytes(32).toString('base64');
 
@@ -69,7 +76,8 @@ const load = () =>
 
 async function bench(topology) {
   const tokens = await startTokenServer({ ttlSeconds: 2, delayMs: 50 });
-  const servers = topology === 'cluster' ? await startCluster() : await startSentinel();
+  const servers =
+    topology === 'cluster' ? await startCluster() : await startSentinel({ downAfterMs: DOWN_AFTER_MS });
   const key = await tokenKey(tokens);
   const primary = () => (topology === 'cluster' ? servers.primaryOf(key) : servers.primaryPort());
   const job = {
@@ -87,6 +95,7 @@ async function bench(topology) {
     callers: CALLERS,
     defaults: DEFAULTS,
     follow: FOLLOW,
+    trace: TRACE,
   };
   const listeners = (i) => i % 2 === 0;
   const totals = {
@@ -135,6 +144,12 @@ async function bench(topology) {
       const more = outcome.requestsFromKill - baseline.requestsFromKill;
       console.log(`#${round} ${describeFailover(topology, outcome)}; ${more} more than the baseline`);
       for (const c of outcome.crashes) console.log(`  crash: ${c}`);
+      if (TRACE && ((outcome.fleetBackMs ?? 0) > TRACE_OVER_MS || outcome.overDeadline > 0)) {
+        console.log(
+          `  the last process back (ms from the promotion; the kill at ${outcome.killedAt - outcome.promotedAt}):`,
+        );
+        for (const line of outcome.lastBackTimeline) console.log(`    ${line}`);
+      }
       totals.expired += outcome.expired;
       totals.foreign += outcome.foreign;
       totals.crashesWithListener += outcome.crashesWithListener;

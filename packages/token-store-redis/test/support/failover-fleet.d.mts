@@ -18,6 +18,8 @@ export interface FailoverJob {
   defaults?: boolean;
   /** Sentinel: `false` gives the store `sentinel: false` (node-redis alone finds the new primary). */
   follow?: boolean;
+  /** Record the client's node and topology events, store failures and event-loop stalls in the timeline. */
+  trace?: boolean;
 }
 
 export interface FailoverWorkerResult {
@@ -66,6 +68,8 @@ export interface FailoverOutcome {
   fleetBackMs: number | undefined;
   /** Per process whose client said 'ready' again (Sentinel): ms from that to the store's `redis-ready`. */
   backAfterClientReadyMs: number[];
+  /** The timeline of the process back last (ms from the promotion, event, detail); richer with `trace`. */
+  lastBackTimeline: string[];
   /** Processes that left Redis and never said it was back. */
   neverBack: number;
   /** What the Sentinel watch could not do, once each (its `sentinel-watch` messages). */

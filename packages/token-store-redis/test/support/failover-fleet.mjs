@@ -10,7 +10,7 @@ const script = fileURLToPath(new URL('./failover-worker.mjs', import.meta.url));
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const digest = (token) => createHash('sha256').update(token).digest('hex').slice(0, 12);
 
-/** Starts one worker with `job`; resolves once it printed READY (20 s at most). */
+/** Starts one worker with `job`; resolves once it printed READY (60 s at most: a starved host starts slowly). */
 function startWorker(job) {
   const child = spawn(
     process.execPath,
@@ -38,8 +38,8 @@ function startWorker(job) {
     }, 20);
     setTimeout(() => {
       clearInterval(timer);
-      reject(new Error(`worker not READY in 20 s: ${out} ${err}`));
-    }, 20_000).unref();
+      reject(new Error(`worker not READY in 60 s: ${out} ${err}`));
+    }, 60_000).unref();
     exited.then(() => {
       clearInterval(timer);
       reject(new Error(`worker exited before READY: ${out} ${err}`));
@@ -79,7 +79,11 @@ export async function runFailover(options) {
   const controls = Array.from({ length: options.controls ?? 0 }, () =>
     startWorker({ ...job, listener: false, bare: true, callers: 1 }),
   );
-  await Promise.all([...workers, ...controls].map((w) => w.ready));
+  // A worker that never gets READY fails the run, and takes the others down with it (no orphans).
+  await Promise.all([...workers, ...controls].map((w) => w.ready)).catch((error) => {
+    for (const w of [...workers, ...controls]) w.kill();
+    throw error;
+  });
   for (const w of [...workers, ...controls]) w.go();
   const wentAt = Date.now();
   await sleep(options.killAtMs);
@@ -141,6 +145,8 @@ export async function runFailover(options) {
   const backAfterPromotionMs = [];
   const backAfterClientReadyMs = [];
   let neverBack = 0;
+  /** The timeline of the process back last, relative to the promotion (for a slow failover's account). */
+  let lastBack;
   for (const r of results) {
     const after = r.timeline.filter(([, at]) => at >= killedAt);
     const lastDown = after.filter(([type]) => type === 'redis-down' || type === 'redis-skipped').at(-1);
@@ -151,6 +157,14 @@ export async function runFailover(options) {
       continue;
     }
     backAfterPromotionMs.push(back[1] - promotedAt);
+    if (lastBack === undefined || back[1] - promotedAt > lastBack.ms) {
+      lastBack = {
+        ms: back[1] - promotedAt,
+        timeline: r.timeline
+          .filter(([, at]) => at >= killedAt - 200)
+          .map(([type, at, detail]) => `${at - promotedAt} ${type}${detail ? ` ${detail}` : ''}`),
+      };
+    }
     // What the store added: from the client's own 'ready' (a sentinel's new primary) to the store's.
     const clientReady = after.filter(([type, at]) => type === 'client-ready' && at <= back[1]).at(-1);
     if (clientReady !== undefined) backAfterClientReadyMs.push(back[1] - clientReady[1]);
@@ -181,6 +195,7 @@ export async function runFailover(options) {
     fleetBackMs: backAfterPromotionMs.length ? Math.max(...backAfterPromotionMs) : undefined,
     backAfterClientReadyMs,
     neverBack,
+    lastBackTimeline: lastBack?.timeline ?? [],
     requestsFromKill: tokens.requestsSince(killedAt),
     /** What the Sentinel watch could not do (watch a sentinel, reach an announced primary), once each. */
     watchNotes: [

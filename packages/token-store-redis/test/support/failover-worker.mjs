@@ -45,6 +45,37 @@ if (job.listener) client.on('error', () => {});
 /** When the store said Redis was back or gone, and when the client itself said it was ready (epoch ms). */
 const timeline = [];
 client.on('ready', () => timeline.length < 500 && timeline.push(['client-ready', Date.now()]));
+/**
+ * `trace: true` (the bench's FAILOVER_TRACE=1): what the client and the store did, for a slow failover's
+ * account — the cluster's node events, the topology changes a Sentinel client reports, each store call
+ * that failed or was the first to succeed after a failure, and event-loop stalls over 100 ms.
+ */
+const trace = (type, detail) => {
+  if (job.trace && timeline.length < 500)
+    timeline.push([type, Date.now(), String(detail ?? '').slice(0, 160)]);
+};
+if (job.trace) {
+  for (const event of [
+    'node-ready',
+    'node-reconnecting',
+    'node-disconnect',
+    'node-error',
+    'topology-change',
+  ]) {
+    client.on(event, (a, b) =>
+      trace(event, event === 'node-error' ? `${b?.port} ${a?.message}` : (a?.port ?? JSON.stringify(a))),
+    );
+  }
+  let last = performance.now();
+  setInterval(() => {
+    const now = performance.now();
+    if (now - last > 120) trace('stall', Math.round(now - last - 20));
+    last = now;
+  }, 20).unref();
+}
+// Traced: a connect still pending after 10 s prints node-redis's own Sentinel trace (stderr).
+const sentinelTrace = [];
+if (job.trace && job.topology === 'sentinel') client.setTracer(sentinelTrace);
 const connectStarted = Date.now();
 let connectMs = -1;
 // A process started cold during a failover does not block on connect(): node-redis's may not settle
@@ -58,6 +89,14 @@ const connecting = client.connect().then(
     console.error(`connect failed: ${error?.message ?? error}`);
   },
 );
+if (job.trace) {
+  const slow = setTimeout(
+    () =>
+      console.error(`connect pending after 10 s; node-redis trace: ${sentinelTrace.slice(-40).join(' | ')}`),
+    10_000,
+  );
+  connecting.finally(() => clearTimeout(slow));
+}
 if (!job.cold) await connecting;
 
 const storeEvents = {};
@@ -73,24 +112,52 @@ const store = job.bare
           (event.type === 'redis-ready' ||
             event.type === 'redis-down' ||
             event.type === 'redis-skipped' ||
-            event.type === 'sentinel-watch') &&
+            event.type === 'sentinel-watch' ||
+            event.type === 'cluster-refresh' ||
+            (job.trace && event.type === 'redis-error')) &&
           timeline.length < 500
         ) {
           timeline.push(
-            event.type === 'sentinel-watch'
-              ? [event.type, Date.now(), event.message]
+            event.type === 'sentinel-watch' ||
+              event.type === 'cluster-refresh' ||
+              event.type === 'redis-error'
+              ? [event.type, Date.now(), `${event.operation ?? ''} ${event.message}`.slice(0, 160)]
               : [event.type, Date.now()],
           );
         }
       },
     });
+// Traced: each store call that failed, and the first that succeeded after a failure.
+let storeFailing = false;
+const traced = (name, call) =>
+  call.then(
+    (value) => {
+      if (storeFailing) trace('store-ok', name);
+      storeFailing = false;
+      return value;
+    },
+    (error) => {
+      if (!storeFailing) trace('store-failed', `${name} ${error?.code ?? ''} ${error?.message ?? ''}`);
+      storeFailing = true;
+      throw error;
+    },
+  );
+const tracedStore =
+  store && job.trace
+    ? {
+        get: (key) => traced('get', store.get(key)),
+        set: (...args) => traced('set', store.set(...args)),
+        delete: (key) => traced('delete', store.delete(key)),
+        singleFlight: (...args) => traced('singleFlight', store.singleFlight(...args)),
+      }
+    : store;
 const provider = createTokenProvider({
   tokenUrl: job.tokenUrl,
   clientId: job.clientId,
   clientSecret: job.clientSecret,
   audience: job.audience,
   dangerouslyAllowInsecureHttp: true,
-  ...(store ? { store } : {}),
+  ...(tracedStore ? { store: tracedStore } : {}),
 });
 
 // The control subscribes to a channel as the store does (its notices): node-redis reports the lost

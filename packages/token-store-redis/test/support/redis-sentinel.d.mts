@@ -8,4 +8,5 @@ export interface SentinelServers {
   restart(port: number): Promise<void>;
   stop(): Promise<void>;
 }
-export function startSentinel(): Promise<SentinelServers>;
+/** `downAfterMs` (1000): the sentinels' `down-after-milliseconds`. */
+export function startSentinel(options?: { downAfterMs?: number }): Promise<SentinelServers>;

@@ -1,5 +1,6 @@
 // A real Sentinel set-up for tests: a primary, a replica and three sentinels (redis-server --sentinel,
-// quorum 2) on loopback ports, with a 1-s down-after so that a killed primary is replaced within seconds.
+// quorum 2) on loopback ports, with a 1-s down-after (by default) so that a killed primary is replaced
+// within seconds.
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,9 +16,9 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Starts a primary, its replica and three sentinels watching them (quorum 2); resolves once the replica
- * has synced and every sentinel knows the two others.
+ * has synced and every sentinel knows the two others. `downAfterMs` (1000): the sentinels' down-after.
  */
-export async function startSentinel() {
+export async function startSentinel({ downAfterMs = 1_000 } = {}) {
   const root = await mkdtemp(join(tmpdir(), 'partner-redis-sentinel-'));
   const [primaryPort, replicaPort] = [await freePort(), await freePort()];
   const sentinelPorts = [await freePort(), await freePort(), await freePort()];
@@ -48,7 +49,7 @@ export async function startSentinel() {
         `port ${port}`,
         'bind 127.0.0.1',
         `sentinel monitor ${PRIMARY_NAME} 127.0.0.1 ${primaryPort} 2`,
-        `sentinel down-after-milliseconds ${PRIMARY_NAME} 1000`,
+        `sentinel down-after-milliseconds ${PRIMARY_NAME} ${downAfterMs}`,
         // A new failover of the same primary may start 2 × this after the last one (repeated failovers).
         `sentinel failover-timeout ${PRIMARY_NAME} 2000`,
         '',
