@@ -1,4 +1,5 @@
 import { createClient } from 'redis';
+import { ClusterCatchUp } from './cluster-catch-up.js';
 import { CommandTimeout, messageOf, withDeadline } from './deadline.js';
 import { RedisTokenStoreError } from './errors.js';
 import type {
@@ -93,11 +94,15 @@ export class Connection {
   /** A key of the last failed command: a cluster's probe goes to that key's node, not any node. */
   #probeKey: string | undefined;
   #probe: ReturnType<typeof setTimeout> | undefined;
+  /** A probe command is out (one at a time). */
+  #probeOut = false;
   /** The last credentials refusal, while it lasts: calls name it instead of "not reachable". */
   #authRefusal: string | undefined;
   #authFailures = 0;
   /** Sentinel: the store's own way to a newly announced primary, while node-redis finds it. */
   readonly #watch: SentinelWatch | undefined;
+  /** Cluster: the store's own check that a lost primary's slot was taken over (see ClusterCatchUp). */
+  readonly #catchUp: ClusterCatchUp | undefined;
 
   constructor(
     url: string | undefined,
@@ -128,6 +133,14 @@ export class Connection {
       });
       this.client.on('ready', this.#watch.onClientReady);
       this.#watch.start();
+    }
+    if (this.kind === 'cluster') {
+      this.#catchUp = new ClusterCatchUp(this.client as unknown as RedisCluster, {
+        emit: settings.emit,
+        commandTimeoutMs: settings.commandTimeoutMs,
+        connectTimeoutMs: settings.connectTimeoutMs,
+      });
+      this.client.on('node-ready', this.#onNodeReady);
     }
     this.client.on(this.readyEvent, this.noteUp);
     // Every client gets the store's 'error' listener, the application's too: an EventEmitter without
@@ -300,24 +313,45 @@ export class Connection {
     if (this.#probe !== undefined) clearTimeout(this.#probe);
     this.#probe = setTimeout(() => {
       this.#probe = undefined;
-      if (this.closed || this.#skipFor === 0) return;
+      if (this.closed || this.#skipFor === 0 || this.#probeOut) return;
+      const key = this.#probeKey;
+      if (this.#catchUp !== undefined && key !== undefined && this.#slotDown(key)) {
+        // node-redis may not know yet that the slot was taken over: the store checks (and has it
+        // refresh its topology), and probes at once when the slot's new primary is connected.
+        void this.#catchUp.check(key).then((caughtUp) => caughtUp && this.#probeNow());
+      }
       // Not ready (reconnecting, or a sentinel looking for its primary): look again shortly; its own
       // `ready` (noteUp) ends the skip as well.
-      if (!this.usable || this.#slotDown(this.#probeKey)) return this.skip(this.#skipReason);
+      if (!this.usable || this.#slotDown(key)) return this.skip(this.#skipReason);
       const { commandTimeoutMs } = this.#settings;
-      const probeArgs =
-        this.kind === 'cluster' && this.#probeKey !== undefined ? ['EXISTS', this.#probeKey] : ['PING'];
+      const probeArgs = this.kind === 'cluster' && key !== undefined ? ['EXISTS', key] : ['PING'];
       // Callers keep skipping while the probe is out: none of them pays a timeout the probe pays.
       this.#skipUntil = Date.now() + commandTimeoutMs + 1;
+      this.#probeOut = true;
       withDeadline(this.dispatch(probeArgs), commandTimeoutMs, probeArgs[0] as string).then(
-        () => this.noteUp(),
+        () => {
+          this.#probeOut = false;
+          this.noteUp();
+        },
         (error: unknown) => {
+          this.#probeOut = false;
           if (this.#skipFor !== 0) this.skip(`the probe got ${messageOf(error)}`);
         },
       );
     }, ms);
     this.#probe.unref?.();
   }
+
+  /** While Redis is skipped: probe now, not at the next tick (the slot's primary is connected again). */
+  #probeNow(): void {
+    if (this.closed || this.#skipFor === 0 || this.#probeOut) return;
+    this.#scheduleProbe(0);
+  }
+
+  /** Cluster: a node's client is ready (the lost one back, or a promoted replica): probe if it serves the key. */
+  readonly #onNodeReady = (): void => {
+    if (this.#skipFor !== 0 && !this.#slotDown(this.#probeKey)) this.#probeNow();
+  };
 
   #authError(operation: RedisOperation, detail: string, cause?: unknown): RedisTokenStoreError {
     const message = `Redis refused the credentials (${detail.slice(0, 120)}): check the user and password in the Redis URL or of the client you passed (an ACL user needs them both); ${this.owned ? 'the store keeps retrying, backing off up to 60 s, and ' : ''}the token provider falls back to its own token request meanwhile.`;
@@ -406,6 +440,7 @@ export class Connection {
   /** Stops the probe timer and the Sentinel watch (close()). */
   stopProbe(): void {
     if (this.#probe !== undefined) clearTimeout(this.#probe);
+    if (this.#catchUp !== undefined) this.client.off('node-ready', this.#onNodeReady);
     if (this.#watch !== undefined) {
       this.#watch.stop();
       this.client.off('ready', this.#watch.onClientReady);

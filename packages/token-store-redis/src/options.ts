@@ -94,6 +94,11 @@ export type RedisTokenStoreEvent =
    * client is on it, or could not (`message` says which, and why).
    */
   | { type: 'sentinel-watch'; message: string }
+  /**
+   * Cluster: a lost primary's slot was taken over before node-redis knew it; the store had node-redis
+   * refresh its topology (or could not: `message` says which, and why).
+   */
+  | { type: 'cluster-refresh'; message: string }
   /** A call failed (the promise rejects with the same code). */
   | { type: 'redis-error'; operation: RedisOperation; code: RedisTokenStoreErrorCode; message: string }
   /** A stored entry could not be used and counted as a miss; a tampered or malformed one was deleted. */

@@ -1,5 +1,6 @@
 // The store on a real Redis Cluster: 3 primaries and 3 replicas started by the test, through a
 // node-redis cluster client the application creates (createCluster) — including a primary failover.
+import type { StoredToken } from '@partner-lending/auth';
 import { createCluster } from 'redis';
 import { describe, expect, it } from 'vitest';
 import { createRedisTokenStore, DEFAULT_NAMESPACE, type RedisTokenStoreEvent } from '../src/index.js';
@@ -128,6 +129,68 @@ describe('Redis Cluster (3 primaries, 3 replicas)', { timeout: 110_000 }, () => 
     await b.close();
     // The killed primary comes back as a replica of its successor: the next test fails over again.
     await servers.restart(primary);
+  });
+
+  it('the store finds a promoted primary itself: back on Redis (the token written before the failover read there) while node-redis alone still names the lost primary — the control, the same client settings without a store', async () => {
+    const { servers } = fixture;
+    // node-redis on its own reads the topology again only on a reconnection attempt of the lost node
+    // 10 s after the first (its attempts 2 s apart): a store back before that found the primary itself.
+    const settings = {
+      rootNodes: servers.rootNodes,
+      defaults: { socket: { connectTimeout: 1_000, reconnectStrategy: () => 2_000 } },
+      topologyRefreshOnReconnectionAttemptStrategy: 10_000,
+    };
+    const connect = async () => {
+      const cluster = createCluster(settings);
+      cluster.on('error', () => {});
+      await cluster.connect();
+      return fixture.track(cluster);
+    };
+    const [client, control] = [await connect(), await connect()];
+    const events: RedisTokenStoreEvent[] = [];
+    const store = createRedisTokenStore({ client, encryptionKey, onEvent: (e) => events.push(e) });
+    const key = 'catch-up';
+    const tokenKey = redisNames(DEFAULT_NAMESPACE, key).token;
+    const stored: StoredToken = {
+      accessToken: 'a.b.c',
+      tokenType: 'Bearer',
+      expiresAt: Date.now() + 120_000,
+      obtainedAt: Date.now(),
+      grantedScopes: [],
+      partnerId: 'p',
+      issuer: 'https://issuer.invalid',
+      jti: 'catch-up',
+    };
+    await store.set(key, stored, 120_000);
+    // The replica has it before the kill (replication is asynchronous).
+    expect(Number(await client.sendCommand(tokenKey, false, ['WAIT', '1', '5000']))).toBe(1);
+    const primary = await servers.primaryOf(tokenKey);
+    const slot = clusterSlot(tokenKey);
+    const controlOwner = () =>
+      (control as unknown as { slots: { master: { address: string } }[] }).slots[slot]?.master.address;
+    expect(controlOwner()).toBe(`127.0.0.1:${primary}`);
+    await servers.kill(primary);
+    try {
+      let back: StoredToken | undefined;
+      let controlWhenBack: string | undefined;
+      for (let i = 0; i < 300 && back === undefined; i++) {
+        back = await store.get(key).catch(() => undefined);
+        if (back === undefined) await sleep(50);
+        else controlWhenBack = controlOwner();
+      }
+      console.log(
+        `cluster catch-up: ${events.filter((e) => e.type === 'cluster-refresh').map((e) => (e as { message: string }).message)}`,
+      );
+      expect(back?.jti).toBe(stored.jti);
+      expect(await servers.primaryOf(tokenKey)).not.toBe(primary);
+      // The control: node-redis alone still named the lost primary when the store was back.
+      expect(controlWhenBack).toBe(`127.0.0.1:${primary}`);
+      expect(events.map((e) => e.type)).toContain('cluster-refresh');
+    } finally {
+      await store.close();
+      // The killed primary comes back as a replica of its successor: the next test fails over again.
+      await servers.restart(primary);
+    }
   });
 
   it('a fleet through a failover (the primary SIGKILLed): no process crashes, with or without an error listener of its own; 0 expired, 0 foreign, deadlines held, back on Redis after the promotion', async () => {
