@@ -1,8 +1,7 @@
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
 import { UsageError } from './errors.js';
-import { addPrincipal } from './principals.js';
-import { hashSecret } from './secrets.js';
+import { addNamedPrincipal } from './principals.js';
 
 const validName = (name: string) => {
   const trimmed = name.trim();
@@ -16,12 +15,7 @@ const validName = (name: string) => {
 export async function addPartner(db: Database, name: string): Promise<{ partnerId: string; apiKey: string }> {
   const partnerName = validName(name);
   await migrate(db);
-  const { id, secret } = await addPrincipal(
-    db,
-    'partner',
-    (_, apiKey) => ({ name: partnerName, api_key_hash: hashSecret(apiKey) }),
-    { name: partnerName },
-  );
+  const { id, secret } = await addNamedPrincipal(db, 'partner', partnerName);
   return { partnerId: id, apiKey: secret };
 }
 
@@ -32,11 +26,6 @@ export async function addReviewer(
 ): Promise<{ reviewerId: string; credential: string }> {
   const reviewerName = validName(name);
   await migrate(db);
-  const { id, secret } = await addPrincipal(
-    db,
-    'reviewer',
-    (_, credential) => ({ name: reviewerName, credential_hash: hashSecret(credential) }),
-    { name: reviewerName },
-  );
+  const { id, secret } = await addNamedPrincipal(db, 'reviewer', reviewerName);
   return { reviewerId: id, credential: secret };
 }

@@ -1,6 +1,6 @@
 import { type AuditAction, writeAudit } from './audit.js';
 import type { Database } from './db/types.js';
-import { newId, newSecret } from './secrets.js';
+import { hashSecret, newId, newSecret } from './secrets.js';
 
 /** What a kind of principal is made of: its id's and secret's prefixes, its table and its audit action. */
 interface PrincipalKind {
@@ -9,6 +9,8 @@ interface PrincipalKind {
   /** The secret's encoding (`newSecret`'s, base64url unless said). */
   encoding?: 'base64';
   table: 'partners' | 'reviewers' | 'register_readers' | 'evidence_reporters' | 'webhooks';
+  /** The column of the secret's SHA-256, for the kinds that keep only that (a webhook's is sealed). */
+  hashColumn?: 'api_key_hash' | 'credential_hash' | 'key_hash';
   action: AuditAction;
 }
 
@@ -18,18 +20,32 @@ interface PrincipalKind {
  * (a Standard Webhooks signing secret, base64).
  */
 export const principalKinds = {
-  partner: { id: 'ptn', secret: 'pcs_key', table: 'partners', action: 'partner.added' },
-  reviewer: { id: 'rev', secret: 'pcs_reviewer', table: 'reviewers', action: 'reviewer.added' },
+  partner: {
+    id: 'ptn',
+    secret: 'pcs_key',
+    table: 'partners',
+    hashColumn: 'api_key_hash',
+    action: 'partner.added',
+  },
+  reviewer: {
+    id: 'rev',
+    secret: 'pcs_reviewer',
+    table: 'reviewers',
+    hashColumn: 'credential_hash',
+    action: 'reviewer.added',
+  },
   'register-reader': {
     id: 'rdr',
     secret: 'pcs_register',
     table: 'register_readers',
+    hashColumn: 'key_hash',
     action: 'register-reader.added',
   },
   'evidence-reporter': {
     id: 'evr',
     secret: 'pcs_evidence',
     table: 'evidence_reporters',
+    hashColumn: 'key_hash',
     action: 'evidence-reporter.added',
   },
   webhook: { id: 'whk', secret: 'whsec', encoding: 'base64', table: 'webhooks', action: 'webhook.added' },
@@ -63,4 +79,17 @@ export async function addPrincipal(
     await writeAudit(tx, { actor: 'admin', action: made.action, subject: id, detail });
   });
   return { id, secret };
+}
+
+/**
+ * Adds a principal known by a name (already checked) whose secret is kept only as its SHA-256: a
+ * partner, a reviewer, a register reader or an evidence reporter. The audit line's detail is `{ name }`.
+ */
+export function addNamedPrincipal(
+  db: Database,
+  kind: Exclude<PrincipalKindName, 'webhook'>,
+  name: string,
+): Promise<{ id: string; secret: string }> {
+  const column = principalKinds[kind].hashColumn;
+  return addPrincipal(db, kind, (_, secret) => ({ name, [column]: hashSecret(secret) }), { name });
 }

@@ -122,32 +122,16 @@ describe('what a flow writes to the audit log', () => {
     expect((await api(svc.service.url, partner.apiKey, 'POST', '/api/runs', {})).status).toBe(201);
     // decision.refused, partner.approved, decision.signed, partner.rejected.
     const production = svc.service.production;
+    const decideOn = async (decision: 'approved' | 'rejected', runId: string, note: string) =>
+      production.decide({ decision, run: await runRow(db, runId), reviewer, note });
     const notApprovable = await attestedRun(db, partner.partnerId);
-    expect(
-      await production.decide({
-        decision: 'approved',
-        run: await runRow(db, notApprovable),
-        reviewer,
-        note: '',
-      }),
-    ).toMatchObject({ recorded: false, refusal: 'not-approvable' });
+    expect(await decideOn('approved', notApprovable, '')).toMatchObject({
+      recorded: false,
+      refusal: 'not-approvable',
+    });
     const approvable = await approvableRun(db, partner.partnerId);
-    expect(
-      await production.decide({
-        decision: 'approved',
-        run: await runRow(db, approvable),
-        reviewer,
-        note: 'ok',
-      }),
-    ).toMatchObject({ recorded: true });
-    expect(
-      await production.decide({
-        decision: 'rejected',
-        run: await runRow(db, notApprovable),
-        reviewer,
-        note: 'no',
-      }),
-    ).toMatchObject({ recorded: true });
+    expect(await decideOn('approved', approvable, 'ok')).toMatchObject({ recorded: true });
+    expect(await decideOn('rejected', notApprovable, 'no')).toMatchObject({ recorded: true });
     // approval.expiring: the approval ends in 10 days, notices go 30 days ahead.
     expect(await production.sweep()).toMatchObject({ noticed: 1 });
     // partner.suspended, then partner.reinstated by a new approval.
@@ -159,14 +143,7 @@ describe('what a flow writes to the audit log', () => {
       ),
     );
     const again = await approvableRun(db, partner.partnerId);
-    expect(
-      await production.decide({
-        decision: 'approved',
-        run: await runRow(db, again),
-        reviewer,
-        note: 'again',
-      }),
-    ).toMatchObject({ recorded: true });
+    expect(await decideOn('approved', again, 'again')).toMatchObject({ recorded: true });
     // run.purged: a run that ended 40 days ago with no decision, kept 30.
     const old = await attestedRun(db, partner.partnerId);
     await db.query("UPDATE runs SET finished_at = now() - interval '40 days' WHERE id = $1", [old]);

@@ -1,6 +1,6 @@
 import type { Database, Queryable } from '../db/types.js';
 import { UsageError } from '../errors.js';
-import { addPrincipal } from '../principals.js';
+import { addNamedPrincipal } from '../principals.js';
 import { hashSecret } from '../secrets.js';
 
 /**
@@ -18,12 +18,7 @@ export async function addEvidenceReporter(
     throw new UsageError(
       'an evidence reporter needs a name of 1 to 100 printable characters, e.g. "production gateway eu-1"',
     );
-  const { id, secret } = await addPrincipal(
-    db,
-    'evidence-reporter',
-    (_, key) => ({ name: trimmed, key_hash: hashSecret(key) }),
-    { name: trimmed },
-  );
+  const { id, secret } = await addNamedPrincipal(db, 'evidence-reporter', trimmed);
   return { reporterId: id, key: secret };
 }
 

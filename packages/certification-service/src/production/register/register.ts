@@ -8,7 +8,7 @@ import {
 import { CompactSign } from 'jose';
 import type { Database, Queryable } from '../../db/database.js';
 import type { SigningKey } from '../../keys.js';
-import { addPrincipal } from '../../principals.js';
+import { addNamedPrincipal } from '../../principals.js';
 import { hashSecret } from '../../secrets.js';
 
 // The register's wire format (entry, status, payload, JWS typ) is the production gate's, defined once in
@@ -184,12 +184,7 @@ export async function addRegisterReader(
   db: Database,
   name: string,
 ): Promise<{ readerId: string; key: string }> {
-  const { id, secret } = await addPrincipal(
-    db,
-    'register-reader',
-    (_, key) => ({ name, key_hash: hashSecret(key) }),
-    { name },
-  );
+  const { id, secret } = await addNamedPrincipal(db, 'register-reader', name);
   return { readerId: id, key: secret };
 }
 
