@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { writeAudit } from './audit.js';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrations.js';
 import { claimExchanges, type EvidenceOptions, startEvidence } from './evidence/index.js';
@@ -16,7 +17,7 @@ import { mountHealth } from './http/health.js';
 import { type Listening, listenOn } from './http/listen.js';
 import { type JudgingOptions, type JudgingPool, judgingPool } from './judging/pool.js';
 import { publishKey, type SigningKey } from './keys.js';
-import type { Logger } from './observability/logger.js';
+import type { Logger, LogLine } from './observability/logger.js';
 import { type OidcOptions, oidcSignIn } from './oidc/oidc.js';
 import type { DigestedPlan } from './plan/plan.js';
 import {
@@ -115,7 +116,7 @@ export interface ServiceOptions {
   tokenDelayMs?: number;
   apiDelayMs?: number;
   /** Where lines of the service go (never a secret). Default `logger`, else stderr. */
-  log?: (line: string, fields?: Record<string, unknown>) => void;
+  log?: LogLine;
   /** A structured logger (see `createLogger`): one JSON line per request and per event of the service. */
   logger?: Logger;
   /**
@@ -154,7 +155,7 @@ export const defaultListenBacklog = 4096;
 /** Sockets listening on the service's port, by default (see `listenSockets`). */
 export const defaultListenSockets = 32;
 
-type Log = (line: string, fields?: Record<string, unknown>) => void;
+type Log = LogLine;
 
 /** Starts one instance of the certification service on an open database. */
 export async function startService(options: ServiceOptions): Promise<RunningService> {
@@ -303,12 +304,7 @@ async function openServer(options: ServiceOptions, host: string, log: Log) {
 /** Appends a line to the database's audit log. */
 function auditLog(db: Database): Audit {
   return async (actor, action, subject, detail) => {
-    await db.query('INSERT INTO audit_log (actor, action, subject, detail) VALUES ($1, $2, $3, $4)', [
-      actor,
-      action,
-      subject,
-      JSON.stringify(detail),
-    ]);
+    await writeAudit(db, { actor, action, subject, detail });
   };
 }
 
