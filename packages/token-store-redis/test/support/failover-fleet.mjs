@@ -218,5 +218,11 @@ const range = (values) => (values.length ? `${Math.min(...values)}–${Math.max(
 /** One line for the test log (and the bench): the figures of one failover. */
 export function describeFailover(topology, o) {
   const back = o.backAfterPromotionMs;
-  return `${topology} failover: promoted ${o.promotedAt - o.killedAt} ms after the SIGKILL; ${o.results.length} processes, ${o.crashes.length} crashed${o.cold ? `, a cold one connected in ${o.cold.connectMs} ms` : ''}; ${o.calls} calls, ${o.failed} failed, ${o.expired} expired, ${o.foreign} foreign, ${o.overDeadline} over deadline, slowest ${o.maxWaitMs} ms, longest event-loop stall ${o.maxStallMs} ms, least left at hand-over ${o.minLeftMs} ms; back on Redis after the promotion: ${back.length ? `${range(back)} (${back.length} processes had left)` : 'no process had left'}${o.backAfterClientReadyMs.length ? ` (${range(o.backAfterClientReadyMs)} after the client said ready)` : ''}${o.neverBack ? `, ${o.neverBack} never back` : ''}; ${o.requestsFromKill} token requests from the kill on${o.watchNotes?.length ? `; the Sentinel watch: ${o.watchNotes.join(' / ')}` : ''}`;
+  return `${topology} failover: promoted ${o.promotedAt - o.killedAt} ms after the SIGKILL; ${o.results.length} processes, ${o.crashes.length} crashed${o.cold ? `, a cold one connected in ${o.cold.connectMs} ms` : ''}; ${o.calls} calls, ${o.failed} failed${
+    o.failed
+      ? ` (${Object.entries(o.errors)
+          .map(([code, n]) => `${n} ${code}`)
+          .join(', ')})`
+      : ''
+  }, ${o.expired} expired, ${o.foreign} foreign, ${o.overDeadline} over deadline, slowest ${o.maxWaitMs} ms, longest event-loop stall ${o.maxStallMs} ms, least left at hand-over ${o.minLeftMs} ms; back on Redis after the promotion: ${back.length ? `${range(back)} (${back.length} processes had left)` : 'no process had left'}${o.backAfterClientReadyMs.length ? ` (${range(o.backAfterClientReadyMs)} after the client said ready)` : ''}${o.neverBack ? `, ${o.neverBack} never back` : ''}; ${o.requestsFromKill} token requests from the kill on${o.watchNotes?.length ? `; the Sentinel watch: ${o.watchNotes.join(' / ')}` : ''}`;
 }
