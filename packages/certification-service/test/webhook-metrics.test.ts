@@ -147,5 +147,30 @@ describe('webhook delivery metrics on --metrics-port', () => {
     // No label carries an id, a URL or anything a receiver answered.
     for (const sample of after.filter((s) => s.name.startsWith('certification_webhook_')))
       expect(sample.labels).not.toMatch(/127\.0\.0\.1|whk_|msg_|run_/);
+    // The log lines do carry the ids: each failed attempt names its webhook, event and attempt, the last
+    // one of each delivery as failed (2 deliveries × 3 attempts, the control being that none succeeded).
+    const failures = service
+      .output()
+      .split('\n')
+      .flatMap((line) => {
+        try {
+          return [JSON.parse(line) as Record<string, unknown>];
+        } catch {
+          return [];
+        }
+      })
+      .filter(
+        (line) => String(line.event).startsWith('webhook.') && line.event !== 'webhook.leases_released',
+      );
+    expect(failures.map((line) => line.event).sort()).toEqual([
+      ...Array(4).fill('webhook.attempt_failed'),
+      ...Array(2).fill('webhook.delivery_failed'),
+    ]);
+    for (const line of failures) {
+      expect(line.webhookId).toMatch(/^whk_/);
+      expect(line.eventId).toEqual(expect.any(String));
+      expect([1, 2, 3]).toContain(line.attempt);
+    }
+    expect(failures.filter((line) => line.status === 503)).toHaveLength(3);
   }, 90_000);
 });

@@ -79,6 +79,13 @@ export function deliveryAttempts(options: {
     if (!outcome.ok)
       log(
         `webhook ${delivery.webhook_id}: delivery ${delivery.event_id} attempt ${delivery.attempts} failed (${outcome.error ?? `answered ${outcome.status}`}); ${next ? `next try at ${next.toISOString()}` : 'no try left: resend it from the UI'}`,
+        {
+          event: next ? 'webhook.attempt_failed' : 'webhook.delivery_failed',
+          webhookId: delivery.webhook_id,
+          eventId: delivery.event_id,
+          attempt: delivery.attempts,
+          ...(typeof outcome.status === 'number' && { status: outcome.status }),
+        },
       );
   };
 }

@@ -59,6 +59,7 @@ export function createDispatcher(options: DispatcherOptions) {
     if (rows.length > 0)
       log(
         `webhooks: ${rows.length} deliver${rows.length === 1 ? 'y' : 'ies'} claimed by a process that stopped before recording the attempt: tried again now`,
+        { event: 'webhook.leases_released', deliveries: rows.length },
       );
   };
 
@@ -85,7 +86,7 @@ export function createDispatcher(options: DispatcherOptions) {
     }
     running = drain()
       .catch((error: unknown) => {
-        log(`webhook dispatch failed: ${(error as Error).message}`);
+        log(`webhook dispatch failed: ${(error as Error).message}`, { event: 'webhook.dispatch_failed' });
         return 0;
       })
       .finally(() => {
