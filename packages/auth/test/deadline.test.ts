@@ -113,4 +113,42 @@ describe('deadlines that hold', () => {
       `could not connect to ${host} or the connection dropped (ECONNREFUSED:`,
     );
   });
+
+  /** Holds this process's event loop for `ms` (a long synchronous task, a starved host). */
+  const stall = (ms: number) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until) {
+      // busy: no timer, no socket is served meanwhile
+    }
+  };
+
+  it('a token whose answer comes during a stall longer than the deadline is kept, not timed out', async () => {
+    // The token endpoint (in this process) signs its answer, then holds the event loop past both of the
+    // client's deadlines before it writes: when the loop runs again, their timers are due before the
+    // socket is read. A timer that fired late gives the answer a short grace.
+    server.next(async (_request, issue) => {
+      const body = await issue();
+      stall(600);
+      return { body };
+    });
+    const token = await providerFor(server, { requestTimeoutMs: 200, retry: { maxRetries: 0 } }).getToken({
+      timeoutMs: 200,
+    });
+    expect(token.accessToken.length).toBeGreaterThan(20);
+  }, 10_000);
+
+  it('control: a token endpoint that never answers still fails after the same stall, within its graces', async () => {
+    server.next(() => {
+      stall(600);
+      return 'hang';
+    });
+    const started = performance.now();
+    const error = await providerFor(server, { requestTimeoutMs: 200, retry: { maxRetries: 0 } })
+      .getToken()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TokenNetworkError);
+    expect((error as Error).message).toContain('it did not answer within 200 ms (requestTimeoutMs)');
+    // The stall, then at most five graces of 100 ms (and the test's own slack on a busy machine).
+    expect(performance.now() - started).toBeLessThan(600 + 5 * 100 + 2_000);
+  }, 10_000);
 });
