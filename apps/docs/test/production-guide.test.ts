@@ -14,6 +14,7 @@ import {
 import type { Snippet } from '../src/site/fences.js';
 import { docsRoot } from './helpers/build-site.js';
 import { bins, guideBlocks, repoRoot, type ShellRunner, shellRunner } from './helpers/guide-shell.js';
+import { reviewerSession } from './helpers/reviewer.js';
 
 // "From staging to production", run as written. Every ```sh block of the guide runs, in the guide's
 // order, in one working directory, against real processes on 127.0.0.1: the certification
@@ -101,34 +102,6 @@ const blockEnv = () => ({
 /** The guide's blocks, run as written (`bash -e -o pipefail`, file:line on a failure). */
 let shell: ShellRunner | undefined;
 const runBlock = (block: Snippet, code?: string): Promise<Run> => shell!.run(block, code);
-
-/** A reviewer's session in the reviewer pages, through the forms they post (no browser). */
-async function reviewerSession() {
-  const signin = await fetch(`${serviceUrl}/signin`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { origin: serviceUrl, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ credential: reviewerCredential }),
-  });
-  expect(signin.status).toBe(303);
-  const cookie = (signin.headers.get('set-cookie') ?? '').split(';')[0]!;
-  const form = async (page: string, action: string, fields: Record<string, string>) => {
-    const html = await (await fetch(`${serviceUrl}${page}`, { headers: { cookie } })).text();
-    const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
-    if (!csrf) throw new Error(`no form on ${page}: ${html.replace(/<[^>]+>/g, ' ').slice(0, 600)}`);
-    const answer = await fetch(`${serviceUrl}${action}`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { cookie, origin: serviceUrl, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ csrf, ...fields }),
-    });
-    if (answer.status !== 303)
-      throw new Error(
-        `${action} answered ${answer.status}: ${(await answer.text()).replace(/<[^>]+>/g, ' ')}`,
-      );
-  };
-  return { form };
-}
 
 async function firstCall(env: Record<string, string>): Promise<Run> {
   try {
@@ -281,7 +254,7 @@ describe('the production guide, every command as written', () => {
       const code = block.code;
       // A reviewer approves before the decisions are listed (the guide's "The decision").
       if (code.includes('/api/decisions"') && !ran.includes('approved')) {
-        const reviewer = await reviewerSession();
+        const reviewer = await reviewerSession(serviceUrl, reviewerCredential);
         await reviewer.form(`/ui/runs/${vars.RUN_ID}`, `/ui/runs/${vars.RUN_ID}/decision`, {
           decision: 'approved',
           note: 'All operations covered; renewal clean.',
@@ -371,7 +344,7 @@ describe('the production guide, every command as written', () => {
     );
 
     // 6. A reviewer revokes; within the register's max-age (1 s here) the same call says why.
-    const reviewer = await reviewerSession();
+    const reviewer = await reviewerSession(serviceUrl, reviewerCredential);
     await reviewer.form(
       `/ui/partners/${partner.partnerId}/production`,
       `/ui/partners/${partner.partnerId}/revoke`,

@@ -19,6 +19,20 @@ import {
   startServe,
 } from './support/service.js';
 
+/** The service's logger writing into an array of lines. */
+function capturedLogger() {
+  const written: string[] = [];
+  const logger = createLogger({
+    destination: new Writable({
+      write(chunk, _encoding, done) {
+        written.push(String(chunk));
+        done();
+      },
+    }),
+  });
+  return { written, logger };
+}
+
 describe('structured logs', () => {
   it('a whole run logs one JSON line per event, with request, run and partner ids, and no secret or token', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pcs-logs-'));
@@ -110,15 +124,7 @@ describe('structured logs', () => {
   });
 
   it('the logger writes no field named like a secret, at the top or one level down', () => {
-    const written: string[] = [];
-    const logger = createLogger({
-      destination: new Writable({
-        write(chunk, _encoding, done) {
-          written.push(String(chunk));
-          done();
-        },
-      }),
-    });
+    const { written, logger } = capturedLogger();
     logger.info(
       {
         clientSecret: 's3cr3t-a',
@@ -135,15 +141,7 @@ describe('structured logs', () => {
 
   it('request lines skip the redaction pass, so they hold only fields of their own, none named like a secret', () => {
     for (const field of requestLineFields) expect(redactedFields).not.toContain(field);
-    const written: string[] = [];
-    const logger = createLogger({
-      destination: new Writable({
-        write(chunk, _encoding, done) {
-          written.push(String(chunk));
-          done();
-        },
-      }),
-    });
+    const { written, logger } = capturedLogger();
     // The control: the request logger does write a secret-named field as it is (the list above is what
     // keeps secrets out of its lines), where the service's logger redacts it.
     requestLogger(logger).info({ token: 's3cr3t-d', runId: 'run_2' }, 'request');
