@@ -116,11 +116,10 @@ export function requestObserver(options: RequestObserverOptions) {
       const partnerId = learned.get(req)?.partnerId;
       if (partnerId) span.setAttribute('certification.partner.id', partnerId);
       const segment = stage?.[1] ?? apiRunId;
-      const logger = requestLog;
       const write = (runId: string | undefined, partner: string | undefined) => {
         if (stage && runId) span.setAttribute('certification.run.id', runId);
         span.end();
-        if (logger) log(logger, runId, partner);
+        if (requestLog) log(requestLog, runId, partner);
       };
       const log = (logger: Logger, runId: string | undefined, partner: string | undefined) =>
         logger[res.statusCode >= 500 || aborted ? 'warn' : 'info'](
