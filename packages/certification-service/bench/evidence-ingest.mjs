@@ -11,7 +11,8 @@
 // ingested per second (counted in the database), judged per second (counted as evidence_queue empties,
 // until it is empty), the ratio to the floor, and the service's RSS; at the end its peak RSS (VmHWM).
 // Target (issue 52): ≥ 10 000 exchanges/s ingested and judged, memory bounded. BENCH_STORES=embedded|postgres
-// one store only.
+// one store only. BENCH_DIST=FILE measures another build's index.js (unset: ../dist); BENCH_CPU_PROF=DIR
+// writes the service's CPU profiles (every thread) there.
 import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
@@ -53,7 +54,9 @@ if (process.argv[2] === 'floor') {
   });
 } else if (process.argv[2] === 'service') {
   const { addEvidenceReporter, addPartner, loadSigningKey, openDatabase, startService } = await import(
-    '../dist/index.js'
+    process.env.BENCH_DIST
+      ? new URL(process.env.BENCH_DIST, `file://${process.cwd()}/`).href
+      : '../dist/index.js'
   );
   const dataDir = process.env.BENCH_DATA_DIR;
   const db = await openDatabase({ databaseUrl: process.env.BENCH_DATABASE_URL || undefined, dataDir });
@@ -70,6 +73,10 @@ if (process.argv[2] === 'floor') {
         counts: { exchanges: await count('evidence_exchanges'), queue: await count('evidence_queue') },
         memory: memory(),
       });
+    // While the queue drains, only the queue is counted: counting every stored exchange each 250 ms took
+    // the database's thread from judging (54 ms a count after a minute on the embedded store).
+    if (message === 'queue')
+      process.send({ counts: { queue: await count('evidence_queue') }, memory: memory() });
     if (message === 'stop') {
       await service.close();
       await db.close();
@@ -84,6 +91,11 @@ if (process.argv[2] === 'floor') {
 function child(role, env = {}) {
   const process_ = fork(self, [role], {
     env: { ...process.env, ...env },
+    // BENCH_CPU_PROF=DIR: the service's threads (HTTP and the embedded database's) write V8 CPU profiles there.
+    execArgv:
+      role === 'service' && process.env.BENCH_CPU_PROF
+        ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF]
+        : [],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const ask = async (message) => {
@@ -234,7 +246,7 @@ async function main() {
       let peakRss = at.memory.rss;
       while (queue > 0 && (performance.now() - started) / 1000 < sent + drainLimitSeconds) {
         await sleep(250);
-        const now = await service.ask('counts');
+        const now = await service.ask('queue');
         queue = now.counts.queue;
         peakRss = Math.max(peakRss, now.memory.rss);
       }

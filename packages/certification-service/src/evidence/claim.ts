@@ -80,6 +80,7 @@ export async function claimExchanges(
   const perPartner = options.perPartner ?? 1000;
   const leaseMs = options.leaseMs ?? 60_000;
   const lease = randomBytes(16).toString('base64url');
+  await vacuumIfDue(db);
   const claimed = await db.transaction(async (tx) => {
     const cursors = await tx.query<{ partner_id: string; state: unknown }>(
       `SELECT partner_id, state FROM evidence_cursors c
@@ -140,6 +141,7 @@ export async function claimExchanges(
         [partnerId, json, lease, ids.length, ids],
       );
       if (Number(result?.held ?? 0) === 0) throw new EvidenceLeaseLost(partnerId);
+      judgedSince.set(db, (judgedSince.get(db) ?? 0) + ids.length);
       await write?.(tx);
     };
     return {
@@ -163,6 +165,28 @@ export async function claimExchanges(
       },
     };
   });
+}
+
+/**
+ * Exchanges judged on each embedded database since its queue was last vacuumed. PGlite runs PostgreSQL
+ * in single-user mode, with no autovacuum: judged queue rows stayed in the queue's table and indexes for
+ * good, every claim stepped over all of a partner's judged rows before its waiting ones (a claim's first
+ * statement took 121 ms after a minute at 4,000 exchanges/s), and the queue's files grew without end
+ * (38 MB after 120,000 exchanges judged, 4.5 MB vacuumed every 20,000).
+ */
+const judgedSince = new WeakMap<Database, number>();
+
+/** Exchanges judged between two vacuums of the embedded store's queue (12 to 40 ms each). */
+export const vacuumEveryJudged = 20_000;
+
+/**
+ * Vacuums the embedded store's queue and cursors once `vacuumEveryJudged` exchanges were judged (counted
+ * by this process's commits); PostgreSQL's autovacuum does it there.
+ */
+async function vacuumIfDue(db: Database): Promise<void> {
+  if (db.kind !== 'embedded' || (judgedSince.get(db) ?? 0) < vacuumEveryJudged) return;
+  judgedSince.set(db, 0);
+  await db.query('VACUUM evidence_queue, evidence_cursors');
 }
 
 const parsed = (state: unknown): unknown =>
