@@ -14,6 +14,9 @@
 //   Output: per run {api: [ms], quiet: [ms], token: [ms], answered, statuses} (`quiet`: the latencies
 //   of the calls that no token request of any run overlapped); with `trace`, also `traced`: each
 //   call's [intended time in ms from the start, latency in ms, status].
+// A run may carry `origins` (several service instances sharing one database): its requests then go to
+// each in turn (the first to the first, the next to the second, …), as a load balancer without affinity
+// sends them, the path kept.
 // Both modes take a token first, renew it a second before it expires (as a client library would) and
 // at once when a call is answered 401 (the plan's revocation) with the token still in use (a 401 for a
 // token already replaced renews nothing, as the SDK does); the calls meant to go out while a token is
@@ -35,6 +38,17 @@ function request(url, { method = 'GET', headers = {}, body } = {}) {
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/** `url` sent to the run's next instance in turn when it has several (`origins`), else as it is. */
+function nextOrigin(env) {
+  if (!env.origins || env.origins.length < 2) return (url) => url;
+  let turn = 0;
+  return (url) => {
+    const origin = env.origins[turn++ % env.origins.length];
+    const parsed = new URL(url);
+    return `${origin}${parsed.pathname}${parsed.search}`;
+  };
 }
 
 /** A run's token request body (client credentials in the form, `read:loans`). */
@@ -63,7 +77,7 @@ function tokens(env, onToken) {
     for (let attempt = 0; attempt < 20; attempt += 1) {
       tokenRequests.sent += 1;
       tokenRequests.inFlight += 1;
-      const answer = await request(env.tokenUrl, {
+      const answer = await request(env.at(env.tokenUrl), {
         method: 'POST',
         headers: formHeaders,
         body: form,
@@ -133,7 +147,7 @@ async function throughput(env, { seconds, inFlight }) {
     while (performance.now() < end) {
       const sent = performance.now();
       const token = await run.get(sent);
-      const answer = await request(`${env.baseUrl}/v3/partner/${token.partnerId}/loans?limit=5`, {
+      const answer = await request(env.at(`${env.baseUrl}/v3/partner/${token.partnerId}/loans?limit=5`), {
         headers: { authorization: `Bearer ${token.value}` },
       });
       calls += 1;
@@ -158,14 +172,14 @@ async function sequence(env, { what, count: total }) {
     for (let index = 0; index < total; index += 1)
       count(
         statuses,
-        (await request(env.tokenUrl, { method: 'POST', headers: formHeaders, body: form })).status,
+        (await request(env.at(env.tokenUrl), { method: 'POST', headers: formHeaders, body: form })).status,
       );
     return { statuses };
   }
   const run = tokens(env, (_, status) => count(statuses, `token ${status}`));
   for (let index = 0; index < total; index += 1) {
     const token = await run.get(performance.now());
-    const answer = await request(`${env.baseUrl}/v3/partner/${token.partnerId}/loans?limit=5`, {
+    const answer = await request(env.at(`${env.baseUrl}/v3/partner/${token.partnerId}/loans?limit=5`), {
       headers: { authorization: `Bearer ${token.value}` },
     });
     count(statuses, answer.status);
@@ -199,9 +213,12 @@ function openLoop(env, { seconds, rate, startAt, t0, trace }) {
           const tokensBefore = tokenRequests.inFlight === 0 ? tokenRequests.sent : undefined;
           try {
             const current = await run.get(intended);
-            const answer = await request(`${env.baseUrl}/v3/partner/${current.partnerId}/loans?limit=5`, {
-              headers: { authorization: `Bearer ${current.value}` },
-            });
+            const answer = await request(
+              env.at(`${env.baseUrl}/v3/partner/${current.partnerId}/loans?limit=5`),
+              {
+                headers: { authorization: `Bearer ${current.value}` },
+              },
+            );
             api.push(performance.now() - intended);
             if (tokensBefore === tokenRequests.sent && tokenRequests.inFlight === 0)
               quiet.push(performance.now() - intended);
@@ -232,6 +249,7 @@ function openLoop(env, { seconds, rate, startAt, t0, trace }) {
 }
 
 const input = JSON.parse(await text(process.stdin));
+for (const env of input.runs) env.at = nextOrigin(env);
 let output;
 if (input.mode === 'throughput') output = await throughput(input.runs[0], input);
 else if (input.mode === 'sequence') output = await sequence(input.runs[0], input);

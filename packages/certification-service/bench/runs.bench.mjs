@@ -19,8 +19,11 @@
 //     together, on the median of the rounds.
 // BENCH_JOURNAL_FILE=0 turns the embedded store's journal file off, BENCH_LISTEN_BACKLOG sets the listen
 // backlog, BENCH_LISTEN_SOCKETS the handles listening on the port (to compare). BENCH_STORES takes a list of
-// stores (default embedded,postgres,postgres-journal): PGlite; PostgreSQL shared by instances; PostgreSQL
-// served by one instance with a journal directory (the local stages are measured in the same run either way); BENCH_TRACE=1 prints the slowest call of each 500 ms of
+// stores (default embedded,postgres,postgres-journal): PGlite; PostgreSQL shared by instances (one instance
+// measured); PostgreSQL served by one instance with a journal directory; postgres-N: N instances (2 to 9)
+// sharing one PostgreSQL, each run's calls sent to each in turn, so that every call is served where the
+// one before it was not (throughput then also prints the ratio to `postgres`, one instance, when both
+// are measured; target ≥ 1.6 for 2 where the machine has the cores) (the local stages are measured in the same run either way); BENCH_TRACE=1 prints the slowest call of each 500 ms of
 // the first BENCH_TRACE_SECONDS (5), local stages against the service, and the service's accept queue; BENCH_STARTS=together|spread one start only; BENCH_PARTS=throughput|cost|latency one part only (or a list). Each latency
 // line also says how many statements the service sent per call (round trips to the database). The
 // journeys run in a process of their own (bench/load.mjs). PASS/FAIL lines compare with the targets.
@@ -122,14 +125,105 @@ function counted(db) {
   };
 }
 
+/** The options every instance of the bench starts with (`db` and `signingKey` aside). */
+const serviceOptions = (maxRuns) => ({
+  port: 0,
+  tokenDelayMs: 0,
+  apiDelayMs: 0,
+  limits: { maxOpenRunsPerPartner: maxRuns, maxRunsPerHour: 10_000 },
+  // One partner makes every run here: its creations, finishes and reads are not the load measured.
+  fairness: { apiConcurrency: 10_000, apiRequestsPerSecond: 100_000, createConcurrency: 10_000 },
+  // BENCH_JOURNAL_FILE=0: on the embedded store, each call waits for its statement (the journal file off).
+  ...(process.env.BENCH_JOURNAL_FILE === '0' && { journalFile: false }),
+  // BENCH_LISTEN_BACKLOG: the listen backlog (Node's default was 511 before it was the service's 4096).
+  ...(process.env.BENCH_LISTEN_BACKLOG && { listenBacklog: Number(process.env.BENCH_LISTEN_BACKLOG) }),
+  // BENCH_LISTEN_SOCKETS: handles listening on the port (the service's default 4).
+  ...(process.env.BENCH_LISTEN_SOCKETS && { listenSockets: Number(process.env.BENCH_LISTEN_SOCKETS) }),
+  log: () => {},
+});
+
+/**
+ * Another instance of `postgres-N`, in a process of its own (this file, run with BENCH_INSTANCE_OF, the
+ * database's URL, and BENCH_INSTANCE_DIR, the first instance's directory and signing key), as separate
+ * machines or containers would run it: its own thread serving calls. Sends {url} once listening, answers
+ * 'counts' with its statements (see `counted`), 'stop' stops it.
+ */
+async function serveInstance() {
+  const dir = process.env.BENCH_INSTANCE_DIR;
+  const { db, counts } = counted(
+    await openDatabase({
+      databaseUrl: process.env.BENCH_INSTANCE_OF,
+      dataDir: join(dir, 'data'),
+      serving: true,
+    }),
+  );
+  const signingKey = await loadSigningKey({ dataDir: dir, warn: () => {} });
+  const running = await startService({
+    db,
+    signingKey,
+    ...serviceOptions(Number(process.env.BENCH_INSTANCE_RUNS)),
+  });
+  process.on('message', async (message) => {
+    if (message === 'counts') process.send({ counts: { ...counts } });
+    if (message === 'stop') {
+      await running.close();
+      await db.close();
+      process.exit(0);
+    }
+  });
+  process.send({ url: running.url });
+}
+
+/** Starts another instance of `postgres-N` (see `serveInstance`): its origin, its statements, stop. */
+async function startInstance(databaseUrl, dir, maxRuns) {
+  const child = spawn(process.execPath, [new URL(import.meta.url).pathname], {
+    env: {
+      ...process.env,
+      BENCH_INSTANCE_OF: databaseUrl,
+      BENCH_INSTANCE_DIR: dir,
+      BENCH_INSTANCE_RUNS: String(maxRuns),
+    },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const reply = (key) =>
+    new Promise((resolve, reject) => {
+      const onMessage = (message) => {
+        if (message?.[key] === undefined) return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(message[key]);
+      };
+      const onExit = (code) => reject(new Error(`a bench instance exited (${code}) before answering ${key}`));
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+    });
+  const url = await reply('url');
+  return {
+    origin: new URL(url).origin,
+    counts: () => {
+      child.send('counts');
+      return reply('counts');
+    },
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', resolve);
+        child.send('stop');
+      }),
+  };
+}
+
 /**
  * One service instance on a store of `stores` (`undefined`: PGlite; `postgres`: a fresh PostgreSQL
- * database; `postgres-journal`: the same, served by this instance alone with a journal directory).
+ * database; `postgres-journal`: the same, served by this instance alone with a journal directory;
+ * `postgres-N`: N instances sharing a fresh PostgreSQL database, this one and N − 1 in processes of their
+ * own, each run's calls sent to each in turn, as a load balancer without affinity sends them, so that
+ * every call is served by an instance that did not serve the one before).
  */
 async function openService(store, maxRuns) {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-bench-'));
+  const count = Number(/^postgres-(\d+)$/.exec(store ?? '')?.[1] ?? 1);
   const databaseUrl = await urlOf(store);
-  const { db, counts } = counted(
+  const { db, counts: own } = counted(
     await openDatabase({
       databaseUrl,
       dataDir: join(dir, 'data'),
@@ -138,27 +232,25 @@ async function openService(store, maxRuns) {
     }),
   );
   const signingKey = await loadSigningKey({ dataDir: dir, warn: () => {} });
-  const running = await startService({
-    db,
-    signingKey,
-    port: 0,
-    tokenDelayMs: 0,
-    apiDelayMs: 0,
-    limits: { maxOpenRunsPerPartner: maxRuns, maxRunsPerHour: 10_000 },
-    // One partner makes every run here: its creations, finishes and reads are not the load measured.
-    fairness: { apiConcurrency: 10_000, apiRequestsPerSecond: 100_000, createConcurrency: 10_000 },
-    // BENCH_JOURNAL_FILE=0: on the embedded store, each call waits for its statement (the journal file off).
-    ...(process.env.BENCH_JOURNAL_FILE === '0' && { journalFile: false }),
-    // BENCH_LISTEN_BACKLOG: the listen backlog (Node's default was 511 before it was the service's 4096).
-    ...(process.env.BENCH_LISTEN_BACKLOG && { listenBacklog: Number(process.env.BENCH_LISTEN_BACKLOG) }),
-    // BENCH_LISTEN_SOCKETS: handles listening on the port (the service's default 4).
-    ...(process.env.BENCH_LISTEN_SOCKETS && { listenSockets: Number(process.env.BENCH_LISTEN_SOCKETS) }),
-    log: () => {},
-  });
+  const running = await startService({ db, signingKey, ...serviceOptions(maxRuns) });
+  const others = [];
+  for (let index = 1; index < count; index += 1) others.push(await startInstance(databaseUrl, dir, maxRuns));
+  const origins = [new URL(running.url).origin, ...others.map((other) => other.origin)];
+  /** The statements of every instance so far (see `counted`). */
+  const counts = async () => {
+    const all = [{ ...own }, ...(await Promise.all(others.map((other) => other.counts())))];
+    return {
+      statements: all.reduce((sum, item) => sum + item.statements, 0),
+      transactions: all.reduce((sum, item) => sum + item.transactions, 0),
+    };
+  };
   const { apiKey } = await addPartner(db, 'Bench');
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
   return {
     counts,
+    /** The instances serving (1 but for `postgres-N`), and the store's name. */
+    instances: count,
+    store,
     /** The PostgreSQL database it serves (undefined on PGlite). */
     databaseUrl,
     /** Handles listening on the port (see `listenSockets`). */
@@ -211,7 +303,8 @@ async function openService(store, maxRuns) {
         const run = await response.json();
         if (response.status !== 201)
           throw new Error(`creating a run: ${response.status} ${JSON.stringify(run)}`);
-        created.push(run);
+        // With several instances, the run's calls go to each in turn (bench/load.mjs).
+        created.push(count > 1 ? { ...run, origins } : run);
       }
       // Each run's stage opens on its creation, in the background (its key imported, its mock started).
       await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -233,6 +326,7 @@ async function openService(store, maxRuns) {
       return { judging: judging.sort((a, b) => a - b), exchanges };
     },
     async close() {
+      for (const other of others) await other.stop();
       await running.close();
       await db.close();
       rmSync(dir, { recursive: true, force: true });
@@ -240,6 +334,11 @@ async function openService(store, maxRuns) {
   };
 }
 
+// Another instance of `postgres-N` (see `serveInstance`): it serves until told to stop, and measures nothing.
+if (process.env.BENCH_INSTANCE_OF) {
+  await serveInstance();
+  await new Promise(() => {});
+}
 const storeNames = (process.env.BENCH_STORES ?? 'embedded,postgres,postgres-journal').split(',');
 const stores = [];
 const known = {
@@ -247,17 +346,33 @@ const known = {
   postgres: 'PostgreSQL',
   'postgres-journal': 'PostgreSQL, one instance with a journal',
 };
-for (const name of storeNames)
+for (const name of storeNames) {
+  const shared = /^postgres-([2-9])$/.exec(name);
+  if (shared) known[name] = `PostgreSQL shared by ${shared[1]} instances, calls alternating`;
   if (!known[name])
     throw new Error(
-      `BENCH_STORES takes ${Object.keys(known).join(', ')} (a list), not ${JSON.stringify(name)}`,
+      `BENCH_STORES takes ${Object.keys(known).join(', ')} or postgres-N (N instances sharing one PostgreSQL, 2 to 9) (a list), not ${JSON.stringify(name)}`,
     );
+}
 if (storeNames.includes('embedded')) stores.push([known.embedded, undefined]);
 let postgres;
 const postgresStores = storeNames.filter((name) => name.startsWith('postgres'));
 if (postgresStores.length > 0 && postgresBin()) {
   postgres = await startPostgres({ durable: true });
   for (const name of postgresStores) stores.push([known[name], name]);
+  // What a commit waits for on this cluster (its defaults, fsync on): say it, so that a reader can
+  // compare with a production server's (a replica in synchronous_standby_names, a slower disk).
+  const client = new pg.Client({ connectionString: postgres.url });
+  await client.connect();
+  const { rows } = await client.query(
+    `SELECT name, setting FROM pg_settings WHERE name IN
+       ('fsync', 'synchronous_commit', 'wal_sync_method', 'commit_delay', 'synchronous_standby_names', 'full_page_writes')
+     ORDER BY name`,
+  );
+  await client.end();
+  console.log(
+    `PostgreSQL (throwaway cluster, its data under ${tmpdir()}): ${rows.map((row) => `${row.name}=${row.setting || "''"}`).join(', ')}`,
+  );
 } else if (postgresStores.length > 0)
   console.log('PostgreSQL: not installed (apt-get install postgresql); measured on PGlite only');
 console.log(`stores: ${stores.map(([name]) => name).join('; ')} (BENCH_STORES=${storeNames.join(',')})`);
@@ -313,6 +428,13 @@ if (parts.includes('throughput')) {
         `throughput ${name}, ${inFlight} in flight: ×${ratio.toFixed(2)} (target ≥ ${targets.ratio})`,
       );
     }
+    // Several instances on one PostgreSQL against one: what the second instance adds.
+    const one = services.find(([, service]) => service.store === 'postgres')?.[0];
+    for (const [name, service] of services)
+      if (one && service.instances > 1)
+        console.log(
+          `throughput, ${inFlight} in flight: ${name} ×${(median(measured[name]) / median(measured[one])).toFixed(2)} of one instance (${one}); load average ${load()}`,
+        );
   }
   for (const [, service] of services) await service.close();
 }
@@ -539,7 +661,7 @@ if (parts.includes('latency')) {
           await service.finish(warming);
         }
         const created = await service.create(runs);
-        const before = { ...service.counts };
+        const before = await service.counts();
         const batchesBefore = await batches();
         const activity = tracing && service.databaseUrl ? sampleActivity(service.databaseUrl) : undefined;
         const acceptQueue =
@@ -550,9 +672,10 @@ if (parts.includes('latency')) {
         const activitySeen = await activity?.();
         const queueSeen = await acceptQueue?.();
         const acceptsSeen = accepts?.();
+        const after = await service.counts();
         const sent = {
-          statements: service.counts.statements - before.statements,
-          transactions: service.counts.transactions - before.transactions,
+          statements: after.statements - before.statements,
+          transactions: after.transactions - before.transactions,
         };
         const { judging, exchanges } = await service.finish(created);
         await service.close();
