@@ -15,6 +15,7 @@ import {
 } from './http/fairness.js';
 import { mountHealth } from './http/health.js';
 import { type Listening, listenOn } from './http/listen.js';
+import { startWarmUp, type WarmUp, type WarmUpOptions, type WarmUpOutcome } from './http/warmup.js';
 import { type JudgingOptions, type JudgingPool, judgingPool } from './judging/pool.js';
 import { publishKey, type SigningKey } from './keys.js';
 import type { Logger, LogLine } from './observability/logger.js';
@@ -130,6 +131,13 @@ export interface ServiceOptions {
   oidc?: OidcOptions;
   /** Production evidence (`POST /evidence`): its bounds and retention (`--evidence-retention-days`, default 30). */
   evidence?: EvidenceOptions;
+  /**
+   * The start-up warm-up (see `startWarmUp`): a throwaway run's stage driven in this process, then
+   * deleted, while `/readyz` answers 503 (`checks.warmUp: "warming up"`), so that the first partners'
+   * calls do not pay for a fresh process. `deadlineMs` (30000): ready then whatever its state; `calls`
+   * (1000). Default on; false turns it off (`--no-warm-up`).
+   */
+  warmUp?: boolean | WarmUpOptions;
 }
 
 export interface RunningService {
@@ -142,6 +150,8 @@ export interface RunningService {
   readonly server: Server;
   /** Handles listening on the port (see `listenSockets`: 1 when neither way of having more worked). */
   readonly listeningSockets: number;
+  /** How the start-up warm-up ended (done, failed, past its deadline or off): `startService` waited for it. */
+  readonly warmedUp: Promise<WarmUpOutcome>;
   /** With `oidc`: reads the provider's discovery document (rejects, saying why, when it cannot). */
   readonly oidcReady?: () => Promise<void>;
   /** Stops taking requests, stops the sweeper, closes this instance's stages (the database stays open). */
@@ -157,7 +167,11 @@ export const defaultListenSockets = 32;
 
 type Log = LogLine;
 
-/** Starts one instance of the certification service on an open database. */
+/**
+ * Starts one instance of the certification service on an open database; resolves once it is ready: it
+ * listens from before its start-up warm-up (`/readyz` 503 meanwhile), and resolves when that is done or
+ * given up (see `startWarmUp`).
+ */
 export async function startService(options: ServiceOptions): Promise<RunningService> {
   const { db } = options;
   // The gauges read from the database at each scrape, registered by the parts that own their tables.
@@ -188,7 +202,15 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   });
   /** Set at close(): `/readyz` answers 503 from then on. */
   let stopping = false;
-  mountHealth(app, { db, signingKey: options.signingKey, log, stopping: () => stopping });
+  /** The start-up warm-up, started once everything is mounted: `/readyz` answers 503 until it lets go. */
+  let warmUp: WarmUp | undefined;
+  mountHealth(app, {
+    db,
+    signingKey: options.signingKey,
+    log,
+    stopping: () => stopping,
+    warmUp: () => warmUp?.state() ?? 'warming up',
+  });
   app.use('/api/runs/*', purgedRunAnswers(db));
   const { keys, gate } = apiDoor(db, options.fairness);
   mountApi(app, { db, runs, publicUrl, audit, keys, gate, standing: production.standing });
@@ -217,11 +239,18 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const { logger, tokenDelayMs, apiDelayMs } = options;
   server.on('request', requestHandler({ app, db, runs, gate, log, logger, tokenDelayMs, apiDelayMs }));
   const sweeper = startSweeper(runs, production, options.sweepIntervalMs ?? 5000, log);
+  // Ready (`/readyz`) once a throwaway run's stage has been driven and deleted: see startWarmUp.
+  warmUp = startWarmUp(
+    { db, runs, log, startedAt: sweeper.startedAt },
+    options.warmUp === false ? false : options.warmUp === true ? {} : options.warmUp,
+  );
   const stopRetention =
     options.retainDays === undefined
       ? undefined
       : retentionSweeper({ db, retainDays: options.retainDays, log });
   let closing: Promise<void> | undefined;
+  // Listening already (`/readyz` answers 503 "warming up", `/healthz` 200): resolves once ready.
+  await warmUp.ready;
   return {
     url,
     publicUrl,
@@ -230,10 +259,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     regressions,
     server,
     listeningSockets: listening.sockets,
+    warmedUp: warmUp.ready,
     ...(oidc && { oidcReady: () => oidc.ready() }),
     close: () => {
       closing ??= (async () => {
         stopping = true;
+        await warmUp.stop();
         sweeper.stop();
         await stopServing(server, listening, options.shutdownDelayMs);
         await sweeper.settled();
@@ -334,6 +365,7 @@ function startSweeper(runs: Runs, production: Production, intervalMs: number, lo
   }, intervalMs);
   sweeper.unref();
   return {
+    startedAt,
     stop: () => clearInterval(sweeper),
     /** The sweep under way, if any. */
     settled: () => sweeping,

@@ -22,6 +22,7 @@ export const parseArguments = (argv: string[]) =>
       'webhook-retry-schedule': { type: 'string' },
       'on-regression': { type: 'string' },
       'trust-forwarded-for': { type: 'boolean' },
+      'no-warm-up': { type: 'boolean' },
       plan: { type: 'string' },
       'metrics-port': { type: 'string' },
       'retain-days': { type: 'string' },

@@ -24,6 +24,8 @@ export interface ServeOptions {
   metricsPort: number | undefined;
   logFormat: 'json' | 'text';
   oidc: OidcOptions | undefined;
+  /** --no-warm-up: ready at once, without the start-up warm-up. */
+  warmUp: boolean;
 }
 
 /** A whole number flag from `min` to `max`; undefined when absent. */
@@ -79,6 +81,7 @@ export async function serveOptions(values: Values): Promise<ServeOptions> {
     metricsPort,
     logFormat,
     oidc,
+    warmUp: values['no-warm-up'] !== true,
   };
 }
 

@@ -72,6 +72,7 @@ async function startInstance(
     evidenceRetentionDays,
     shutdownDelay,
     oidc,
+    warmUp,
   } = options;
   const secretsKey = readSecretsKey(process.env.SECRETS_KEY_FILE || undefined);
   const service = await startService({
@@ -90,6 +91,7 @@ async function startInstance(
     ...(evidenceRetentionDays !== undefined && { evidence: { retentionDays: evidenceRetentionDays } }),
     ...(shutdownDelay !== undefined && { shutdownDelayMs: shutdownDelay * 1000 }),
     ...(oidc && { oidc }),
+    warmUp,
   }).catch(async (error: unknown) => {
     await db.close();
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE')

@@ -44,6 +44,11 @@ serve
   --shutdown-delay S  on SIGTERM, keep accepting and serving S seconds while /readyz answers 503, so a load
                      balancer takes the instance out of its pool before it stops listening; behind one, at
                      least its health-check interval times its unhealthy threshold (0 to 300; default 0)
+  --no-warm-up       ready at once: without the start-up warm-up, which before /readyz answers 200 drives a
+                     throwaway run's stage in the process (about 1000 calls; then deleted, nothing of it kept)
+                     so that the first partners' calls do not pay for a fresh process (JIT, the database's
+                     first pages and statements, stage keys); ready after 30 s whatever its state, or at once
+                     if it fails (default: warm up)
   --metrics-port N   serve GET /metrics (Prometheus text format) on this port (default: no metrics served)
   --metrics-host H   the interface of the metrics port (default 127.0.0.1)
   --log-format F     json: one JSON line per event on stdout; text: lines for a person on stderr

@@ -68,11 +68,14 @@ function servicePaths() {
       get: {
         operationId: 'getReadiness',
         security: [],
-        summary: 'Readiness: database reachable, migrations current, attestation key published',
+        summary:
+          'Readiness: database reachable, migrations current, attestation key published, start-up warm-up done',
         responses: {
           '200': json('Ready.', { $ref: '#/components/schemas/Readiness' }),
           '503': {
-            ...json('Not ready: which check failed.', { $ref: '#/components/schemas/Readiness' }),
+            ...json('Not ready: which check failed (`checks.warmUp: "warming up"` while it warms up).', {
+              $ref: '#/components/schemas/Readiness',
+            }),
             headers: retryAfter,
           },
         },
@@ -109,6 +112,11 @@ const readinessSchema = {
           enum: ['ok', 'stopping'],
           description:
             'stopping from the moment the instance was told to stop (SIGTERM), while it still serves for --shutdown-delay seconds',
+        },
+        warmUp: {
+          enum: ['warming up', 'ok', 'off', 'failed', 'overran'],
+          description:
+            'the start-up warm-up (a throwaway run driven, then deleted): "warming up" (503) until it is done (ok); off with --no-warm-up; failed or overran (its 30-s deadline passed) are ready anyway',
         },
       },
     },
