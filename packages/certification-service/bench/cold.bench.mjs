@@ -1,5 +1,6 @@
 // The service as an outsider meets it: `partner-certification-service serve` started fresh in a process
-// of its own (no warm-up of any kind), then BENCH_PARTNERS (10) partners × BENCH_RUNS_PER_PARTNER (5)
+// of its own (no warm-up by the bench: only serve's own start-up warm-up, before `/readyz` says ready;
+// BENCH_SERVE_ARGS=--no-warm-up measures without it), then BENCH_PARTNERS (10) partners × BENCH_RUNS_PER_PARTNER (5)
 // certification runs created at once as soon as `/readyz` says ready, each run's journey 10 calls/s, open
 // loop, starting together for BENCH_SECONDS (20) — a Monday-morning rush on a new instance. Then, on the
 // same instance, as many new runs the same way: the instance warm. The baseline is as many local stages of
@@ -9,7 +10,8 @@
 // BENCH_STORES (embedded,postgres); prints every round, the ranges, CPU per call of the service's process
 // (its HTTP thread and its other threads) against the local process's, and PASS/FAIL of the target: added
 // p99 under 5 ms, cold, on the median of the rounds. BENCH_SERVE_NODE_ARGS gives the service's process Node
-// flags (to profile it: `--cpu-prof --cpu-prof-dir=DIR`). Build first (`pnpm build`).
+// flags (to profile it: `--cpu-prof --cpu-prof-dir=DIR`), BENCH_SERVE_ARGS more flags of `serve` (e.g.
+// `--no-warm-up`). Build first (`pnpm build`).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -33,6 +35,8 @@ const cli = process.env.BENCH_SERVE_CLI ?? fileURLToPath(new URL('../dist/cli.js
 const input = { mode: 'open', seconds, rate: 10, start: 'together' };
 /** BENCH_SERVE_NODE_ARGS: Node's flags for the service's process, e.g. `--cpu-prof --cpu-prof-dir=DIR`. */
 const serveNodeArgs = (process.env.BENCH_SERVE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+/** BENCH_SERVE_ARGS: more flags of `serve`, e.g. `--no-warm-up`. */
+const serveArgs = (process.env.BENCH_SERVE_ARGS ?? '').split(' ').filter(Boolean);
 
 for (const name of storeNames)
   if (name !== 'embedded' && name !== 'postgres')
@@ -71,7 +75,7 @@ async function freshService(store, round) {
   const started = performance.now();
   const child = spawn(
     process.execPath,
-    [...serveNodeArgs, cli, 'serve', '--port', '0', '--data-dir', dir, '--log-format', 'json'],
+    [...serveNodeArgs, cli, 'serve', '--port', '0', '--data-dir', dir, '--log-format', 'json', ...serveArgs],
     { env, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const lines = createInterface({ input: child.stdout });
@@ -175,7 +179,7 @@ const line = (what, result, baseline) =>
   `${what}: ${result.calls} calls, p50 ${ms(result.p50)}${baseline ? ` (${signed(result.p50 - baseline.p50)})` : ''}, p99 ${ms(result.p99)}${baseline ? ` (${signed(result.p99 - baseline.p99)})` : ''}; tokens p99 ${ms(result.tokenP99)}; not 200: ${JSON.stringify(result.statuses)}; ${cpuLine(result.cpu)}`;
 
 console.log(
-  `${partners} partners × ${runsPerPartner} runs × 10 calls/s starting together for ${seconds} s, the service started fresh (stores: ${stores.join(', ')}); load average ${load()}`,
+  `${partners} partners × ${runsPerPartner} runs × 10 calls/s starting together for ${seconds} s, the service started fresh (stores: ${stores.join(', ')}${serveArgs.length ? `; serve ${serveArgs.join(' ')}` : ''}${process.env.BENCH_SERVE_CLI ? `; ${cli}` : ''}); load average ${load()}`,
 );
 const added = Object.fromEntries(
   stores.flatMap((store) => [
