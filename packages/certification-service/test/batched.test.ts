@@ -129,4 +129,78 @@ describe('batched (group commit)', () => {
     const call = batched(async (items: readonly number[]) => items.slice(1), { maxItems: 10 });
     await expect(Promise.all([call(1), call(2)])).rejects.toThrow('a batch of 2 gave 1 results');
   });
+
+  /**
+   * A statement the test ends by hand: the batches it was given, those still running, the most at once,
+   * and `finish(i)` to commit the i-th batch.
+   */
+  function gated() {
+    const batches: number[][] = [];
+    const ends: (() => void)[] = [];
+    const state = { running: 0, most: 0 };
+    const run = async (items: readonly number[]) => {
+      batches.push([...items]);
+      state.running += 1;
+      state.most = Math.max(state.most, state.running);
+      await new Promise<void>((resolve) => ends.push(resolve));
+      state.running -= 1;
+      return items.map((item) => item * 10);
+    };
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    return { batches, state, run, turn, finish: (index: number) => ends[index]!() };
+  }
+
+  it('with inFlight 2, sends what is queued during a commit at once, and answers each caller after its own batch only', async () => {
+    const { batches, state, run, turn, finish } = gated();
+    const call = batched(run, { maxItems: 10, inFlight: 2 });
+    const settled: number[] = [];
+    const track = (promise: Promise<number>) => promise.then((value) => settled.push(value));
+    const first = track(call(1));
+    await turn();
+    await turn();
+    // The first batch is waiting for its commit: 2 and 3 go out together beside it, not after it.
+    const rest = [track(call(2)), track(call(3))];
+    await turn();
+    await turn();
+    expect(batches).toEqual([[1], [2, 3]]);
+    expect(state.running).toBe(2);
+    // A third batch waits for a slot: two at most in flight.
+    const fourth = track(call(4));
+    await turn();
+    await turn();
+    expect(batches).toHaveLength(2);
+    // The second batch commits first: its callers are answered, the first batch's caller is not.
+    finish(1);
+    await Promise.all(rest);
+    expect(settled).toEqual([20, 30]);
+    await turn();
+    await turn();
+    expect(batches).toEqual([[1], [2, 3], [4]]);
+    finish(0);
+    await first;
+    finish(2);
+    await fourth;
+    expect(settled).toEqual([20, 30, 10, 40]);
+    expect(state.most).toBe(2);
+  });
+
+  it('negative control: with the default inFlight (1), what is queued during a commit waits for it', async () => {
+    const { batches, state, run, turn, finish } = gated();
+    const call = batched(run, { maxItems: 10 });
+    const first = call(1);
+    await turn();
+    await turn();
+    const rest = [call(2), call(3)];
+    await turn();
+    await turn();
+    expect(batches).toEqual([[1]]);
+    finish(0);
+    expect(await first).toBe(10);
+    await turn();
+    await turn();
+    expect(batches).toEqual([[1], [2, 3]]);
+    finish(1);
+    expect(await Promise.all(rest)).toEqual([20, 30]);
+    expect(state.most).toBe(1);
+  });
 });

@@ -20,6 +20,13 @@ import { inSpan } from '../observability/tracing.js';
  * `weigh` bounds a batch (by default, `maxItems` items); an item heavier than `maxWeight` goes alone.
  * `name` names the batch in metrics (its size, its items' wait) and in its span, a child of its first
  * caller's span linked to the others'.
+ *
+ * `inFlight` (default 1) lets that many batches be in flight at once: an item queued while a batch waits
+ * for its commit goes out in the next turn of the event loop on another connection, rather than waiting
+ * for that commit first (where the database is a server whose commits wait for its disk, PostgreSQL
+ * flushes concurrent commits together). Each caller still settles only once its own batch is done. Under
+ * load every slot is busy and the batches grow as with one; alone, a call waits for one commit, not for
+ * the rest of another's.
  */
 export function batched<I, O>(
   run: (items: readonly I[]) => Promise<readonly O[]>,
@@ -29,6 +36,7 @@ export function batched<I, O>(
     weigh?: (item: I) => number;
     alone?: (error: unknown) => boolean;
     name?: string;
+    inFlight?: number;
   },
 ): (item: I) => Promise<O> {
   const {
@@ -37,6 +45,7 @@ export function batched<I, O>(
     weigh = () => 0,
     alone = () => false,
     name = 'statement',
+    inFlight = 1,
   } = options;
   type Waiting = {
     item: I;
@@ -46,7 +55,8 @@ export function batched<I, O>(
     context: Context;
   };
   let queue: Waiting[] = [];
-  let flying = false;
+  /** The batches being sent (each `flush` sends one at a time). */
+  let flying = 0;
 
   function take(): Waiting[] {
     let weight = 0;
@@ -84,15 +94,21 @@ export function batched<I, O>(
       // each costing a commit while the requests wait unread.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    flying = false;
+    flying -= 1;
   }
 
+  /** Flushes queued after the one starting do not start another (it takes what they queued). */
+  let starting = false;
   return (item) =>
     new Promise<O>((resolve, reject) => {
       queue.push({ item, resolve, reject, queuedAt: performance.now(), context: context.active() });
-      if (!flying) {
-        flying = true;
-        setImmediate(() => void flush());
+      if (flying < inFlight && !starting) {
+        flying += 1;
+        starting = true;
+        setImmediate(() => {
+          starting = false;
+          void flush();
+        });
       }
     });
 }

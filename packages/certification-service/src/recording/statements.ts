@@ -47,6 +47,21 @@ function numberCalls(db: Database) {
   );
 }
 
+/**
+ * Batches of records (and of tokens issued) in flight at once on PostgreSQL (see `batched`'s
+ * `inFlight`): a call answered only once its exchange is committed, so that another instance can take the
+ * run over, then waits for one commit, not for the rest of the one before it. Three of the main pool's
+ * connections (ten by default); the embedded database runs one statement at a time whatever.
+ */
+export const recordsInFlight = 3;
+
+/**
+ * `recordsInFlight` where instances share PostgreSQL; one batch at a time elsewhere: where one instance
+ * owns the database, a record may carry the run's scenario state (the latest of its batch), which a
+ * batch committing after a later one would set back.
+ */
+const inFlightOn = (db: Database) => (db.kind === 'postgres' && !db.exclusive ? recordsInFlight : 1);
+
 /** Records exchanges of open runs; true for each whose run is open. */
 function recordCalls(db: Database) {
   return batched<ExchangeEntry, boolean>(
@@ -60,6 +75,7 @@ function recordCalls(db: Database) {
       weigh: (item) => item.exchange.length,
       alone: dataError,
       name: 'record',
+      inFlight: inFlightOn(db),
     },
   );
 }
@@ -103,7 +119,7 @@ function issueTokens(db: Database) {
         return base === undefined ? undefined : base + ranks[index]!;
       });
     },
-    { maxItems, alone: dataError, name: 'issue' },
+    { maxItems, alone: dataError, name: 'issue', inFlight: inFlightOn(db) },
   );
 }
 
