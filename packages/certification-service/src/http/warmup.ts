@@ -164,7 +164,7 @@ async function warmUp(
 /** The run's stage reached through a private HTTP server on 127.0.0.1, as a partner's journey would. */
 async function drive(
   runs: Runs,
-  run: { baseUrl: string; clientId: string; clientSecret: string },
+  run: { baseUrl: string; clientId: string; clientSecret: string; authorizedScopes: readonly string[] },
   journey: { calls: number; statuses: Record<string, number>; pastDeadline: () => boolean },
 ): Promise<void> {
   const address = /\/runs\/([^/]+)\/api$/.exec(run.baseUrl)?.[1];
@@ -191,7 +191,8 @@ async function drive(
       grant_type: 'client_credentials',
       client_id: run.clientId,
       client_secret: run.clientSecret,
-      scope: 'read:loans',
+      // What the calls below need, where the plan grants it; else whatever it grants.
+      scope: run.authorizedScopes.includes('read:loans') ? 'read:loans' : run.authorizedScopes.join(' '),
     }).toString();
     let token: Promise<{ value: string; partnerId: string }> | undefined;
     const fetchToken = async () => {
