@@ -47,12 +47,15 @@ export interface WarmUp {
   readonly ready: Promise<WarmUpOutcome>;
   /** Settles when the warm-up has finished everything, its clean-up included. */
   readonly settled: Promise<void>;
-  /** The service stops: the journey ends at once; resolves once its clean-up is done. */
+  /** The service stops: the journey ends at once; resolves once its clean-up is done (at most 10 s). */
   stop(): Promise<void>;
 }
 
 /** The start of a warm-up partner's key hash, which no real partner's can have. */
 const warmUpKeyMark = 'warm-up:';
+
+/** How long a stop waits for a warm-up's clean-up under way. */
+const stopWaitMs = 10_000;
 
 /** Calls in flight at once during the warm-up's journey. */
 const inFlight = 16;
@@ -114,7 +117,13 @@ export function startWarmUp(
     settled,
     stop() {
       stopped = true;
-      return settled;
+      // Its clean-up waits for the database: a stop does not wait longer than `stopWaitMs` for it (a
+      // leftover is deleted by the next start's warm-up).
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, stopWaitMs);
+      });
+      return Promise.race([settled, waited]).finally(() => clearTimeout(timer));
     },
   };
 }
