@@ -37,6 +37,8 @@ export async function inProcessService(
     (await loadSigningKey({ file: options.keyFile, dataDir: dir, warn: (line) => lines.push(line) }));
   const service = await startService({
     port: 0,
+    // The start-up warm-up is tested on its own (warmup.test.ts); the rest start without it, as fast as before.
+    warmUp: false,
     ...options,
     db,
     signingKey,
