@@ -1,6 +1,7 @@
 import { Agent, createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Database } from '../db/database.js';
+import { InternalError } from '../errors.js';
 import type { LogLine } from '../observability/logger.js';
 import type { Runs } from '../runs/runs.js';
 import { hashSecret, newId } from '../secrets.js';
@@ -177,7 +178,7 @@ async function drive(
   journey: { calls: number; statuses: Record<string, number>; pastDeadline: () => boolean },
 ): Promise<void> {
   const address = /\/runs\/([^/]+)\/api$/.exec(run.baseUrl)?.[1];
-  if (!address) throw new Error(`the warm-up run's address could not be read from ${run.baseUrl}`);
+  if (!address) throw new InternalError(`the warm-up run's address could not be read from ${run.baseUrl}`);
   const server = createServer((req, res) => {
     const match = /^\/runs\/[^/]+\/(auth|api)(\/.*)?$/s.exec(req.url ?? '/');
     if (!match) {
@@ -217,7 +218,7 @@ async function drive(
           return { value: body.access_token, partnerId: body.partnerId };
         }
       }
-      throw new Error('the warm-up run’s token endpoint answered no token');
+      throw new InternalError('the warm-up run’s token endpoint answered no token');
     };
     const tokenNow = () => {
       token ??= fetchToken();
@@ -298,7 +299,7 @@ function send(
     );
     req.setTimeout(10_000, () =>
       req.destroy(
-        new Error(
+        new InternalError(
           `the warm-up's call to ${new URL(url).pathname.split('/').slice(3).join('/')} took over 10 s`,
         ),
       ),
