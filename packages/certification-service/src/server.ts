@@ -172,6 +172,23 @@ type Log = LogLine;
  * listens from before its start-up warm-up (`/readyz` 503 meanwhile), and resolves when that is done or
  * given up (see `startWarmUp`).
  */
+/** The reviewer's pages: sign-in with its limits, OIDC when configured, the UI. Returns the OIDC sign-in. */
+function mountReviewerPages(
+  app: Parameters<typeof mountUi>[0],
+  deps: Pick<Parameters<typeof mountUi>[1], 'db' | 'publicUrl' | 'audit' | 'production'> & { log: LogLine },
+  options: ServiceOptions,
+) {
+  const { db, publicUrl, audit, production, log } = deps;
+  const signin = signinGuard(
+    db,
+    { ...defaultSigninLimits, ...options.signinLimits },
+    { trustForwardedFor: options.trustForwardedFor ?? false },
+  );
+  const oidc = options.oidc && oidcSignIn(options.oidc, { db, publicUrl, audit, log });
+  mountUi(app, { db, publicUrl, audit, signin, production, ...(oidc && { oidc }) });
+  return oidc;
+}
+
 export async function startService(options: ServiceOptions): Promise<RunningService> {
   const { db } = options;
   // The gauges read from the database at each scrape, registered by the parts that own their tables.
@@ -217,13 +234,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   production.mount(app);
   const evidence = startEvidence({ db, log, ...(options.evidence && { options: options.evidence }) });
   evidence.mount(app);
-  const signin = signinGuard(
-    db,
-    { ...defaultSigninLimits, ...options.signinLimits },
-    { trustForwardedFor: options.trustForwardedFor ?? false },
-  );
-  const oidc = options.oidc && oidcSignIn(options.oidc, { db, publicUrl, audit, log });
-  mountUi(app, { db, publicUrl, audit, signin, production, ...(oidc && { oidc }) });
+  const oidc = mountReviewerPages(app, { db, publicUrl, audit, production, log }, options);
   // Regressions: the evidence's new exchanges judged (each partner's once, on whichever instance claims
   // it) and recorded under --on-regression.
   const regressions = startRegressions({
@@ -244,10 +255,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     { db, runs, log, startedAt: sweeper.startedAt },
     options.warmUp === false ? false : options.warmUp === true ? {} : options.warmUp,
   );
-  const stopRetention =
-    options.retainDays === undefined
-      ? undefined
-      : retentionSweeper({ db, retainDays: options.retainDays, log });
+  const { retainDays } = options;
+  const stopRetention = retainDays === undefined ? undefined : retentionSweeper({ db, retainDays, log });
   let closing: Promise<void> | undefined;
   // Listening already (`/readyz` answers 503 "warming up", `/healthz` 200): resolves once ready.
   await warmUp.ready;
