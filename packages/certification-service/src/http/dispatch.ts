@@ -11,6 +11,18 @@ import type { ApiGate } from './fairness.js';
 
 const stagePath = /^\/runs\/([A-Za-z0-9_-]{1,64})\/(auth|api)(\/.*)?$/s;
 
+/** A request URL for a run's stage: its address, which side, and the rest (its query kept); else undefined. */
+export function stageRoute(url: string): { address: string; side: 'auth' | 'api'; rest: string } | undefined {
+  const at = url.indexOf('?');
+  const match = stagePath.exec(at === -1 ? url : url.slice(0, at));
+  if (!match) return undefined;
+  return {
+    address: match[1]!,
+    side: match[2] as 'auth' | 'api',
+    rest: `${match[3] ?? '/'}${at === -1 ? '' : url.slice(at)}`,
+  };
+}
+
 /**
  * The HTTP server's request listener: every request observed (its log line, metrics and trace); a
  * partner's API request its share refuses answered at once; a call to a run's stage served by the
@@ -49,27 +61,24 @@ export function requestHandler(deps: {
     const path = (req.url ?? '/').split('?')[0]!;
     // A partner's request refused by its share is answered here, before any routing or body.
     if (path.startsWith('/api/') && gate.screen(req, res, path)) return;
-    const match = stagePath.exec(path);
-    if (match) {
-      const query = (req.url ?? '').includes('?') ? (req.url ?? '').slice((req.url ?? '').indexOf('?')) : '';
-      runs
-        .serveStage(match[1]!, match[2] as 'auth' | 'api', req, res, `${match[3] ?? '/'}${query}`)
-        .catch((error: unknown) => {
-          // The address is the run's capability: only its first characters go to the log.
-          log(`stage error on run address ${match[1]!.slice(0, 7)}…: ${(error as Error).message}`);
-          if (!res.headersSent)
-            res.writeHead(503, {
-              'content-type': 'application/json',
-              'retry-after': String(error instanceof StorageUnavailableError ? unavailableRetrySeconds : 1),
-            });
-          if (!res.writableEnded)
-            res.end(
-              JSON.stringify({
-                error: 'temporarily_unavailable',
-                error_description: 'the certification service could not serve this call; retry',
-              }),
-            );
-        });
+    const stage = stageRoute(req.url ?? '/');
+    if (stage) {
+      runs.serveStage(stage.address, stage.side, req, res, stage.rest).catch((error: unknown) => {
+        // The address is the run's capability: only its first characters go to the log.
+        log(`stage error on run address ${stage.address.slice(0, 7)}…: ${(error as Error).message}`);
+        if (!res.headersSent)
+          res.writeHead(503, {
+            'content-type': 'application/json',
+            'retry-after': String(error instanceof StorageUnavailableError ? unavailableRetrySeconds : 1),
+          });
+        if (!res.writableEnded)
+          res.end(
+            JSON.stringify({
+              error: 'temporarily_unavailable',
+              error_description: 'the certification service could not serve this call; retry',
+            }),
+          );
+      });
       return;
     }
     void listener(req, res);

@@ -5,6 +5,7 @@ import { InternalError } from '../errors.js';
 import type { LogLine } from '../observability/logger.js';
 import type { Runs } from '../runs/runs.js';
 import { hashSecret, newId } from '../secrets.js';
+import { stageRoute } from './dispatch.js';
 
 /**
  * The start-up warm-up: before `/readyz` says ready, the instance does once the slow first-time work a
@@ -180,12 +181,12 @@ async function drive(
   const address = /\/runs\/([^/]+)\/api$/.exec(run.baseUrl)?.[1];
   if (!address) throw new InternalError(`the warm-up run's address could not be read from ${run.baseUrl}`);
   const server = createServer((req, res) => {
-    const match = /^\/runs\/[^/]+\/(auth|api)(\/.*)?$/s.exec(req.url ?? '/');
-    if (!match) {
+    const stage = stageRoute(req.url ?? '/');
+    if (!stage) {
       res.writeHead(404).end();
       return;
     }
-    runs.serveStage(address, match[1] as 'auth' | 'api', req, res, match[2] ?? '/').catch(() => {
+    runs.serveStage(address, stage.side, req, res, stage.rest).catch(() => {
       if (!res.headersSent) res.writeHead(503);
       if (!res.writableEnded) res.end();
     });
