@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/database.js';
 import type { Exchange } from '../evidence/exchange.js';
+import type { LogLine } from '../observability/logger.js';
 import type { RegressionFinding } from './finding.js';
 import type { RecordedRegression } from './record.js';
 
@@ -53,7 +54,8 @@ export interface RegressionWatchOptions {
   transaction?: <T>(work: (tx: Queryable) => Promise<T>) => Promise<T>;
   /** The pause after a round that found nothing to judge (or failed), in ms. Default 1000. */
   intervalMs?: number;
-  log?: (line: string) => void;
+  /** The service's logger: a failed round and the recovery after it, each logged once. */
+  log?: LogLine;
 }
 
 export interface RegressionWatch {
