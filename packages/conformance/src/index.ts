@@ -51,6 +51,7 @@ export { assembleSession, stageInfoOf } from './client/stage/assemble.js';
 export type { StageServer } from './client/stage/handler.js';
 export {
   type CreatedRun,
+  type FinishedRun,
   generateStageSigningKey,
   type HostedStage,
   type HostedStageOptions,

@@ -1,4 +1,4 @@
-import type { CreatedRun } from '@partner-lending/conformance';
+import type { CreatedRun, FinishedRun } from '@partner-lending/conformance';
 import type { Context, Hono } from 'hono';
 import type { Database } from '../db/database.js';
 import { iso, RunRefusal, type RunRow, type Runs } from '../runs/runs.js';
@@ -98,7 +98,12 @@ export function mountRunRoutes(app: Hono<ApiEnv>, deps: RunRoutesDeps) {
       ...(parsed.data.journeyExitCode !== undefined && { journeyExitCode: parsed.data.journeyExitCode }),
     });
     if (!judged) return problem(c, 409, 'Run already ended', 'the run was finished or ended meanwhile');
-    return c.json(await runView(db, (await runs.row(run.id))!), 200, { 'cache-control': 'no-store' });
+    // The answer is read by conformance's hosted client command as its `FinishedRun`.
+    const finished: FinishedRun & Awaited<ReturnType<typeof runView>> = await runView(
+      db,
+      (await runs.row(run.id))!,
+    );
+    return c.json(finished, 200, { 'cache-control': 'no-store' });
   });
 }
 

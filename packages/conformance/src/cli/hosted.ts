@@ -4,7 +4,7 @@ import { clientChecks } from '../client/checks/index.js';
 import { resolveCommand, runJourney } from '../client/journey.js';
 import { defaultTimeoutSeconds } from '../client/run.js';
 import type { JourneyRecord } from '../client/session.js';
-import type { CreatedRun } from '../client/stage/hosted.js';
+import type { CreatedRun, FinishedRun } from '../client/stage/hosted.js';
 import { journeyEnv } from '../client/stage/stage-client.js';
 import { readRegularFile } from '../common/regular-file.js';
 import { type ClientReport, exitCodeFor, reportVerdict } from '../common/report.js';
@@ -17,12 +17,6 @@ import { formatJunitReport } from '../reporters/junit.js';
 import { tool } from '../version.js';
 import type { ClientCliConfig } from './client-config.js';
 import { type CliIo, writeReports } from './io.js';
-
-/** What `POST /api/runs/{id}/finish` answers: the service's report and the run's status. */
-interface FinishedRun {
-  report: ClientReport;
-  status: string;
-}
 
 /** A request to the certification service, with the partner's key; a refusal throws ConformanceError. */
 type ServiceCall = (method: 'GET' | 'POST', path: string, body?: unknown) => Promise<Response>;

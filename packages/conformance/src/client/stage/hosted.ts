@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type RunningMock, startMock } from '@partner-lending/mock';
 import { exportPKCS8, exportSPKI, generateKeyPair, importPKCS8, importSPKI } from 'jose';
 import { Redactor } from '../../common/redact.js';
-import type { RunNames } from '../../common/report.js';
+import type { ClientReport, RunNames } from '../../common/report.js';
 import type { DigestedPlan, StageInfo } from '../session.js';
 import { stageInfoOf } from './assemble.js';
 import { createStageHandler, type StageServer } from './handler.js';
@@ -53,6 +53,15 @@ export interface CreatedRun {
   expiresAt: string;
   /** The run ends after this long without a call. */
   idleSeconds: number;
+}
+
+/**
+ * What `POST /api/runs/{id}/finish` of the certification service answers, as far as the hosted client
+ * command reads it: the judged run's report and its status. The service types its answer with it.
+ */
+export interface FinishedRun {
+  report: ClientReport;
+  status: string;
 }
 
 export interface HostedStageOptions {
