@@ -138,6 +138,12 @@ export interface ServiceOptions {
    * (1000). Default on; false turns it off (`--no-warm-up`).
    */
   warmUp?: boolean | WarmUpOptions;
+  /**
+   * Aborted while the instance starts (`serve` aborts it on a signal): the start-up warm-up stops at
+   * once and deletes its throwaway run, and `startService` resolves; the caller then closes the
+   * instance. Default: none.
+   */
+  signal?: AbortSignal;
 }
 
 export interface RunningService {
@@ -252,7 +258,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const sweeper = startSweeper(runs, production, options.sweepIntervalMs ?? 5000, log);
   // Ready (`/readyz`) once a throwaway run's stage has been driven and deleted: see startWarmUp.
   warmUp = startWarmUp(
-    { db, runs, log, startedAt: sweeper.startedAt },
+    { db, runs, log, startedAt: sweeper.startedAt, signal: options.signal },
     options.warmUp === false ? false : options.warmUp === true ? {} : options.warmUp,
   );
   const { retainDays } = options;

@@ -8,7 +8,7 @@ import { type RunningService, startService } from '../server.js';
 import { tool } from '../version.js';
 import type { Values } from './arguments.js';
 import { type ServeOptions, serveOptions } from './serve-options.js';
-import { stopOnSignals } from './signals.js';
+import { signalsWhileStarting, stopOnSignals } from './signals.js';
 import { ensureDir, readSecretsKey, storeName } from './storage.js';
 import { fail } from './usage.js';
 
@@ -36,7 +36,14 @@ export async function serve(values: Values, dataDir: string, databaseUrl: string
     await db.close();
     throw error;
   });
-  const service = await startInstance(values, options, { db, key, logger });
+  // A signal during the start-up warm-up stops it (its run deleted), then the instance, as below.
+  const starting = signalsWhileStarting();
+  const service = await startInstance(values, options, { db, key, logger, signal: starting.signal });
+  const early = starting.release();
+  if (early) {
+    stopOnSignals({ service, metrics: undefined, tracing, db, logger })(early);
+    return;
+  }
   let metrics: MetricsServer | undefined;
   if (metricsPort !== undefined)
     metrics = await serveMetrics({
@@ -60,7 +67,12 @@ export async function serve(values: Values, dataDir: string, databaseUrl: string
 async function startInstance(
   values: Values,
   options: ServeOptions,
-  { db, key, logger }: { db: Database; key: SigningKey; logger: Logger | undefined },
+  {
+    db,
+    key,
+    logger,
+    signal,
+  }: { db: Database; key: SigningKey; logger: Logger | undefined; signal: AbortSignal },
 ): Promise<RunningService> {
   const {
     port,
@@ -92,6 +104,7 @@ async function startInstance(
     ...(shutdownDelay !== undefined && { shutdownDelayMs: shutdownDelay * 1000 }),
     ...(oidc && { oidc }),
     warmUp,
+    signal,
   }).catch(async (error: unknown) => {
     await db.close();
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE')

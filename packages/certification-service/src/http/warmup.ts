@@ -59,12 +59,15 @@ const warmUpKeyMark = 'warm-up:';
 /** How long a stop waits for a warm-up's clean-up under way. */
 const stopWaitMs = 10_000;
 
+/** The outcome's `error` when a stop asked for during the start-up ended the warm-up. */
+const stoppedEarly = 'stopped before its end: the instance is stopping';
+
 /** Calls in flight at once during the warm-up's journey. */
 const inFlight = 16;
 
 /** Starts the warm-up (or none, with `options` false): see `WarmUpOptions`. */
 export function startWarmUp(
-  deps: { db: Database; runs: Runs; log: LogLine; startedAt: number },
+  deps: { db: Database; runs: Runs; log: LogLine; startedAt: number; signal?: AbortSignal | undefined },
   options: WarmUpOptions | false | undefined,
 ): WarmUp {
   if (options === false) {
@@ -96,6 +99,15 @@ export function startWarmUp(
     state = settled;
     const result = outcome(settled, error);
     clearTimeout(deadline);
+    if (stopping) {
+      const failed = error !== undefined && error !== stoppedEarly ? `; its clean-up failed: ${error}` : '';
+      deps.log(`warm-up stopped after ${result.ms} ms: the instance is stopping${failed}`, {
+        event: 'warmup.stopped',
+        ms: result.ms,
+      });
+      resolveReady(result);
+      return;
+    }
     deps.log(
       settled === 'ok'
         ? `warm-up done in ${result.ms} ms (${JSON.stringify(result.statuses)}): ready`
@@ -108,11 +120,22 @@ export function startWarmUp(
   };
   const deadline = setTimeout(() => become('overran'), deadlineMs);
   deadline.unref();
+  // A stop asked for before the instance is ready (serve's signals): the journey ends at once and the
+  // run is deleted before `ready` settles, so that a SIGTERM during the warm-up leaves nothing behind.
+  let stopping = false;
+  const stopEarly = () => {
+    stopping = true;
+    stopped = true;
+  };
+  if (deps.signal?.aborted) stopEarly();
+  else deps.signal?.addEventListener('abort', stopEarly, { once: true });
   const pastDeadline = () => stopped || performance.now() - began >= deadlineMs;
-  const settled = warmUp(deps, { calls, statuses, pastDeadline }).then(
-    () => become('ok'),
-    (error: unknown) => become('failed', (error as Error).message),
-  );
+  const settled = warmUp(deps, { calls, statuses, pastDeadline })
+    .then(
+      () => become(stopping ? 'failed' : 'ok', stopping ? stoppedEarly : undefined),
+      (error: unknown) => become('failed', (error as Error).message),
+    )
+    .finally(() => deps.signal?.removeEventListener('abort', stopEarly));
   return {
     state: () => state,
     ready,
