@@ -4,11 +4,7 @@ import type { MetricsServer } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { RunningService } from '../server.js';
 
-/**
- * On SIGINT, SIGTERM or SIGHUP: says so, closes the service, the metrics, the traces and the database,
- * and exits 0 (a second signal changes nothing). Set before the start-up line: a supervisor may signal as
- * soon as it reads it.
- */
+/** The signals that stop the service. */
 const stopSignals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /**
@@ -37,7 +33,12 @@ export function signalsWhileStarting(): { signal: AbortSignal; release(): NodeJS
   };
 }
 
-/** Returns the stop itself, for a signal that came before it was set (see `signalsWhileStarting`). */
+/**
+ * On SIGINT, SIGTERM or SIGHUP: says so, closes the service, the metrics, the traces and the database,
+ * and exits 0 (a second signal changes nothing). Set before the start-up line: a supervisor may signal as
+ * soon as it reads it. Returns the stop itself, for a signal that came before it was set (see
+ * `signalsWhileStarting`).
+ */
 export function stopOnSignals(parts: {
   service: RunningService;
   metrics: MetricsServer | undefined;

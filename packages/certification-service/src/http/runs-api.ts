@@ -99,10 +99,7 @@ export function mountRunRoutes(app: Hono<ApiEnv>, deps: RunRoutesDeps) {
     });
     if (!judged) return problem(c, 409, 'Run already ended', 'the run was finished or ended meanwhile');
     // The answer is read by conformance's hosted client command as its `FinishedRun`.
-    const finished: FinishedRun & Awaited<ReturnType<typeof runView>> = await runView(
-      db,
-      (await runs.row(run.id))!,
-    );
+    const finished = (await runView(db, (await runs.row(run.id))!)) satisfies FinishedRun;
     return c.json(finished, 200, { 'cache-control': 'no-store' });
   });
 }

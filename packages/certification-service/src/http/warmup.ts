@@ -99,7 +99,9 @@ export function startWarmUp(
     state = settled;
     const result = outcome(settled, error);
     clearTimeout(deadline);
-    if (stopping) {
+    // Only a stop asked for during the start-up (below) can end the journey while still warming up:
+    // `stop()` is reachable once the instance is ready.
+    if (stopped) {
       const failed = error !== undefined && error !== stoppedEarly ? `; its clean-up failed: ${error}` : '';
       deps.log(`warm-up stopped after ${result.ms} ms: the instance is stopping${failed}`, {
         event: 'warmup.stopped',
@@ -122,9 +124,7 @@ export function startWarmUp(
   deadline.unref();
   // A stop asked for before the instance is ready (serve's signals): the journey ends at once and the
   // run is deleted before `ready` settles, so that a SIGTERM during the warm-up leaves nothing behind.
-  let stopping = false;
   const stopEarly = () => {
-    stopping = true;
     stopped = true;
   };
   if (deps.signal?.aborted) stopEarly();
@@ -132,7 +132,7 @@ export function startWarmUp(
   const pastDeadline = () => stopped || performance.now() - began >= deadlineMs;
   const settled = warmUp(deps, { calls, statuses, pastDeadline })
     .then(
-      () => become(stopping ? 'failed' : 'ok', stopping ? stoppedEarly : undefined),
+      () => become(stopped ? 'failed' : 'ok', stopped ? stoppedEarly : undefined),
       (error: unknown) => become('failed', (error as Error).message),
     )
     .finally(() => deps.signal?.removeEventListener('abort', stopEarly));
