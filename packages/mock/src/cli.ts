@@ -67,6 +67,30 @@ function registerLines(mock: RunningMock): string[] {
   ];
 }
 
+/**
+ * The first SIGINT or SIGTERM, watched from the moment this is called: `done` resolves on it (its handlers
+ * removed, so a second signal ends the process as usual), `heard()` says whether it came, `release()`
+ * removes the handlers without one.
+ */
+function stopSignal(): { done: Promise<void>; heard(): boolean; release(): void } {
+  let heard = false;
+  let release = () => {};
+  const done = new Promise<void>((resolve) => {
+    const stop = () => {
+      heard = true;
+      release();
+      resolve();
+    };
+    release = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  return { done, heard: () => heard, release };
+}
+
 export async function main(argv: readonly string[]): Promise<number> {
   let options: CliOptions;
   try {
@@ -83,12 +107,21 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`\nFaults: ${faultNames.join(', ')}\n`);
     return 0;
   }
+  // Heard from before the start: a supervisor may signal as soon as it reads the first line (or before),
+  // and a signal with no handler yet would end the process by the signal, not by a clean stop.
+  const stopped = stopSignal();
   let mock: RunningMock;
   try {
     mock = await startMock(toMockOptions(options));
   } catch (error) {
+    stopped.release();
     process.stderr.write(`partner-mock: ${(error as Error).message}\n`);
     return 1;
+  }
+  if (stopped.heard()) {
+    // Stopped while starting: nothing was announced, so nothing is served.
+    await mock.close();
+    return 0;
   }
   if (options.json) {
     process.stdout.write(
@@ -110,15 +143,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   } else {
     process.stdout.write(describe(mock, options));
   }
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  await stopped.done;
   await mock.close();
   if (!options.json) process.stdout.write('partner-mock stopped\n');
   return 0;

@@ -373,6 +373,21 @@ describe('cli: partner-mock', () => {
       expect(JSON.parse(readFileSync(state, 'utf8')).floors[register.registerUrl].seq).toEqual(
         expect.any(Number),
       );
+      // A signal while it starts (the register still answering): a clean stop, nothing announced.
+      let answer = () => {};
+      register.state.hold = new Promise<void>((resolve) => {
+        answer = resolve;
+      });
+      const asked = register.asked.register;
+      const early = start([...args, '--json']);
+      await expect.poll(() => register.asked.register, { timeout: 10_000 }).toBeGreaterThan(asked);
+      early.child.kill('SIGTERM');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      answer();
+      register.state.hold = undefined;
+      expect(await early.exited).toBe(0);
+      expect(early.output().stdout).toBe('');
+
       writeFileSync(state, 'not json');
       const damaged = start([...args, '--register-state', state]);
       expect(await damaged.exited).toBe(1);

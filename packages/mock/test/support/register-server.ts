@@ -45,6 +45,8 @@ export interface RegisterServer {
     seq: number;
     /** Sign registers without seq (a service older than the gate). */
     omitSeq: boolean;
+    /** While set, answers to /register wait for it (a register slow to answer). */
+    hold: Promise<void> | undefined;
   };
   /**
    * Requests to /register: total, answered 304, and the If-None-Match values received; requests to
@@ -79,6 +81,7 @@ export async function startRegisterServer(options: { key?: string } = {}): Promi
     iatOffset: 0,
     seq: 1,
     omitSeq: false,
+    hold: undefined,
   };
   const asked = {
     register: 0,
@@ -148,6 +151,7 @@ export async function startRegisterServer(options: { key?: string } = {}): Promi
       res.writeHead(304, { etag, 'cache-control': cacheControl });
       return res.end();
     }
+    if (state.hold) await state.hold;
     const body = await sign(partners);
     res.writeHead(200, { 'content-type': 'application/jwt', etag, 'cache-control': cacheControl });
     res.end(body);
