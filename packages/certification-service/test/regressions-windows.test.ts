@@ -79,6 +79,91 @@ describe('client-token-reuse', () => {
   });
 });
 
+/**
+ * A correct client (one token, `rate` calls a second) for `beforeMs`, then a token per call at the same
+ * rate: seconds from the switch to the client-token-reuse finding, or undefined within two hours.
+ */
+function secondsToFlag(rate: number, beforeMs: number, thresholds = {}): number | undefined {
+  const judge = createPartnerJudge(partnerId, { thresholds });
+  const gap = 1_000 / rate;
+  const switched = t0 + beforeMs;
+  const steady = issue(t0, `steady-${rate}-${beforeMs}`);
+  let batch: Exchange[] = [steady];
+  for (let at = t0 + gap; at < switched + 2 * hour; at += gap) {
+    if (at < switched) batch.push(call(at, steady.fingerprint));
+    else {
+      const fingerprint = `per-call-${at}`;
+      batch.push(issue(at, fingerprint), call(at + 1, fingerprint));
+    }
+    // Batches of about 5 s, as reporters send them.
+    if (batch.length < rate * 5) continue;
+    const found = judge.observe(batch).find((finding) => finding.check === 'client-token-reuse');
+    batch = [];
+    if (found) return (found.at - switched) / 1000;
+  }
+  return undefined;
+}
+
+describe('client-token-reuse after correct traffic', () => {
+  // After an hour of correct calls, the hour's ratio alone needs as many token-per-call calls as the
+  // correct ones still counted: about half an hour. The last minute's ratio bounds it by that minute.
+  it.each([
+    [10, 10 * 60_000],
+    [10, 2 * hour],
+    [50, 2 * 60_000],
+    [50, hour],
+  ])('a token per call at %i calls/s after %i ms of correct calls: flagged within 60 s', (rate, before) => {
+    const seconds = secondsToFlag(rate, before);
+    expect(seconds).toBeDefined();
+    expect(seconds!).toBeLessThan(60 + defaultThresholds.skewMs / 1000);
+    // The control: the hour alone (the last minute out of reach) is much later.
+    const hourOnly = secondsToFlag(rate, before, { reuseShortMinIssues: Number.MAX_SAFE_INTEGER });
+    expect(hourOnly).toBeDefined();
+    expect(hourOnly!).toBeGreaterThan(before >= hour ? 1_200 : 100);
+  });
+
+  it('a token per call at 2 calls/s (under 600 issues a minute) is flagged by the hour', () => {
+    expect(secondsToFlag(2, 2 * 60_000)).toBeLessThan(200);
+    expect(secondsToFlag(2, hour)).toBeLessThan(1_900);
+  });
+
+  it('a fleet of 140 processes × 4 scope sets restarted within one minute, one call a token that minute, is not flagged', () => {
+    const fleet: Exchange[] = [];
+    // Correct traffic before: the same fleet, one shared token per scope set, 20 calls a second.
+    const before = issue(t0, 'before');
+    for (let at = t0 + 50; at < t0 + 30 * 60_000; at += 50) fleet.push(call(at, 'before'));
+    const restart = t0 + 30 * 60_000;
+    for (let p = 0; p < 140; p += 1)
+      for (let s = 0; s < 4; s += 1) {
+        const at = restart + Math.floor(((p * 4 + s) / 560) * 60_000);
+        const fingerprint = `fleet-${p}-${s}`;
+        fleet.push(issue(at, fingerprint, [`scope-${s}`]), call(at + 20, fingerprint));
+        // Then each process calls with its tokens again, as a cache does.
+        for (let n = 1; n <= 10; n += 1) fleet.push(call(restart + 60_000 + n * 30_000 + p * 7, fingerprint));
+      }
+    const sorted = [before, ...fleet].sort((a, b) => a.at - b.at);
+    expect(judgeAll(sorted)).toEqual([]);
+    // The same restart with a 150th process crosses 600 issues in the minute: the edge stated.
+    const edge = [...sorted];
+    for (let p = 140; p < 150; p += 1)
+      for (let s = 0; s < 4; s += 1) {
+        const fingerprint = `fleet-${p}-${s}`;
+        edge.push(issue(restart + 59_000, fingerprint, [`scope-${s}`]), call(restart + 59_020, fingerprint));
+      }
+    expect(checksOf(judgeAll(edge.sort((a, b) => a.at - b.at)))).toContain('client-token-reuse');
+  });
+
+  it('a state written before the short window resumes (the short window starts empty)', () => {
+    const judge = createPartnerJudge(partnerId);
+    judge.observe([issue(t0, 'old'), call(t0 + 10, 'old')]);
+    const state = judge.state() as { windows: Record<string, unknown> };
+    delete state.windows.shortIssues;
+    delete state.windows.shortCalls;
+    const resumed = createPartnerJudge(partnerId, { state: JSON.parse(JSON.stringify(state)) });
+    expect(resumed.observe([tick(t0 + 60_000)])).toEqual([]);
+  });
+});
+
 describe('client-single-flight', () => {
   it('flags a stampede (25 tokens at once, each used once, one kept), not a fleet starting together', () => {
     const stampede: Exchange[] = [];
@@ -349,6 +434,9 @@ describe('catalogue and input', () => {
     );
     expect(() => createPartnerJudge(partnerId, { thresholds: { reuseWindowMs: 90_000 } })).toThrow(
       /multiple of 60000/,
+    );
+    expect(() => createPartnerJudge(partnerId, { thresholds: { reuseShortWindowMs: 7_000 } })).toThrow(
+      /whole 5-s steps: a multiple of 5000 ms, got 7000/,
     );
     expect(() => createPartnerJudge(partnerId, { thresholds: { nope: 1 } as never })).toThrow(
       /unknown threshold "nope"/,

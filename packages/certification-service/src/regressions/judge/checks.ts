@@ -9,26 +9,43 @@ const partnerPath = /^\/v3\/partner\/([^/]+)(?:\/|$)/;
 
 /** A token issue (the token endpoint answered 200 with a token): reuse and single flight. */
 export function onTokenIssue(ctx: Context, exchange: Exchange, fingerprint: string): void {
-  const { thresholds: t } = ctx;
   const record = ctx.tokens.touch(fingerprint);
   record.issuedAt = exchange.at;
   if (exchange.expiresAt !== undefined) record.expiresAt = exchange.expiresAt;
   const scopes = [...(exchange.scopesGranted ?? [])].sort().join(' ');
   record.scopes = scopes;
   ctx.issues.add(exchange.at);
+  ctx.shortIssues.add(exchange.at);
   ctx.rings['client-token-reuse'].push(exchange);
-  const issues = ctx.issues.sum(exchange.at);
-  const calls = ctx.calls.sum(exchange.at);
-  if (issues >= t.reuseMinIssues && issues >= t.reuseIssuesPerCall * calls)
+  reuse(ctx, exchange);
+  noteBurst(ctx, exchange, fingerprint, scopes);
+}
+
+/**
+ * Token issues per API call over the hour, and over the last minute so that an hour of correct calls
+ * does not hide a switch to a token per call: either window failing is one finding.
+ */
+function reuse(ctx: Context, exchange: Exchange): void {
+  const { thresholds: t } = ctx;
+  const windows = [
+    { issues: ctx.issues, calls: ctx.calls, min: t.reuseMinIssues },
+    { issues: ctx.shortIssues, calls: ctx.shortCalls, min: t.reuseShortMinIssues },
+  ];
+  for (const window of windows) {
+    const issues = window.issues.sum(exchange.at);
+    const calls = window.calls.sum(exchange.at);
+    if (issues < window.min || issues < t.reuseIssuesPerCall * calls) continue;
+    const from = window.issues.from();
     ctx.violation(
       'client-token-reuse',
       exchange,
-      ctx.issues.from(),
+      from,
       () =>
-        `${issues} token issues for ${calls} API calls since ${iso(ctx.issues.from())} (${(issues / Math.max(1, calls)).toFixed(2)} per call; at most ${t.reuseIssuesPerCall} with ${t.reuseMinIssues} or more issues): a token is not reused for its 12-h life`,
+        `${issues} token issues for ${calls} API calls since ${iso(from)} (${(issues / Math.max(1, calls)).toFixed(2)} per call; at most ${t.reuseIssuesPerCall} with ${window.min} or more issues): a token is not reused for its 12-h life`,
       () => ctx.rings['client-token-reuse'].list(),
     );
-  noteBurst(ctx, exchange, fingerprint, scopes);
+    return;
+  }
 }
 
 function noteBurst(ctx: Context, exchange: Exchange, fingerprint: string, scopes: string): void {
@@ -102,6 +119,7 @@ export function onApiCall(ctx: Context, exchange: Exchange): void {
   record.uses += 1;
   ctx.apiCalls += 1;
   ctx.calls.add(exchange.at);
+  ctx.shortCalls.add(exchange.at);
   expiry(ctx, exchange, record, fingerprint);
   resent(ctx, exchange, record, fingerprint);
   retryAfter(ctx, exchange, record, fingerprint);

@@ -30,6 +30,9 @@ export interface Context {
   readonly tokens: TokenRecords;
   readonly issues: MinuteWindow;
   readonly calls: MinuteWindow;
+  /** The same counts over `reuseShortWindowMs`, in 5-s steps. */
+  readonly shortIssues: MinuteWindow;
+  readonly shortCalls: MinuteWindow;
   readonly scopeRefusals: MinuteWindow;
   readonly bearerRefusals: MinuteWindow;
   readonly rings: Record<ProductionCheckId, Ring>;

@@ -8,56 +8,63 @@ export interface MinuteWindowState {
   total: number;
 }
 
-/** A count over the last N whole minutes (the current one included): O(1) per add, bounded. */
+/**
+ * A count over the last N whole steps (the current one included; a step is a minute unless `stepMs`
+ * says otherwise): O(1) per add, bounded.
+ */
 export class MinuteWindow {
   private head: number | null = null;
   private readonly counts: number[];
   private total = 0;
 
-  constructor(windowMs: number, state?: MinuteWindowState) {
-    const minutes = Math.max(1, Math.round(windowMs / minuteMs));
-    this.counts = new Array<number>(minutes).fill(0);
-    if (state && state.counts.length === minutes) {
+  constructor(
+    windowMs: number,
+    state?: MinuteWindowState,
+    private readonly stepMs = minuteMs,
+  ) {
+    const steps = Math.max(1, Math.round(windowMs / stepMs));
+    this.counts = new Array<number>(steps).fill(0);
+    if (state && state.counts.length === steps) {
       this.head = state.head;
-      this.counts.splice(0, minutes, ...state.counts);
+      this.counts.splice(0, steps, ...state.counts);
       this.total = state.total;
     }
   }
 
-  /** Adds `n` at `at`; a time older than the window (a very late exchange) counts in the oldest minute kept. */
+  /** Adds `n` at `at`; a time older than the window (a very late exchange) counts in the oldest step kept. */
   add(at: number, n = 1): void {
-    const minute = Math.floor(at / minuteMs);
-    this.advance(minute);
+    const step = Math.floor(at / this.stepMs);
+    this.advance(step);
     const head = this.head as number;
-    const kept = Math.max(minute, head - this.counts.length + 1);
+    const kept = Math.max(step, head - this.counts.length + 1);
     this.counts[kept % this.counts.length] = (this.counts[kept % this.counts.length] ?? 0) + n;
     this.total += n;
   }
 
   /** The count over the window that ends at `at`. */
   sum(at: number): number {
-    this.advance(Math.floor(at / minuteMs));
+    this.advance(Math.floor(at / this.stepMs));
     return this.total;
   }
 
   /** Where the window starts, ms since the epoch. */
   from(): number {
-    return this.head === null ? 0 : (this.head - this.counts.length + 1) * minuteMs;
+    return this.head === null ? 0 : (this.head - this.counts.length + 1) * this.stepMs;
   }
 
-  private advance(minute: number): void {
+  private advance(step: number): void {
     if (this.head === null) {
-      this.head = minute;
+      this.head = step;
       return;
     }
-    if (minute <= this.head) return;
-    const steps = Math.min(minute - this.head, this.counts.length);
-    for (let step = 1; step <= steps; step += 1) {
-      const index = (this.head + step) % this.counts.length;
+    if (step <= this.head) return;
+    const passed = Math.min(step - this.head, this.counts.length);
+    for (let n = 1; n <= passed; n += 1) {
+      const index = (this.head + n) % this.counts.length;
       this.total -= this.counts[index] ?? 0;
       this.counts[index] = 0;
     }
-    this.head = minute;
+    this.head = step;
   }
 
   state(): MinuteWindowState {

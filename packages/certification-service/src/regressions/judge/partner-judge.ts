@@ -5,7 +5,7 @@ import { onApiCall, onTokenIssue, settleBurst } from './checks.js';
 import type { Burst, Context, Recent } from './context.js';
 import { MinuteWindow, type MinuteWindowState, Ring } from './counters.js';
 import { Reorder } from './reorder.js';
-import type { Thresholds } from './thresholds.js';
+import { shortStepMs, type Thresholds } from './thresholds.js';
 import { type TokenRecord, TokenRecords } from './tokens.js';
 
 /** A check of the plan failing on production traffic: one per check per episode. */
@@ -38,7 +38,9 @@ export interface JudgeState {
   held: Exchange[];
   tokens: [string, TokenRecord][];
   moves: number;
-  windows: Record<'issues' | 'calls' | 'scopeRefusals' | 'bearerRefusals', MinuteWindowState>;
+  windows: Record<'issues' | 'calls' | 'scopeRefusals' | 'bearerRefusals', MinuteWindowState> &
+    // Absent in states written before the short window: it starts empty.
+    Partial<Record<'shortIssues' | 'shortCalls', MinuteWindowState>>;
   rings: Record<string, Exchange[]>;
   recent: [string, Recent][];
   burst: Burst | null;
@@ -53,6 +55,8 @@ export class PartnerJudge implements Context {
   readonly tokens: TokenRecords;
   readonly issues: MinuteWindow;
   readonly calls: MinuteWindow;
+  readonly shortIssues: MinuteWindow;
+  readonly shortCalls: MinuteWindow;
   readonly scopeRefusals: MinuteWindow;
   readonly bearerRefusals: MinuteWindow;
   readonly rings: Record<ProductionCheckId, Ring>;
@@ -77,6 +81,8 @@ export class PartnerJudge implements Context {
     this.tokens = new TokenRecords(t.maxFingerprints, state?.tokens, state?.moves);
     this.issues = new MinuteWindow(t.reuseWindowMs, state?.windows.issues);
     this.calls = new MinuteWindow(t.reuseWindowMs, state?.windows.calls);
+    this.shortIssues = new MinuteWindow(t.reuseShortWindowMs, state?.windows.shortIssues, shortStepMs);
+    this.shortCalls = new MinuteWindow(t.reuseShortWindowMs, state?.windows.shortCalls, shortStepMs);
     this.scopeRefusals = new MinuteWindow(t.scopeWindowMs, state?.windows.scopeRefusals);
     this.bearerRefusals = new MinuteWindow(t.bearerWindowMs, state?.windows.bearerRefusals);
     this.rings = Object.fromEntries(
@@ -147,6 +153,8 @@ export class PartnerJudge implements Context {
       windows: {
         issues: this.issues.state(),
         calls: this.calls.state(),
+        shortIssues: this.shortIssues.state(),
+        shortCalls: this.shortCalls.state(),
         scopeRefusals: this.scopeRefusals.state(),
         bearerRefusals: this.bearerRefusals.state(),
       },

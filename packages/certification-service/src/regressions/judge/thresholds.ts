@@ -21,6 +21,10 @@ export interface Thresholds {
   reuseMinIssues: number;
   /** client-token-reuse: token issues per API call at or above which the window fails (0.5: a token per two calls). */
   reuseIssuesPerCall: number;
+  /** client-token-reuse, the short window: issues and calls also counted over this (whole 5-s steps). */
+  reuseShortWindowMs: number;
+  /** client-token-reuse: token issues in the short window below which it is not judged. */
+  reuseShortMinIssues: number;
   /** client-single-flight: token issues for one scope set within this many ms are a burst. */
   burstWindowMs: number;
   /** client-single-flight: how many issues make a burst. */
@@ -66,6 +70,12 @@ export const defaultThresholds: Readonly<Thresholds> = Object.freeze({
   reuseMinIssues: 300,
   // A token per two calls: a correct client of any library, per process, asks once per ~11 h.
   reuseIssuesPerCall: 0.5,
+  // The hour dilutes a switch: after an hour of correct calls, a token per call at the same rate
+  // needs half an hour to reach the ratio. Over the last minute it needs at most that minute.
+  reuseShortWindowMs: 60_000,
+  // 600 issues in a minute (10 a second): twice the hour's floor, so a fleet restarting all at once
+  // trips it only with 150 processes or more × 4 scope sets making under two calls a token that minute.
+  reuseShortMinIssues: 600,
   // The suite's single flight: token requests for the same scopes in flight together (about a second).
   burstWindowMs: 1_000,
   // More processes than a rolling deploy starts in one second.
@@ -97,6 +107,9 @@ export const defaultThresholds: Readonly<Thresholds> = Object.freeze({
 });
 
 const minuteMultiples: readonly (keyof Thresholds)[] = ['reuseWindowMs', 'scopeWindowMs', 'bearerWindowMs'];
+const stepMultiples: readonly (keyof Thresholds)[] = ['reuseShortWindowMs'];
+/** The step the short windows count in. */
+export const shortStepMs = 5_000;
 const shares: readonly (keyof Thresholds)[] = ['reuseIssuesPerCall', 'burstAbandonedShare'];
 
 /** The defaults with `given` laid over, checked: a clear error names the field and what it takes. */
@@ -122,9 +135,19 @@ export function resolveThresholds(given: Partial<Thresholds> | undefined): Thres
       throw new UsageError(
         `createPartnerJudge: thresholds.${key} is counted in whole minutes: a multiple of 60000 ms, got ${value}`,
       );
+    if (stepMultiples.includes(field) && (value < shortStepMs || value % shortStepMs !== 0))
+      throw new UsageError(
+        `createPartnerJudge: thresholds.${key} is counted in whole ${shortStepMs / 1000}-s steps: a multiple of ${shortStepMs} ms, got ${value}`,
+      );
     if (shares.includes(field) && value > 1 && field === 'burstAbandonedShare')
       throw new UsageError(`createPartnerJudge: thresholds.${key} is a share between 0 and 1, got ${value}`);
-    if ((field === 'maxPending' || field === 'maxFingerprints' || field === 'burstIssues') && value < 1)
+    if (
+      (field === 'maxPending' ||
+        field === 'maxFingerprints' ||
+        field === 'burstIssues' ||
+        field === 'reuseShortMinIssues') &&
+      value < 1
+    )
       throw new UsageError(`createPartnerJudge: thresholds.${key} must be at least 1, got ${value}`);
     resolved[field] = value;
   }
