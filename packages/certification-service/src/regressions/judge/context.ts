@@ -1,6 +1,6 @@
 import type { Exchange } from '../../evidence/exchange.js';
 import type { ProductionCheckId } from './catalogue.js';
-import type { MinuteWindow, Ring } from './counters.js';
+import type { Ring, StepWindow } from './counters.js';
 import type { Thresholds } from './thresholds.js';
 import type { TokenRecords } from './tokens.js';
 
@@ -28,13 +28,13 @@ export interface Context {
   readonly ownPath: string;
   readonly thresholds: Thresholds;
   readonly tokens: TokenRecords;
-  readonly issues: MinuteWindow;
-  readonly calls: MinuteWindow;
+  readonly issues: StepWindow;
+  readonly calls: StepWindow;
   /** The same counts over `reuseShortWindowMs`, in 5-s steps. */
-  readonly shortIssues: MinuteWindow;
-  readonly shortCalls: MinuteWindow;
-  readonly scopeRefusals: MinuteWindow;
-  readonly bearerRefusals: MinuteWindow;
+  readonly shortIssues: StepWindow;
+  readonly shortCalls: StepWindow;
+  readonly scopeRefusals: StepWindow;
+  readonly bearerRefusals: StepWindow;
   readonly rings: Record<ProductionCheckId, Ring>;
   /** By scope set, at most `maxScopeSets`. */
   readonly recent: Map<string, Recent>;

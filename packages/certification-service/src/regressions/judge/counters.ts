@@ -2,7 +2,7 @@ import type { Exchange } from '../../evidence/exchange.js';
 
 const minuteMs = 60_000;
 
-export interface MinuteWindowState {
+export interface StepWindowState {
   head: number | null;
   counts: number[];
   total: number;
@@ -12,14 +12,14 @@ export interface MinuteWindowState {
  * A count over the last N whole steps (the current one included; a step is a minute unless `stepMs`
  * says otherwise): O(1) per add, bounded.
  */
-export class MinuteWindow {
+export class StepWindow {
   private head: number | null = null;
   private readonly counts: number[];
   private total = 0;
 
   constructor(
     windowMs: number,
-    state?: MinuteWindowState,
+    state?: StepWindowState,
     private readonly stepMs = minuteMs,
   ) {
     const steps = Math.max(1, Math.round(windowMs / stepMs));
@@ -67,7 +67,7 @@ export class MinuteWindow {
     this.head = step;
   }
 
-  state(): MinuteWindowState {
+  state(): StepWindowState {
     return { head: this.head, counts: [...this.counts], total: this.total };
   }
 }

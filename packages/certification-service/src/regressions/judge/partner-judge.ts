@@ -3,7 +3,7 @@ import type { Exchange } from '../../evidence/exchange.js';
 import { judgedInProduction, type ProductionCheckId } from './catalogue.js';
 import { onApiCall, onTokenIssue, settleBurst } from './checks.js';
 import type { Burst, Context, Recent } from './context.js';
-import { MinuteWindow, type MinuteWindowState, Ring } from './counters.js';
+import { Ring, StepWindow, type StepWindowState } from './counters.js';
 import { Reorder } from './reorder.js';
 import { shortStepMs, type Thresholds } from './thresholds.js';
 import { type TokenRecord, TokenRecords } from './tokens.js';
@@ -38,9 +38,9 @@ export interface JudgeState {
   held: Exchange[];
   tokens: [string, TokenRecord][];
   moves: number;
-  windows: Record<'issues' | 'calls' | 'scopeRefusals' | 'bearerRefusals', MinuteWindowState> &
+  windows: Record<'issues' | 'calls' | 'scopeRefusals' | 'bearerRefusals', StepWindowState> &
     // Absent in states written before the short window: it starts empty.
-    Partial<Record<'shortIssues' | 'shortCalls', MinuteWindowState>>;
+    Partial<Record<'shortIssues' | 'shortCalls', StepWindowState>>;
   rings: Record<string, Exchange[]>;
   recent: [string, Recent][];
   burst: Burst | null;
@@ -53,12 +53,12 @@ export interface JudgeState {
 /** One partner's judge: exchanges in (any order within the skew), findings out. */
 export class PartnerJudge implements Context {
   readonly tokens: TokenRecords;
-  readonly issues: MinuteWindow;
-  readonly calls: MinuteWindow;
-  readonly shortIssues: MinuteWindow;
-  readonly shortCalls: MinuteWindow;
-  readonly scopeRefusals: MinuteWindow;
-  readonly bearerRefusals: MinuteWindow;
+  readonly issues: StepWindow;
+  readonly calls: StepWindow;
+  readonly shortIssues: StepWindow;
+  readonly shortCalls: StepWindow;
+  readonly scopeRefusals: StepWindow;
+  readonly bearerRefusals: StepWindow;
   readonly rings: Record<ProductionCheckId, Ring>;
   readonly recent: Map<string, Recent>;
   burst: Burst | undefined;
@@ -79,12 +79,12 @@ export class PartnerJudge implements Context {
     const t = thresholds;
     this.ownPath = `/v3/partner/${encodeURIComponent(partnerId)}/`;
     this.tokens = new TokenRecords(t.maxFingerprints, state?.tokens, state?.moves);
-    this.issues = new MinuteWindow(t.reuseWindowMs, state?.windows.issues);
-    this.calls = new MinuteWindow(t.reuseWindowMs, state?.windows.calls);
-    this.shortIssues = new MinuteWindow(t.reuseShortWindowMs, state?.windows.shortIssues, shortStepMs);
-    this.shortCalls = new MinuteWindow(t.reuseShortWindowMs, state?.windows.shortCalls, shortStepMs);
-    this.scopeRefusals = new MinuteWindow(t.scopeWindowMs, state?.windows.scopeRefusals);
-    this.bearerRefusals = new MinuteWindow(t.bearerWindowMs, state?.windows.bearerRefusals);
+    this.issues = new StepWindow(t.reuseWindowMs, state?.windows.issues);
+    this.calls = new StepWindow(t.reuseWindowMs, state?.windows.calls);
+    this.shortIssues = new StepWindow(t.reuseShortWindowMs, state?.windows.shortIssues, shortStepMs);
+    this.shortCalls = new StepWindow(t.reuseShortWindowMs, state?.windows.shortCalls, shortStepMs);
+    this.scopeRefusals = new StepWindow(t.scopeWindowMs, state?.windows.scopeRefusals);
+    this.bearerRefusals = new StepWindow(t.bearerWindowMs, state?.windows.bearerRefusals);
     this.rings = Object.fromEntries(
       judgedInProduction.map((check) => [check, new Ring(maxEvidence, state?.rings[check])]),
     ) as Record<ProductionCheckId, Ring>;
