@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StorageUnavailableError } from '../src/errors.js';
 import type { Database } from '../src/index.js';
+import { JournalFileDrain } from '../src/recording/drain.js';
 import { openJournal } from '../src/recording/journal.js';
-import { parseJournalFile } from '../src/recording/journal-file.js';
+import { type JournalFile, openJournalFile, parseJournalFile } from '../src/recording/journal-file.js';
 import { databaseLedger } from '../src/recording/ledger.js';
 import { replayJournal } from '../src/recording/replay.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
@@ -153,6 +154,50 @@ describe('the journal file of the embedded store', () => {
     expect(lines(dir)).toEqual([]);
     for (const other of [late, untracked]) expect((await stored(svc.db, other)).seqs).toEqual([]);
     await journal.close();
+  });
+
+  it('writes the calls of one turn of the event loop in one write, each answered only once it is in the file; a failed write answers none', async () => {
+    const id = await newRun();
+    const dir = journalDirectory();
+    const file = openJournalFile(dir);
+    const appends: number[] = [];
+    let failing = false;
+    const counted: JournalFile = Object.assign(Object.create(file) as JournalFile, {
+      append(entries: Parameters<JournalFile['append']>[0]) {
+        if (failing) throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+        appends.push(entries.length);
+        file.append(entries);
+      },
+    });
+    const drain = new JournalFileDrain(svc.db, counted, { drainMs: 3_600_000 });
+    drain.track(id, hour());
+    const item = (seq: number) => ({ runId: id, seq, exchange: exchange(seq) });
+    // Each call, as it is told it is written, finds itself in the file already.
+    const inFileWhenAnswered = (seq: number) =>
+      drain
+        .write(item(seq))
+        .then((kept) => kept && lines(dir).some((entry) => 'seq' in entry && entry.seq === seq));
+    const burst = await Promise.all([1, 2, 3, 4, 5].map(inFileWhenAnswered));
+    expect(burst).toEqual([true, true, true, true, true]);
+    expect(appends).toEqual([5]);
+    // Calls of later turns: a write each (not held for a burst that never comes).
+    expect(await inFileWhenAnswered(6)).toBe(true);
+    expect(await inFileWhenAnswered(7)).toBe(true);
+    expect(appends).toEqual([5, 1, 1]);
+    // A write that fails fails every call of its turn, and none of them is pending.
+    failing = true;
+    const failed = await Promise.allSettled([8, 9].map((seq) => drain.write(item(seq))));
+    expect(failed.map((result) => result.status === 'rejected' && result.reason)).toEqual([
+      expect.any(StorageUnavailableError),
+      expect.any(StorageUnavailableError),
+    ]);
+    failing = false;
+    // A settle in the same turn as a write still has that call (written first), and it is in the database.
+    const last = drain.write(item(10));
+    await drain.settle(id);
+    expect(await last).toBe(true);
+    expect((await stored(svc.db, id)).seqs).toEqual([1, 2, 3, 4, 5, 6, 7, 10]);
+    await drain.close();
   });
 
   it('refuses calls (503) rather than holding more than maxPending in memory when the database does not take them', async () => {

@@ -31,7 +31,9 @@ export interface DrainOptions {
 
 /**
  * Recording through the journal file (see journal-file.ts), where one process owns the database: a call is
- * written to the file (write(2), a few microseconds) and answered, and the calls written meanwhile go
+ * written to the file and answered, the calls of one turn of the event loop in one write(2) (at the end
+ * of the turn, before any of them is answered: a burst's calls cost one system call rather than one
+ * each), and the calls written meanwhile go
  * to the database together `drainMs` later, off every answer's path, in statements of `drainItems`
  * with a turn of the event loop between them (an embedded database's statement holds this thread).
  * A drain starts in a pause between calls (`quietMs` without one written), when there is one within
@@ -77,6 +79,9 @@ export class JournalFileDrain {
   private oldestPendingAt = 0;
   /** When the last call was written (performance.now()). */
   private lastWriteAt = 0;
+  /** Calls to write at the end of this turn of the event loop (`writeOut`), and their writers. */
+  private unwritten: StoreItem[] = [];
+  private writers: Array<{ resolve: (kept: boolean) => void; reject: (error: unknown) => void }> = [];
 
   constructor(
     private readonly db: Database,
@@ -91,37 +96,61 @@ export class JournalFileDrain {
     this.log = options.log ?? (() => {});
   }
 
-  /** Writes a call, or a token issued or revoked, of a run that may record; false when it may not. */
+  /**
+   * Writes a call, or a token issued or revoked, of a run that may record: true once it is in the file
+   * (at the end of this turn of the event loop, with the others of the turn), false when it may not.
+   */
   write(item: StoreItem): Promise<boolean> {
     const until = this.open.get(item.runId);
     if (this.closed || until === undefined || Date.now() >= until) return Promise.resolve(false);
-    if (this.pending.length >= this.maxPending)
+    const waiting = this.pending.length + this.unwritten.length;
+    if (waiting >= this.maxPending)
       return Promise.reject(
         new StorageUnavailableError(
           this.db.where,
-          new Error(`${this.pending.length} answered calls wait for the database`),
+          new Error(`${waiting} answered calls wait for the database`),
         ),
       );
     item.writtenAt = performance.now();
     this.lastWriteAt = item.writtenAt;
     item.context = context.active();
+    if (this.unwritten.length === 0) setImmediate(() => this.writeOut());
+    this.unwritten.push(item);
+    return new Promise<boolean>((resolve, reject) => this.writers.push({ resolve, reject }));
+  }
+
+  /**
+   * Writes the calls of this turn to the file in one write, then tells their writers (a failed write
+   * fails them all: none is answered, none is pending). Also called before a settle or a close, so that
+   * what was written before it is in what they flush.
+   */
+  private writeOut(): void {
+    if (this.unwritten.length === 0) return;
+    const items = this.unwritten;
+    const writers = this.writers;
+    this.unwritten = [];
+    this.writers = [];
     try {
-      this.file.append([item]);
+      this.file.append(items);
     } catch (error) {
-      return Promise.reject(new StorageUnavailableError(this.db.where, error));
+      const failure = new StorageUnavailableError(this.db.where, error);
+      for (const writer of writers) writer.reject(failure);
+      return;
     }
     if (this.pending.length === 0 && !this.draining) this.oldestPendingAt = Date.now();
-    this.pending.push(item);
-    if (item.kind === 'issued') {
-      const run = this.unsettledTokens.get(item.runId) ?? new Map<string, UnsettledToken>();
-      this.unsettledTokens.set(item.runId, run);
-      run.set(item.sha256, { number: item.number, token: item.token });
-    } else if (item.kind === 'revoked') {
-      for (const entry of this.unsettledTokens.get(item.runId)?.values() ?? [])
-        if (entry.number === item.number) entry.token = item.token;
+    for (const item of items) {
+      this.pending.push(item);
+      if (item.kind === 'issued') {
+        const run = this.unsettledTokens.get(item.runId) ?? new Map<string, UnsettledToken>();
+        this.unsettledTokens.set(item.runId, run);
+        run.set(item.sha256, { number: item.number, token: item.token });
+      } else if (item.kind === 'revoked') {
+        for (const entry of this.unsettledTokens.get(item.runId)?.values() ?? [])
+          if (entry.number === item.number) entry.token = item.token;
+      }
     }
     this.schedule();
-    return Promise.resolve(true);
+    for (const writer of writers) writer.resolve(true);
   }
 
   pendingToken(runId: string, sha256: string): string | undefined {
@@ -135,10 +164,12 @@ export class JournalFileDrain {
 
   async settle(runId: string): Promise<void> {
     this.open.delete(runId);
+    this.writeOut();
     await this.flush();
   }
 
   async close(): Promise<void> {
+    this.writeOut();
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
