@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { text } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { postgresBin, startPostgres } from '../test/support/postgres.mjs';
 import { cpuLine, cpuPerCall, journeys, load, median, ms, signed, summary, threadTimes } from './measure.mjs';
 
@@ -35,6 +36,8 @@ const cli = process.env.BENCH_SERVE_CLI ?? fileURLToPath(new URL('../dist/cli.js
 const input = { mode: 'open', seconds, rate: 10, start: 'together' };
 /** BENCH_SERVE_NODE_ARGS: Node's flags for the service's process, e.g. `--cpu-prof --cpu-prof-dir=DIR`. */
 const serveNodeArgs = (process.env.BENCH_SERVE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+/** BENCH_LOCAL_NODE_ARGS: Node's flags for the local stages' process (to profile it beside the service). */
+const localNodeArgs = (process.env.BENCH_LOCAL_NODE_ARGS ?? '').split(' ').filter(Boolean);
 /** BENCH_SERVE_ARGS: more flags of `serve`, e.g. `--no-warm-up`. */
 const serveArgs = (process.env.BENCH_SERVE_ARGS ?? '').split(' ').filter(Boolean);
 
@@ -58,10 +61,8 @@ async function command(args, env) {
 /** A fresh instance of `serve` on `store` with `partners` partners: its process, address and keys. */
 async function freshService(store, round) {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-cold-'));
-  const env = {
-    ...process.env,
-    ...(store === 'postgres' && { DATABASE_URL: await postgres.database(`cold${round}`) }),
-  };
+  const database = store === 'postgres' ? await postgres.database(`cold${round}`) : undefined;
+  const env = { ...process.env, ...(database && { DATABASE_URL: database }) };
   const keys = [];
   for (let index = 0; index < partners; index += 1)
     keys.push(
@@ -115,6 +116,18 @@ async function freshService(store, round) {
   return {
     pid: child.pid,
     readyMs,
+    /** PostgreSQL: the connections opened to this instance's database so far (its server's count). */
+    async sessions() {
+      if (!database) return undefined;
+      const client = new pg.Client({ connectionString: database });
+      await client.connect();
+      const { rows } = await client.query(
+        'SELECT sessions FROM pg_stat_database WHERE datname = current_database()',
+      );
+      await client.end();
+      // This query's own connection is counted once it ends: the count before it.
+      return Number(rows[0].sessions);
+    },
     /** Every partner's runs, created at once (each partner's one after another). */
     async create() {
       const created = await Promise.all(
@@ -150,9 +163,13 @@ async function freshService(store, round) {
 
 /** Local stages in a fresh process: `restart()` closes the open ones and starts `runs` new. */
 function localProcess() {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./local-stages.mjs', import.meta.url))], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...localNodeArgs, fileURLToPath(new URL('./local-stages.mjs', import.meta.url))],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   return {
     pid: child.pid,
@@ -197,13 +214,23 @@ for (let round = 1; round <= rounds; round += 1) {
   console.log(line(`round ${round}, local stages, warm`, localWarm));
   for (const store of stores) {
     const service = await freshService(store, round);
+    const atReady = await service.sessions();
     const coldRuns = await service.create();
+    const atCold = await service.sessions();
     const cold = await measure(coldRuns, service.pid);
+    const afterCold = await service.sessions();
     await service.finish(coldRuns);
     const warmRuns = await service.create();
+    const atWarm = await service.sessions();
     const warm = await measure(warmRuns, service.pid);
+    const afterWarm = await service.sessions();
     await service.finish(warmRuns);
     await service.close();
+    // Each count includes the bench's own query before it (one connection each).
+    if (atReady !== undefined)
+      console.log(
+        `round ${round}, service ${store}: connections opened to PostgreSQL: ${atReady} by /readyz, ${atCold - atReady - 1} during the cold creations, ${afterCold - atCold - 1} during the cold journeys, ${afterWarm - atWarm - 1} during the warm journeys`,
+      );
     console.log(
       line(
         `round ${round}, service ${store}, cold (ready ${(service.readyMs / 1000).toFixed(2)} s after its start)`,
