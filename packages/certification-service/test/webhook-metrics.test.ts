@@ -112,7 +112,9 @@ describe('webhook delivery metrics on --metrics-port', () => {
       Date.now() < deadline &&
       !(
         value(after, 'certification_webhook_outbox', 'status="failed"') === 2 &&
-        value(after, 'certification_webhook_outbox', 'status="pending"') === 0
+        value(after, 'certification_webhook_outbox', 'status="pending"') === 0 &&
+        // The failure is counted once its attempt is recorded: a scrape can fall between the two.
+        value(after, 'certification_webhook_deliveries_failed_total') === 2
       )
     ) {
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -149,19 +151,29 @@ describe('webhook delivery metrics on --metrics-port', () => {
       expect(sample.labels).not.toMatch(/127\.0\.0\.1|whk_|msg_|run_/);
     // The log lines do carry the ids: each failed attempt names its webhook, event and attempt, the last
     // one of each delivery as failed (2 deliveries × 3 attempts, the control being that none succeeded).
-    const failures = service
-      .output()
-      .split('\n')
-      .flatMap((line) => {
-        try {
-          return [JSON.parse(line) as Record<string, unknown>];
-        } catch {
-          return [];
-        }
-      })
-      .filter(
-        (line) => String(line.event).startsWith('webhook.') && line.event !== 'webhook.leases_released',
-      );
+    // A line is written after its attempt is recorded, and asynchronously: the outbox can show the last
+    // failure before its line has reached this process, so the lines are awaited (10 s at most).
+    const webhookLines = () =>
+      service
+        .output()
+        .split('\n')
+        .flatMap((line) => {
+          try {
+            return [JSON.parse(line) as Record<string, unknown>];
+          } catch {
+            return [];
+          }
+        })
+        .filter(
+          (line) => String(line.event).startsWith('webhook.') && line.event !== 'webhook.leases_released',
+        );
+    const linesBy = Date.now() + 10_000;
+    while (
+      Date.now() < linesBy &&
+      webhookLines().filter((line) => line.event === 'webhook.delivery_failed').length < 2
+    )
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    const failures = webhookLines();
     expect(failures.map((line) => line.event).sort()).toEqual([
       ...Array(4).fill('webhook.attempt_failed'),
       ...Array(2).fill('webhook.delivery_failed'),
