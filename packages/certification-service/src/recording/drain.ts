@@ -49,6 +49,9 @@ export function journalFileDrain(db: Database, dir: string, options: DrainOption
   return new JournalFileDrain(db, openJournalFile(dir), options);
 }
 
+/** The outcome every write of one turn waits for, and how `writeOut` settles it. */
+type Turn = { written: Promise<boolean>; resolve: (kept: boolean) => void; reject: (error: unknown) => void };
+
 /** A token written to the file and not yet committed: its number and its JSON as it is now. */
 type UnsettledToken = { number: number; token: string };
 
@@ -79,9 +82,10 @@ export class JournalFileDrain {
   private oldestPendingAt = 0;
   /** When the last call was written (performance.now()). */
   private lastWriteAt = 0;
-  /** Calls to write at the end of this turn of the event loop (`writeOut`), and their writers. */
+  /** Calls to write at the end of this turn of the event loop (`writeOut`). */
   private unwritten: StoreItem[] = [];
-  private writers: Array<{ resolve: (kept: boolean) => void; reject: (error: unknown) => void }> = [];
+  /** What every write of this turn waits for: one outcome for all of them, settled by `writeOut`. */
+  private turn: Turn | undefined;
 
   constructor(
     private readonly db: Database,
@@ -114,9 +118,16 @@ export class JournalFileDrain {
     item.writtenAt = performance.now();
     this.lastWriteAt = item.writtenAt;
     item.context = context.active();
-    if (this.unwritten.length === 0) setImmediate(() => this.writeOut());
+    if (!this.turn) {
+      let settle!: Pick<Turn, 'resolve' | 'reject'>;
+      const written = new Promise<boolean>((resolve, reject) => {
+        settle = { resolve, reject };
+      });
+      this.turn = { written, ...settle };
+      setImmediate(() => this.writeOut());
+    }
     this.unwritten.push(item);
-    return new Promise<boolean>((resolve, reject) => this.writers.push({ resolve, reject }));
+    return this.turn.written;
   }
 
   /**
@@ -125,16 +136,15 @@ export class JournalFileDrain {
    * what was written before it is in what they flush.
    */
   private writeOut(): void {
-    if (this.unwritten.length === 0) return;
+    const turn = this.turn;
+    if (!turn) return;
     const items = this.unwritten;
-    const writers = this.writers;
     this.unwritten = [];
-    this.writers = [];
+    this.turn = undefined;
     try {
       this.file.append(items);
     } catch (error) {
-      const failure = new StorageUnavailableError(this.db.where, error);
-      for (const writer of writers) writer.reject(failure);
+      turn.reject(new StorageUnavailableError(this.db.where, error));
       return;
     }
     if (this.pending.length === 0 && !this.draining) this.oldestPendingAt = Date.now();
@@ -150,7 +160,7 @@ export class JournalFileDrain {
       }
     }
     this.schedule();
-    for (const writer of writers) writer.resolve(true);
+    turn.resolve(true);
   }
 
   pendingToken(runId: string, sha256: string): string | undefined {
