@@ -76,15 +76,30 @@ async function freshService(store, round) {
   const started = performance.now();
   const child = spawn(
     process.execPath,
-    [...serveNodeArgs, cli, 'serve', '--port', '0', '--data-dir', dir, '--log-format', 'json', ...serveArgs],
+    [
+      ...serveNodeArgs,
+      cli,
+      'serve',
+      '--port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--data-dir',
+      dir,
+      '--log-format',
+      'json',
+      ...serveArgs,
+    ],
     { env, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const lines = createInterface({ input: child.stdout });
   let url;
+  let metricsUrl;
   for await (const line of lines) {
     const event = JSON.parse(line);
     if (event.event === 'service.started') {
       url = event.url;
+      metricsUrl = event.metricsUrl;
       break;
     }
   }
@@ -116,6 +131,8 @@ async function freshService(store, round) {
   return {
     pid: child.pid,
     readyMs,
+    /** The grouped statements' figures so far (see `batchFigures`). */
+    batches: async () => batchFigures(await (await fetch(metricsUrl)).text()),
     /** PostgreSQL: the connections opened to this instance's database so far (its server's count). */
     async sessions() {
       if (!database) return undefined;
@@ -159,6 +176,42 @@ async function freshService(store, round) {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * From the service's metrics: by grouped statement (`number`, `record`, …), the statements sent, the
+ * items they carried, the seconds the items waited in the queue and the seconds the statements took
+ * (sums since the start: two readings give a window).
+ */
+function batchFigures(metrics) {
+  const figures = {};
+  const pattern =
+    /^certification_db_batch_(size|wait_seconds|duration_seconds)_(sum|count)\{([^}]*)\} (\S+)$/gm;
+  for (const [, what, kind, labels, value] of metrics.matchAll(pattern)) {
+    const name = /batch="([^"]*)"/.exec(labels)?.[1];
+    if (!name || (what === 'duration_seconds' && !labels.includes('outcome="ok"'))) continue;
+    figures[name] ??= { batches: 0, items: 0, wait: 0, took: 0 };
+    const figure = figures[name];
+    if (what === 'size' && kind === 'count') figure.batches = Number(value);
+    if (what === 'size' && kind === 'sum') figure.items = Number(value);
+    if (what === 'wait_seconds' && kind === 'sum') figure.wait = Number(value);
+    if (what === 'duration_seconds' && kind === 'sum') figure.took = Number(value);
+  }
+  return figures;
+}
+
+/** The grouped statements of a window (`after` less `before`, batchFigures): items, mean wait and time. */
+function batchLine(before, after) {
+  return Object.entries(after)
+    .map(([name, figure]) => {
+      const was = before[name] ?? { batches: 0, items: 0, wait: 0, took: 0 };
+      const batches = figure.batches - was.batches;
+      const items = figure.items - was.items;
+      if (batches === 0) return undefined;
+      return `${name} ${items} items in ${batches} statements, wait ${ms((1000 * (figure.wait - was.wait)) / items)}, statement ${ms((1000 * (figure.took - was.took)) / batches)} (means)`;
+    })
+    .filter(Boolean)
+    .join('; ');
 }
 
 /** Local stages in a fresh process: `restart()` closes the open ones and starts `runs` new. */
@@ -217,13 +270,17 @@ for (let round = 1; round <= rounds; round += 1) {
     const atReady = await service.sessions();
     const coldRuns = await service.create();
     const atCold = await service.sessions();
+    const batchesCold = await service.batches();
     const cold = await measure(coldRuns, service.pid);
     const afterCold = await service.sessions();
+    const batchesAfterCold = await service.batches();
     await service.finish(coldRuns);
     const warmRuns = await service.create();
     const atWarm = await service.sessions();
+    const batchesWarm = await service.batches();
     const warm = await measure(warmRuns, service.pid);
     const afterWarm = await service.sessions();
+    const batchesAfterWarm = await service.batches();
     await service.finish(warmRuns);
     await service.close();
     // Each count includes the bench's own query before it (one connection each).
@@ -239,6 +296,8 @@ for (let round = 1; round <= rounds; round += 1) {
       ),
     );
     console.log(`${line(`round ${round}, service ${store}, warm`, warm, localWarm)}; load average ${load()}`);
+    console.log(`round ${round}, service ${store}, grouped statements, cold: ${batchLine(batchesCold, batchesAfterCold)}`);
+    console.log(`round ${round}, service ${store}, grouped statements, warm: ${batchLine(batchesWarm, batchesAfterWarm)}`);
     added[`${store} cold`].push(cold.p99 - localCold.p99);
     added[`${store} warm`].push(warm.p99 - localWarm.p99);
     if (cold.cpu && localCold.cpu) cpuRatio[store].push(cold.cpu.http / localCold.cpu.http);
