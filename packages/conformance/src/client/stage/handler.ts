@@ -85,8 +85,13 @@ interface Arrival {
   target: string;
 }
 
+/** A request being served: as it arrived, with its number as the ledger gives it (asked on arrival). */
+interface Numbered extends Arrival {
+  seq: Promise<number>;
+}
+
 /** A request read whole, with the exchange being recorded for it and what it is known to carry. */
-interface ReadRequest extends Arrival {
+interface ReadRequest extends Numbered {
   body: Buffer;
   text: string;
   /** The target without its query. */
@@ -118,15 +123,23 @@ export function createStageHandler(context: StageHandlerContext) {
   };
 }
 
-/** Numbers a request, reads its body within the stage's budget, and answers it (or refuses it unread). */
-async function handle(stage: Stage, arrival: Arrival): Promise<void> {
-  const { server, req, target } = arrival;
-  const number = await stage.ledger.nextSeq();
+/**
+ * Numbers a request, reads its body within the stage's budget, and answers it (or refuses it unread).
+ * The number is asked for on arrival (numbers follow arrival order) and waited for only where it is
+ * needed: before a token request is played, after an API call's delay, before the record. A ledger whose
+ * numbering is a database's round trip (a hosted stage's) then numbers while the body is read and the
+ * API's delay runs, not before.
+ */
+async function handle(stage: Stage, { server, req, res, target }: Arrival): Promise<void> {
+  const seq = stage.ledger.nextSeq();
+  // Waited for below; a request that fails before (its body unreadable) leaves its number unused.
+  seq.catch(() => {});
+  const arrival: Numbered = { server, req, res, target, seq };
   const at = stage.since();
   const method = req.method ?? '';
   const read = await readBody(req, stage.budget);
   const base: ExchangeBase = {
-    seq: number,
+    seq: 0,
     server,
     at,
     method,
@@ -150,7 +163,7 @@ async function handle(stage: Stage, arrival: Arrival): Promise<void> {
  */
 async function refuseUnread(
   stage: Stage,
-  { server, req, res, target }: Arrival,
+  { server, req, res, target, seq }: Numbered,
   base: ExchangeBase,
   read: 'too-large' | 'over-budget',
 ): Promise<void> {
@@ -173,18 +186,20 @@ async function refuseUnread(
     responseBody: answer,
     error: read === 'over-budget' ? 'temporarily_unavailable' : 'invalid_request',
   };
+  exchange.seq = await seq;
   if (stage.recordBeforeAnswer) await stage.ledger.record(exchange);
   await send(res, status, { 'content-type': 'application/json', connection: 'close' }, answer);
   if (!stage.recordBeforeAnswer) await stage.ledger.record(exchange);
 }
 
 /** Answers a request read whole (the scenario plan first, the mock for the rest) and records it. */
-async function respond(stage: Stage, arrival: Arrival, body: Buffer, base: ExchangeBase): Promise<void> {
+async function respond(stage: Stage, arrival: Numbered, body: Buffer, base: ExchangeBase): Promise<void> {
   const request = await readRequest(stage, arrival, body, base);
   const { exchange, res } = request;
   const answer =
     arrival.server === 'auth' ? await answerAuth(stage, request) : await answerApi(stage, request);
   keepAnswer(stage, exchange, answer);
+  exchange.seq = await arrival.seq;
   if (stage.recordBeforeAnswer) {
     exchange.end = stage.since();
     await stage.ledger.record(exchange);
@@ -199,7 +214,7 @@ async function respond(stage: Stage, arrival: Arrival, body: Buffer, base: Excha
 /** A request's exchange as recorded before its answer: its body (digest, kind, kept text) and its leaks. */
 async function readRequest(
   stage: Stage,
-  arrival: Arrival,
+  arrival: Numbered,
   body: Buffer,
   base: ExchangeBase,
 ): Promise<ReadRequest> {
@@ -233,15 +248,19 @@ async function readRequest(
 /** The token endpoint's answer: the narrowed grant played, the mock's token recorded, then the delay. */
 async function answerAuth(stage: Stage, request: ReadRequest): Promise<StageAnswer> {
   const { req, target, path, exchange } = request;
+  exchange.seq = await request.seq;
   const { forwarded, refused } = await playTokenRequest(stage, request);
   if (path === '/oauth/token') stage.mock.setTokenTtl(stage.ttlNow());
   const answer = refused ?? (await dispatchBuffered('auth', req, target, forwarded, stage.mock));
-  if (path === '/oauth/token' && answer.status === 200) {
-    const draft = stage.draftOf(answer.body, exchange.seq);
-    if (draft) exchange.issued = (await stage.ledger.issue(draft)).ref;
-  }
+  // The token is registered while the delay runs (a hosted stage stores it in its database), and known
+  // before its answer leaves.
+  const draft =
+    path === '/oauth/token' && answer.status === 200 ? stage.draftOf(answer.body, exchange.seq) : undefined;
+  const issuing = draft && stage.ledger.issue(draft);
+  issuing?.catch(() => {}); // waited for below, after the delay
   if (stage.tokenDelayMs > 0 && path === '/oauth/token')
     await new Promise((r) => setTimeout(r, stage.tokenDelayMs));
+  if (issuing) exchange.issued = (await issuing).ref;
   return answer;
 }
 
@@ -278,6 +297,7 @@ async function playTokenRequest(
 async function answerApi(stage: Stage, request: ReadRequest): Promise<StageAnswer> {
   const { req, res, target, path, body, exchange, reader, known, bearerValue } = request;
   if (stage.apiDelayMs > 0) await new Promise((r) => setTimeout(r, stage.apiDelayMs));
+  exchange.seq = await request.seq;
   const bearer = reader.bearerOf(req.headers.authorization);
   if (bearer) exchange.bearer = bearer;
   const issued = bearer?.wellFormed && bearerValue ? known.get(bearerValue) : undefined;

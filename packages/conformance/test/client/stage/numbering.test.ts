@@ -1,0 +1,138 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { memoryLedger } from '../../../src/client/stage/ledger.js';
+import {
+  generateStageSigningKey,
+  type HostedStage,
+  openHostedStage,
+  playScenarios,
+} from '../../../src/index.js';
+
+/**
+ * How long the ledger below takes to hand out a number and to register a token, and the stage's delays
+ * of an API call and of a token.
+ */
+const numberingMs = 400;
+const issuingMs = 400;
+const apiDelayMs = 400;
+const tokenDelayMs = 400;
+
+/**
+ * A stage whose ledger numbers and registers tokens slowly (as a database shared by instances does, a
+ * round trip away): each number is taken at once, in the order asked, and handed back `numberingMs`
+ * later; a token is registered at once and its reference handed back `issuingMs` later.
+ */
+describe("a stage waits for its ledger's round trips only where it needs their answers", () => {
+  const ledger = memoryLedger({ maxExchanges: 100, scenarios: playScenarios(new Set(), ['read:loans']) });
+  const asked: number[] = [];
+  let stage: HostedStage;
+  let server: Server;
+  let origin = '';
+  const client = {
+    clientId: 'numbering-client',
+    clientSecret: 'numbering-secret-0123456789abcdef',
+    partnerId: 'numbering-partner',
+    authorizedScopes: ['read:loans'],
+  };
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const url = req.url ?? '/';
+      const [, prefix] = /^\/(auth|api)/.exec(url) ?? [];
+      if (!prefix) {
+        res.writeHead(404).end();
+        return;
+      }
+      void stage.handle(prefix as 'auth' | 'api', req, res, url.slice(prefix.length + 1) || '/');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    stage = await openHostedStage({
+      ledger: {
+        ...ledger,
+        async nextSeq() {
+          const seq = await ledger.nextSeq();
+          asked.push(seq);
+          await new Promise((resolve) => setTimeout(resolve, numberingMs));
+          return seq;
+        },
+        async issue(draft) {
+          const issued = await ledger.issue(draft);
+          await new Promise((resolve) => setTimeout(resolve, issuingMs));
+          return issued;
+        },
+      },
+      client,
+      authUrl: `${origin}/auth`,
+      baseUrl: `${origin}/api`,
+      startedAtEpoch: Date.now(),
+      ttlSeconds: 60,
+      longTtlSeconds: 60,
+      signingKey: await generateStageSigningKey(),
+      tokenDelayMs,
+      apiDelayMs,
+    });
+  });
+
+  afterAll(async () => {
+    await stage?.close();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  it("an API call's numbering runs during its delay and a token's registering during its own; numbers follow arrival order", async () => {
+    const asking = performance.now();
+    const token = await fetch(`${origin}/auth/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: client.clientId,
+        client_secret: client.clientSecret,
+        scope: 'read:loans',
+      }),
+    }).then((response) => response.json() as Promise<{ access_token: string }>);
+    const tokenMs = performance.now() - asking;
+    expect(token.access_token).toBeTruthy();
+    // Its number, then its delay (a stage that skipped either would answer sooner) …
+    expect(tokenMs).toBeGreaterThanOrEqual(numberingMs + tokenDelayMs - 5);
+    // … with the token registered meanwhile: after the delay, it would take 1,200 ms.
+    expect(tokenMs, 'the token was registered, then delayed').toBeLessThan(
+      numberingMs + tokenDelayMs + issuingMs / 2,
+    );
+
+    const call = async () => {
+      const sent = performance.now();
+      const response = await fetch(`${origin}/api/v3/partner/${client.partnerId}/loans?limit=5`, {
+        headers: { authorization: `Bearer ${token.access_token}` },
+      });
+      await response.arrayBuffer();
+      return { status: response.status, ms: performance.now() - sent };
+    };
+    const first = call();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const [one, two] = await Promise.all([first, call()]);
+    expect([one.status, two.status]).toEqual([200, 200]);
+    // The delay is kept (a stage that skipped it would answer sooner) …
+    expect(one.ms).toBeGreaterThanOrEqual(apiDelayMs - 5);
+    // … and the number is not waited for first: that would take numberingMs + apiDelayMs (800 ms).
+    expect(one.ms, 'the call waited for its number, then for its delay').toBeLessThan(
+      apiDelayMs + numberingMs / 2,
+    );
+    expect(two.ms).toBeLessThan(apiDelayMs + numberingMs / 2);
+
+    // Every request was numbered once, in the order it arrived, and recorded under that number.
+    const { exchanges } = ledger.contents();
+    expect(asked).toEqual([1, 2, 3]);
+    expect(
+      exchanges.map((exchange) => [exchange.seq, exchange.server, exchange.status, exchange.issued]),
+    ).toEqual([
+      [1, 'auth', 200, 'T1'],
+      [2, 'api', 200, undefined],
+      [3, 'api', 200, undefined],
+    ]);
+    // The token the stage registered is the one the API calls carried.
+    expect(exchanges[1]!.bearer?.token).toBe('T1');
+    expect(exchanges[1]!.at).toBeLessThan(exchanges[2]!.at);
+  });
+});
