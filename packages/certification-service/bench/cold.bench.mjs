@@ -296,8 +296,12 @@ for (let round = 1; round <= rounds; round += 1) {
       ),
     );
     console.log(`${line(`round ${round}, service ${store}, warm`, warm, localWarm)}; load average ${load()}`);
-    console.log(`round ${round}, service ${store}, grouped statements, cold: ${batchLine(batchesCold, batchesAfterCold)}`);
-    console.log(`round ${round}, service ${store}, grouped statements, warm: ${batchLine(batchesWarm, batchesAfterWarm)}`);
+    console.log(
+      `round ${round}, service ${store}, grouped statements, cold: ${batchLine(batchesCold, batchesAfterCold)}`,
+    );
+    console.log(
+      `round ${round}, service ${store}, grouped statements, warm: ${batchLine(batchesWarm, batchesAfterWarm)}`,
+    );
     added[`${store} cold`].push(cold.p99 - localCold.p99);
     added[`${store} warm`].push(warm.p99 - localWarm.p99);
     if (cold.cpu && localCold.cpu) cpuRatio[store].push(cold.cpu.http / localCold.cpu.http);
