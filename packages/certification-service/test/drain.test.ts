@@ -500,11 +500,20 @@ describe('tokens through the journal file', () => {
     const id = await newRun();
     let stalled = true;
     const waiting: (() => void)[] = [];
+    // Every statement waits (a token issued straight to the database is one whose commit need not wait
+    // for the disk).
+    const stall = async () => {
+      if (stalled) await new Promise<void>((resolve) => waiting.push(resolve));
+    };
     const stalling: Database = {
       ...svc.db,
       query: async (text, params) => {
-        if (stalled) await new Promise<void>((resolve) => waiting.push(resolve));
+        await stall();
         return svc.db.query(text, params);
+      },
+      queryUnflushed: async (text, params) => {
+        await stall();
+        return svc.db.queryUnflushed(text, params);
       },
     };
     const timeout = (ms: number) => new Promise((resolve) => setTimeout(() => resolve('timed out'), ms));

@@ -51,11 +51,12 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     connectionTimeoutMillis: 10_000,
   });
   // Connections for statements that need not wait for the disk (see queryUnflushed): the runs' grouped
-  // numbering and scenario writes, one statement in flight each, so that neither waits behind the
-  // records, token issues and reads of the main pool (nor those behind them).
+  // numbering and scenario writes, one statement in flight each, and token issues (three at most, as
+  // records: `recordsInFlight`), so that none waits behind the records and reads of the main pool (nor
+  // those behind them).
   const unflushed = new pg.Pool({
     connectionString: url,
-    max: 2,
+    max: 5,
     connectionTimeoutMillis: 10_000,
     options: '-c synchronous_commit=off',
   });

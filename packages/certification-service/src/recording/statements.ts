@@ -88,8 +88,12 @@ function issueTokens(db: Database) {
       // One statement: each open run's token count moves on by its tokens in the batch, and each token
       // is stored by hash with its number and reference (`T1`, `T2`, …), listed in the session while the
       // run keeps exchanges.
-      // Runs are locked in id order, as `record` does, so that the two never deadlock.
-      const rows = await db.query<{ id: string; base: number }>(
+      // Runs are locked in id order, as `record` does, so that the two never deadlock. The commit does not
+      // wait for the disk: a token's answer leaves only after its call's record, whose commit (which
+      // waits) flushes this one too (PostgreSQL writes its log in order); and the run's row is then held
+      // locked the time of the statement, not of a flush, so the run's other calls do not queue behind
+      // it. A token lost with its server never reached the client.
+      const rows = await db.queryUnflushed<{ id: string; base: number }>(
         `WITH open AS (
            SELECT id FROM runs WHERE id = ANY($1) AND status = 'open' AND expires_at > now() ORDER BY id FOR UPDATE),
          counted AS (

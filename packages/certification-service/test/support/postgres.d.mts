@@ -8,6 +8,11 @@ export interface ThrowawayPostgres {
   database(name: string): Promise<string>;
   /** Stops the server (an outage: connections refused), keeping its data for `resume`. */
   halt(): Promise<void>;
+  /**
+   * A crash: the server and every process of it SIGKILLed at once, nothing written that was not written
+   * already; `resume` starts it again, recovering from its log.
+   */
+  crash(): Promise<void>;
   /** Starts the halted server again on the same port and data; resolves once it accepts connections. */
   resume(): Promise<void>;
   stop(): Promise<void>;
@@ -17,4 +22,8 @@ export interface ThrowawayPostgres {
  * authentication, removed on stop; as root it runs as Debian's `postgres` user. `durable` keeps
  * PostgreSQL's flushes to disk (fsync), as a production server has them; tests turn them off.
  */
-export function startPostgres(options?: { durable?: boolean }): Promise<ThrowawayPostgres>;
+export function startPostgres(options?: {
+  durable?: boolean;
+  /** More server settings (`-c name=value`). */
+  settings?: Record<string, string>;
+}): Promise<ThrowawayPostgres>;

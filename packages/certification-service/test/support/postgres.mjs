@@ -42,9 +42,10 @@ export const freePort = () =>
 /**
  * A throwaway PostgreSQL cluster from Debian's binaries, on 127.0.0.1 and a random port, trust
  * authentication, removed on stop; `durable` keeps fsync on (a bench), tests turn it off. PostgreSQL refuses to run as root: as root, it runs as the
- * `postgres` user Debian's package creates.
+ * `postgres` user Debian's package creates. `settings` are more server settings (`-c name=value`).
+ * @param {{ durable?: boolean, settings?: Record<string, string> }} [options]
  */
-export async function startPostgres({ durable = false } = {}) {
+export async function startPostgres({ durable = false, settings = {} } = {}) {
   const bin = postgresBin();
   if (!bin)
     throw new Error('PostgreSQL is not installed: apt-get install postgresql (the test needs its binaries)');
@@ -78,6 +79,7 @@ export async function startPostgres({ durable = false } = {}) {
         ...(durable ? [] : ['-c', 'fsync=off']),
         '-c',
         'max_connections=200',
+        ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
       ],
       { stdio: 'ignore', ...user },
     );
@@ -119,6 +121,39 @@ export async function startPostgres({ durable = false } = {}) {
     },
     /** Stops the server (an outage: connections refused), keeping its data for `resume`. */
     halt,
+    /**
+     * A crash: the server and every process of it SIGKILLed at once (the postmaster stopped first, so that
+     * it starts nothing meanwhile), with nothing written that was not written already. `resume` then
+     * starts it again, recovering from its log as after a power cut of the server alone.
+     */
+    async crash() {
+      const postmaster = /** @type {number} */ (server.pid);
+      process.kill(postmaster, 'SIGSTOP');
+      /** The state and parent of process `pid`, undefined once it is gone. */
+      const stat = (pid) => {
+        try {
+          const [state, parent] = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+          return { state, parent: Number(parent) };
+        } catch {
+          return undefined;
+        }
+      };
+      const children = readdirSync('/proc')
+        .filter((name) => /^\d+$/.test(name) && stat(name)?.parent === postmaster)
+        .map(Number);
+      for (const pid of [...children, postmaster])
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone meanwhile.
+        }
+      // Dead once gone or a zombie (nothing of it left attached to the server's shared memory).
+      const deadline = Date.now() + 10_000;
+      while ([...children, postmaster].some((pid) => (stat(pid)?.state ?? 'Z') !== 'Z')) {
+        if (Date.now() > deadline) throw new Error('PostgreSQL did not die on SIGKILL within 10 s');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
     /** Starts the halted server again on the same port and data; resolves once it accepts connections. */
     async resume() {
       server = launch();
