@@ -84,3 +84,24 @@ export function sharedSigningKey(): Promise<RsaKeyPair> {
   signingKey ??= generateKeyPair('RS256', { modulusLength: 2048 });
   return signingKey;
 }
+
+/**
+ * A client-credentials token request in the form (RFC 6749 §4.4) to `tokenUrl`, with `more` parameters
+ * (`scope`, `audience`): the answer as it comes.
+ */
+export function clientCredentialsRequest(
+  tokenUrl: string,
+  client: { clientId: string; clientSecret: string },
+  more: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(tokenUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+      ...more,
+    }),
+  });
+}

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { clampText, fitSession } from '../../src/client/session-bounds.js';
 import { formatSession, parseSession, startStage } from '../../src/index.js';
+import { clientCredentialsRequest } from '../helpers.js';
 import { loans, sessionOf, tokenRequest } from './support/session.js';
 
 // The recorder keeps every value within the bounds the session reader enforces, so that a genuine
@@ -113,16 +114,9 @@ describe('the stage saves a session that --judge reads back, whatever the client
       });
       await response.arrayBuffer();
       // And a proper request, so the session has something a check passes on.
-      const good = await fetch(stage.tokenUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({
-          grant_type: 'client_credentials',
-          client_id: stage.client.clientId,
-          client_secret: stage.client.clientSecret,
-          scope: 'read:loans',
-          audience: stage.audience,
-        }),
+      const good = await clientCredentialsRequest(stage.tokenUrl, stage.client, {
+        scope: 'read:loans',
+        audience: stage.audience,
       });
       expect(good.status).toBe(200);
     } finally {

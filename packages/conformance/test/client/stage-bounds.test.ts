@@ -1,6 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { formatSession, parseSession, startStage } from '../../src/index.js';
+import { clientCredentialsRequest } from '../helpers.js';
 
 /** Opens a connection that sends `bytes` of a body announced as bigger, and never finishes it. */
 function holdBody(port: number, bytes: number): Promise<{ socket: Socket; answer: () => string }> {
@@ -56,15 +57,9 @@ describe('the stage holds a bounded amount of request bodies at once', () => {
     const stage = await startStage({ maxExchanges: 5, tokenDelayMs: 0 });
     try {
       for (let index = 0; index < 12; index++)
-        await fetch(stage.tokenUrl, {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({
-            grant_type: 'client_credentials',
-            client_id: stage.client.clientId,
-            client_secret: stage.client.clientSecret,
-          }),
-        }).then((response) => response.arrayBuffer());
+        await clientCredentialsRequest(stage.tokenUrl, stage.client).then((response) =>
+          response.arrayBuffer(),
+        );
     } finally {
       await stage.close();
     }

@@ -8,6 +8,7 @@ import {
   openHostedStage,
   playScenarios,
 } from '../../../src/index.js';
+import { clientCredentialsRequest } from '../../helpers.js';
 
 /**
  * How long the ledger below takes to hand out a number and to register a token, and the stage's delays
@@ -82,15 +83,8 @@ describe("a stage waits for its ledger's round trips only where it needs their a
 
   it("an API call's numbering runs during its delay and a token's registering during its own; numbers follow arrival order", async () => {
     const asking = performance.now();
-    const token = await fetch(`${origin}/auth/oauth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        client_id: client.clientId,
-        client_secret: client.clientSecret,
-        scope: 'read:loans',
-      }),
+    const token = await clientCredentialsRequest(`${origin}/auth/oauth/token`, client, {
+      scope: 'read:loans',
     }).then((response) => response.json() as Promise<{ access_token: string }>);
     const tokenMs = performance.now() - asking;
     expect(token.access_token).toBeTruthy();
