@@ -7,8 +7,9 @@
 // `partner-conformance client` started in a fresh process of their own (cold), then restarted in it
 // (warm), measured in the same round. Both sides keep the stages' default delays (100 ms a token, 20 ms a
 // call), the defaults of `serve`. BENCH_COLD_ROUNDS (3) rounds, each local stages then each store of
-// BENCH_STORES (embedded,postgres); prints every round, the ranges, CPU per call of the service's process
-// (its HTTP thread and its other threads) against the local process's, and PASS/FAIL of the target: added
+// BENCH_STORES (embedded,postgres); prints every round (with each grouped statement's items, mean queue
+// wait and mean time over each journey, from the instance's metrics), the ranges, CPU per call of the
+// service's process (its HTTP thread and its other threads) against the local process's, and PASS/FAIL of the target: added
 // p99 under 5 ms, cold, on the median of the rounds. BENCH_SERVE_NODE_ARGS gives the service's process Node
 // flags (to profile it: `--cpu-prof --cpu-prof-dir=DIR`), BENCH_SERVE_ARGS more flags of `serve` (e.g.
 // `--no-warm-up`). Build first (`pnpm build`).
