@@ -247,7 +247,7 @@ async function measure(envs, pid) {
 }
 
 const line = (what, result, baseline) =>
-  `${what}: ${result.calls} calls, p50 ${ms(result.p50)}${baseline ? ` (${signed(result.p50 - baseline.p50)})` : ''}, p99 ${ms(result.p99)}${baseline ? ` (${signed(result.p99 - baseline.p99)})` : ''}; tokens p99 ${ms(result.tokenP99)}; not 200: ${JSON.stringify(result.statuses)}; ${cpuLine(result.cpu)}`;
+  `${what}: ${result.calls} calls, p50 ${ms(result.p50)}${baseline ? ` (${signed(result.p50 - baseline.p50)})` : ''}, p99 ${ms(result.p99)}${baseline ? ` (${signed(result.p99 - baseline.p99)})` : ''}; tokens p99 ${ms(result.tokenP99)}; not 200: ${JSON.stringify(result.statuses)}; ${cpuLine(result.cpu)}; 401 by reason: ${JSON.stringify(result.refusals)}`;
 
 console.log(
   `${partners} partners × ${runsPerPartner} runs × 10 calls/s starting together for ${seconds} s, the service started fresh (stores: ${stores.join(', ')}${serveArgs.length ? `; serve ${serveArgs.join(' ')}` : ''}${process.env.BENCH_SERVE_CLI ? `; ${cli}` : ''}); load average ${load()}`,

@@ -11,7 +11,8 @@
 //   open loop: a slow answer does not delay the next call, so queueing is measured, not hidden);
 //   latency is counted from the time the call was meant to be sent. `start` "together" starts every
 //   run at the same instant; "spread" starts them evenly over `spreadMs` (one short token lifetime).
-//   Output: per run {api: [ms], quiet: [ms], token: [ms], answered, statuses} (`quiet`: the latencies
+//   Output: per run {api: [ms], quiet: [ms], token: [ms], answered, statuses, refusals} (`refusals`: the
+//   calls refused 401 by the reason their answers give; `quiet`: the latencies
 //   of the calls that no token request of any run overlapped); with `trace`, also `traced`: each
 //   call's [intended time in ms from the start, latency in ms, status].
 // A run may carry `origins` (several service instances sharing one database): its requests then go to
@@ -135,6 +136,15 @@ const count = (statuses, status) => {
   statuses[status] = (statuses[status] ?? 0) + 1;
 };
 
+/** Why a call was refused 401, as its answer says (`error_description`, cut), to tell expiry from revocation. */
+const refusalReason = (body) => {
+  try {
+    return String(JSON.parse(body).error_description ?? 'no description').slice(0, 60);
+  } catch {
+    return 'not JSON';
+  }
+};
+
 /** One run, `inFlight` calls at a time for `seconds`. */
 async function throughput(env, { seconds, inFlight }) {
   const statuses = {};
@@ -197,6 +207,8 @@ function openLoop(env, { seconds, rate, startAt, t0, trace }) {
   const traced = [];
   const token = [];
   const statuses = {};
+  /** The calls refused 401, by the reason their answers give. */
+  const refusals = {};
   let answered = 0;
   const run = tokens(env, (latency, status) => {
     token.push(latency);
@@ -230,7 +242,10 @@ function openLoop(env, { seconds, rate, startAt, t0, trace }) {
               ]);
             answered += 1;
             if (answer.status !== 200) count(statuses, answer.status);
-            if (answer.status === 401) void run.refused(current, performance.now()).catch(() => {});
+            if (answer.status === 401) {
+              count(refusals, refusalReason(answer.body));
+              void run.refused(current, performance.now()).catch(() => {});
+            }
           } catch (error) {
             count(statuses, `error ${error.code ?? error.message}`);
           }
@@ -244,6 +259,7 @@ function openLoop(env, { seconds, rate, startAt, t0, trace }) {
     token,
     answered,
     statuses,
+    refusals,
     ...(trace && { traced }),
   }));
 }

@@ -79,6 +79,11 @@ export function summary(all) {
   for (const item of all)
     for (const [status, count] of Object.entries(item.statuses))
       statuses[status] = (statuses[status] ?? 0) + count;
+  /** The calls refused 401, by the reason their answers give (open loop only). */
+  const refusals = {};
+  for (const item of all)
+    for (const [reason, count] of Object.entries(item.refusals ?? {}))
+      refusals[reason] = (refusals[reason] ?? 0) + count;
   return {
     calls: api.length,
     p50: quantile(api, 0.5),
@@ -89,5 +94,6 @@ export function summary(all) {
     tokenP50: quantile(token, 0.5),
     tokenP99: quantile(token, 0.99),
     statuses,
+    refusals,
   };
 }
