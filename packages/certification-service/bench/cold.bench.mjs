@@ -179,6 +179,9 @@ async function freshService(store, round) {
   };
 }
 
+/** A grouped statement's figures before its first statement. */
+const noFigure = { batches: 0, items: 0, wait: 0, took: 0 };
+
 /**
  * From the service's metrics: by grouped statement (`number`, `record`, …), the statements sent, the
  * items they carried, the seconds the items waited in the queue and the seconds the statements took
@@ -191,7 +194,7 @@ function batchFigures(metrics) {
   for (const [, what, kind, labels, value] of metrics.matchAll(pattern)) {
     const name = /batch="([^"]*)"/.exec(labels)?.[1];
     if (!name || (what === 'duration_seconds' && !labels.includes('outcome="ok"'))) continue;
-    figures[name] ??= { batches: 0, items: 0, wait: 0, took: 0 };
+    figures[name] ??= { ...noFigure };
     const figure = figures[name];
     if (what === 'size' && kind === 'count') figure.batches = Number(value);
     if (what === 'size' && kind === 'sum') figure.items = Number(value);
@@ -205,7 +208,7 @@ function batchFigures(metrics) {
 function batchLine(before, after) {
   return Object.entries(after)
     .map(([name, figure]) => {
-      const was = before[name] ?? { batches: 0, items: 0, wait: 0, took: 0 };
+      const was = before[name] ?? noFigure;
       const batches = figure.batches - was.batches;
       const items = figure.items - was.items;
       if (batches === 0) return undefined;

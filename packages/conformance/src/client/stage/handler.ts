@@ -199,7 +199,6 @@ async function respond(stage: Stage, arrival: Numbered, body: Buffer, base: Exch
   const answer =
     arrival.server === 'auth' ? await answerAuth(stage, request) : await answerApi(stage, request);
   keepAnswer(stage, exchange, answer);
-  exchange.seq = await arrival.seq;
   if (stage.recordBeforeAnswer) {
     exchange.end = stage.since();
     await stage.ledger.record(exchange);
