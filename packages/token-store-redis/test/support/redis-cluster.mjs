@@ -105,25 +105,40 @@ export async function startCluster() {
         await sleep(200);
       }
     },
-    /** The port of the primary serving `key`'s slot. */
+    /**
+     * The port of the primary serving `key`'s slot, as the primaries say of themselves: each live
+     * node's own line (`myself,master`) and the slots it claims; of two claims (a restarted primary
+     * that has not heard of its successor yet), the higher config epoch wins, as in the cluster. Not
+     * one node's view of the others: gossip reaches a replica later than the promoted primary (and the
+     * store) knows of the promotion. Throws when no live node claims the slot (before a promotion).
+     */
     async primaryOf(key) {
-      const [anyNode] = alive();
-      // Polled many times a second during a failover: over a connection kept open, not redis-cli.
+      const nodesNow = alive();
+      // Polled many times a second during a failover: over connections kept open, not redis-cli.
       if (!slots.has(key))
-        slots.set(key, Number(await pollCommand(anyNode.port, ['CLUSTER', 'KEYSLOT', key])));
+        slots.set(key, Number(await pollCommand(nodesNow[0].port, ['CLUSTER', 'KEYSLOT', key])));
       const slot = slots.get(key);
-      const lines = String(await pollCommand(anyNode.port, ['CLUSTER', 'NODES']))
-        .trim()
-        .split('\n');
-      for (const line of lines) {
-        const [, address, flags, , , , , , ...ranges] = line.split(' ');
-        if (!flags.includes('master') || flags.includes('fail')) continue;
-        for (const range of ranges) {
+      const views = await Promise.all(
+        nodesNow.map((n) => pollCommand(n.port, ['CLUSTER', 'NODES']).catch(() => '')),
+      );
+      let owner;
+      for (const view of views) {
+        const self = String(view)
+          .trim()
+          .split('\n')
+          .find((line) => line.split(' ')[2]?.split(',').includes('myself'));
+        if (self === undefined) continue;
+        const [, address, flags, , , , epoch, , ...ranges] = self.split(' ');
+        if (!flags.split(',').includes('master')) continue;
+        const claims = ranges.some((range) => {
           const [from, to = from] = range.split('-').map(Number);
-          if (slot >= from && slot <= to) return Number(address.split(':')[1].split('@')[0]);
-        }
+          return slot >= from && slot <= to;
+        });
+        if (claims && (owner === undefined || Number(epoch) > owner.epoch))
+          owner = { port: Number(address.split(':')[1].split('@')[0]), epoch: Number(epoch) };
       }
-      throw new Error(`no primary found for slot ${slot}`);
+      if (owner === undefined) throw new Error(`no live primary claims slot ${slot}`);
+      return owner.port;
     },
     /** SIGKILL of one node (a lost primary). */
     async kill(port) {
