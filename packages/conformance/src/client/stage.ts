@@ -61,7 +61,7 @@ export interface StageOptions {
   port?: number;
   /** Port of the token endpoint. Default 0 (random). */
   authPort?: number;
-  /** Delay of every token answer in ms. Default 100. */
+  /** A token answer leaves no sooner than this many ms after its request was read (its work runs meanwhile). Default 100. */
   tokenDelayMs?: number;
   /** Delay before every API call is answered, in ms. Default 20. */
   apiDelayMs?: number;

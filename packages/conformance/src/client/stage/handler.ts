@@ -244,9 +244,17 @@ async function readRequest(
   return { ...arrival, body, text, path: target.split('?')[0]!, exchange, reader, known, bearerValue };
 }
 
-/** The token endpoint's answer: the narrowed grant played, the mock's token recorded, then the delay. */
+/**
+ * The token endpoint's answer, no sooner than the delay after the request was read: the call's number,
+ * the narrowed grant played, the mock's token and its registration (a hosted stage's database round
+ * trips) all run while the delay does.
+ */
 async function answerAuth(stage: Stage, request: ReadRequest): Promise<StageAnswer> {
   const { req, target, path, exchange } = request;
+  const delay =
+    stage.tokenDelayMs > 0 && path === '/oauth/token'
+      ? new Promise((r) => setTimeout(r, stage.tokenDelayMs))
+      : undefined;
   exchange.seq = await request.seq;
   const { forwarded, refused } = await playTokenRequest(stage, request);
   if (path === '/oauth/token') stage.mock.setTokenTtl(stage.ttlNow());
@@ -257,8 +265,7 @@ async function answerAuth(stage: Stage, request: ReadRequest): Promise<StageAnsw
     path === '/oauth/token' && answer.status === 200 ? stage.draftOf(answer.body, exchange.seq) : undefined;
   const issuing = draft && stage.ledger.issue(draft);
   issuing?.catch(() => {}); // waited for below, after the delay
-  if (stage.tokenDelayMs > 0 && path === '/oauth/token')
-    await new Promise((r) => setTimeout(r, stage.tokenDelayMs));
+  await delay;
   if (issuing) exchange.issued = (await issuing).ref;
   return answer;
 }
