@@ -8,14 +8,16 @@
 // (warm), measured in the same round. Both sides keep the stages' default delays (100 ms a token, 20 ms a
 // call), the defaults of `serve`. BENCH_COLD_ROUNDS (3) rounds, each local stages then each store of
 // BENCH_STORES (embedded,postgres); prints every round (with each grouped statement's items, mean queue
-// wait and mean time over each journey, from the instance's metrics), the ranges, CPU per call of the
+// wait and mean time over each journey, and what the service added to its stages' token and API answers
+// beyond their delays, from the instance's metrics), the ranges, CPU per call of the
 // service's process (its HTTP thread and its other threads) against the local process's, and PASS/FAIL of the target: added
 // p99 under 5 ms, cold, on the median of the rounds. BENCH_SERVE_NODE_ARGS gives the service's process Node
 // flags (to profile it: `--cpu-prof --cpu-prof-dir=DIR`), BENCH_SERVE_ARGS more flags of `serve` (e.g.
-// `--no-warm-up`). Build first (`pnpm build`).
+// `--no-warm-up`), BENCH_SERVE_LOG a path prefix to keep each instance's request log. Build first
+// (`pnpm build`).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -39,6 +41,11 @@ const input = { mode: 'open', seconds, rate: 10, start: 'together' };
 const serveNodeArgs = (process.env.BENCH_SERVE_NODE_ARGS ?? '').split(' ').filter(Boolean);
 /** BENCH_LOCAL_NODE_ARGS: Node's flags for the local stages' process (to profile it beside the service). */
 const localNodeArgs = (process.env.BENCH_LOCAL_NODE_ARGS ?? '').split(' ').filter(Boolean);
+/**
+ * BENCH_SERVE_LOG: a path prefix; each instance's log lines (a JSON line a request, with its stage kind,
+ * status, run and duration) are kept in `PREFIX-STORE-ROUND.jsonl`, to see which calls were slow.
+ */
+const serveLog = process.env.BENCH_SERVE_LOG;
 /** BENCH_SERVE_ARGS: more flags of `serve`, e.g. `--no-warm-up`. */
 const serveArgs = (process.env.BENCH_SERVE_ARGS ?? '').split(' ').filter(Boolean);
 
@@ -105,7 +112,10 @@ async function freshService(store, round) {
     }
   }
   if (!url) throw new Error('serve ended before it said where it listens');
-  lines.on('line', () => {}); // its log lines are read and dropped
+  // Its log lines are read and dropped, or kept in a file of their own (BENCH_SERVE_LOG).
+  const kept = serveLog && createWriteStream(`${serveLog}-${store}-${round}.jsonl`);
+  lines.on('line', kept ? (line) => kept.write(`${line}\n`) : () => {});
+  if (kept) child.once('exit', () => kept.end());
   for (;;) {
     const ready = await fetch(`${url}/readyz`).catch(() => undefined);
     if (ready?.status === 200) break;
@@ -188,7 +198,7 @@ const noFigure = { batches: 0, items: 0, wait: 0, took: 0 };
  * (sums since the start: two readings give a window).
  */
 function batchFigures(metrics) {
-  const figures = {};
+  const figures = { added: addedFigures(metrics) };
   const pattern =
     /^certification_db_batch_(size|wait_seconds|duration_seconds)_(sum|count)\{([^}]*)\} (\S+)$/gm;
   for (const [, what, kind, labels, value] of metrics.matchAll(pattern)) {
@@ -204,9 +214,47 @@ function batchFigures(metrics) {
   return figures;
 }
 
+/**
+ * From the service's metrics: by stage call kind (`token`, `api`), what the service added to the calls
+ * answered (their time less the stage's delay): count, seconds in all, and how many took over 25 and
+ * over 100 ms more (sums since the start, as `batchFigures`).
+ */
+function addedFigures(metrics) {
+  const figures = {};
+  const pattern = /^certification_stage_added_latency_seconds_(sum|count|bucket)\{([^}]*)\} (\S+)$/gm;
+  for (const [, what, labels, value] of metrics.matchAll(pattern)) {
+    const kind = /kind="([^"]*)"/.exec(labels)?.[1];
+    if (kind !== 'token' && kind !== 'api') continue;
+    figures[kind] ??= { count: 0, sum: 0, within25: 0, within100: 0 };
+    const le = /le="([^"]*)"/.exec(labels)?.[1];
+    if (what === 'count') figures[kind].count = Number(value);
+    if (what === 'sum') figures[kind].sum = Number(value);
+    if (le === '0.025') figures[kind].within25 = Number(value);
+    if (le === '0.1') figures[kind].within100 = Number(value);
+  }
+  return figures;
+}
+
+/** What the service added to a window's stage calls, by kind (see `addedFigures`). */
+function addedLine(before, after) {
+  return ['token', 'api']
+    .map((kind) => {
+      const was = before[kind] ?? { count: 0, sum: 0, within25: 0, within100: 0 };
+      const now = after[kind];
+      const count = now ? now.count - was.count : 0;
+      if (!now || count === 0) return undefined;
+      const over25 = count - (now.within25 - was.within25);
+      const over100 = count - (now.within100 - was.within100);
+      return `${kind} ${count} calls, mean ${ms((1000 * (now.sum - was.sum)) / count)}, ${over25} over 25 ms, ${over100} over 100 ms`;
+    })
+    .filter(Boolean)
+    .join('; ');
+}
+
 /** The grouped statements of a window (`after` less `before`, batchFigures): items, mean wait and time. */
 function batchLine(before, after) {
   return Object.entries(after)
+    .filter(([name]) => name !== 'added')
     .map(([name, figure]) => {
       const was = before[name] ?? noFigure;
       const batches = figure.batches - was.batches;
@@ -304,7 +352,13 @@ for (let round = 1; round <= rounds; round += 1) {
       `round ${round}, service ${store}, grouped statements, cold: ${batchLine(batchesCold, batchesAfterCold)}`,
     );
     console.log(
+      `round ${round}, service ${store}, added by the service to the stage's answers, cold: ${addedLine(batchesCold.added, batchesAfterCold.added)}`,
+    );
+    console.log(
       `round ${round}, service ${store}, grouped statements, warm: ${batchLine(batchesWarm, batchesAfterWarm)}`,
+    );
+    console.log(
+      `round ${round}, service ${store}, added by the service to the stage's answers, warm: ${addedLine(batchesWarm.added, batchesAfterWarm.added)}`,
     );
     added[`${store} cold`].push(cold.p99 - localCold.p99);
     added[`${store} warm`].push(warm.p99 - localWarm.p99);
