@@ -189,7 +189,20 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
         // Two instances, each with its own pool and journal; each journal's writes of the scenario
         // state are counted: written, or refused because the row held another state.
         const writes: boolean[] = [];
-        const ledgers = [svc.db, other].map((db) => {
+        // The statements each instance sends (reads and writes alike).
+        const statements = [0, 0, 0];
+        const ledgerOn = (plain: Database, index: number) => {
+          const db: Database = {
+            ...plain,
+            query: (text, params) => {
+              statements[index]! += 1;
+              return plain.query(text, params);
+            },
+            queryUnflushed: (text, params) => {
+              statements[index]! += 1;
+              return plain.queryUnflushed(text, params);
+            },
+          };
           const journal = openJournal(db);
           return databaseLedger(
             db,
@@ -203,7 +216,8 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
             },
             { id, enabled: new Set(stage.enabled), grant: stage.grant, seq: 0, state: initial },
           );
-        });
+        };
+        const ledgers = [ledgerOn(svc.db, 0), ledgerOn(other, 1)];
         const draft = (value: string) => ({
           value,
           token: {
@@ -235,6 +249,24 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
         // Not vacuous: the two instances did write over each other's state, and were refused.
         expect(writes).toContain(false);
         expect(writes).toContain(true);
+        // A revoked token changes nothing: a third instance, which knows nothing of the revocation, reads
+        // the run's state (and the token) for a call with the copy read before it (not marked revoked) …
+        const third = ledgerOn(other, 2);
+        expect(first[1]!.revokedAt).toBeUndefined();
+        expect(await third.play('GET', path, first[1]!, 1500, 1500, 100)).toBe('revoked');
+        expect(statements[2]).toBeGreaterThan(0);
+        // … and refuses the next call with that token with no statement, as it does a call with the
+        // token read again, which says itself that it was revoked.
+        let sent = statements[2]!;
+        expect(await third.play('GET', path, first[1]!, 1500, 1500, 101)).toBe('revoked');
+        expect(statements[2], 'a call with a token seen revoked sent a statement').toBe(sent);
+        const revokedCopy = (await third.tokensByValue(['first-token-value-0001'])).get(
+          'first-token-value-0001',
+        )!;
+        expect(revokedCopy.revokedAt).toBeDefined();
+        sent = statements[2]!;
+        expect(await third.play('GET', path, revokedCopy, 1500, 1500, 102)).toBe('revoked');
+        expect(statements[2], 'a call with a token read as revoked sent a statement').toBe(sent);
         // Six calls with a second token: the 6th eligible call of the run is throttled, once.
         const second = await onBoth('second-token-value-0002');
         const next = await Promise.all(

@@ -212,11 +212,20 @@ function sharedPlay(db: Database, journal: Journal, run: ScenarioRun, sight: Sig
       [id, issued ? Number(issued.ref.slice(1)) : null],
     );
     if (!row?.open) throw new RunClosedError();
+    if (issued && row.token?.revokedAt !== undefined) ctx.revoked.add(issued.ref);
     ctx.known = row.scenario_state;
     learn(row.scenario_state);
     return { state: row.scenario_state, token: issued && (row.token ?? issued), read: true };
   }
-  const ctx: SharedContext = { run, journal, tokens, known: run.state, read: readScenarios, learn };
+  const ctx: SharedContext = {
+    run,
+    journal,
+    tokens,
+    known: run.state,
+    revoked: new Set(),
+    read: readScenarios,
+    learn,
+  };
   /**
    * Plays `change` on the run's scenario state, optimistically: the state is the one this instance last
    * knew (`known`), or read afresh (with `issued`'s token as the database has it) when it knows none or
@@ -252,6 +261,11 @@ function sharedPlay(db: Database, journal: Journal, run: ScenarioRun, sight: Sig
   return {
     withScenarios,
     play(method: string, path: string, issued: IssuedToken, now: number, at: number, seq: number) {
+      // A token revoked in a committed state (read with its revocation, or one this instance saw
+      // revoked) stays revoked whatever the state: its call is refused with no statement, at once or as
+      // soon as its turn comes, and changes nothing (it is not an eligible call; the revocation fired).
+      const refused = () => issued.revokedAt !== undefined || ctx.revoked.has(issued.ref);
+      if (refused()) return Promise.resolve('revoked' as const);
       // A call that cannot fire a step, with a token known to be current, is decided on the state last
       // seen (a revoked token says so itself), with no transaction.
       const quiet = () => sight.seen && !sight.mayFire(method) && tokens.trusted(issued);
@@ -263,7 +277,12 @@ function sharedPlay(db: Database, journal: Journal, run: ScenarioRun, sight: Sig
           return injected;
         },
         // The call before it in the queue may have settled what this one needed to play for.
-        () => (quiet() ? { value: sight.seen!.injectionFor(method, path, issued, now) } : undefined),
+        () =>
+          refused()
+            ? { value: 'revoked' as const }
+            : quiet()
+              ? { value: sight.seen!.injectionFor(method, path, issued, now) }
+              : undefined,
         issued,
       );
     },
@@ -277,6 +296,8 @@ interface SharedContext {
   tokens: RunTokens;
   /** The run's scenario state as this instance last read or wrote it (see `sharedPlay`). */
   known: ScenarioState | undefined;
+  /** The references of the run's tokens this instance saw revoked in a committed state. */
+  revoked: Set<string>;
   /** The run's scenario state and a token as the database holds them now (`known` follows). */
   read(
     issued: IssuedToken | undefined,
@@ -330,6 +351,7 @@ async function attempts<T>(
     });
     if (written) {
       // Committed: what it fired is now every instance's (and stays so).
+      if (revoked) ctx.revoked.add(revoked.ref);
       ctx.known = state;
       ctx.learn(state);
       return result;
