@@ -51,12 +51,12 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     connectionTimeoutMillis: 10_000,
   });
   // Connections for statements that need not wait for the disk (see queryUnflushed): the runs' grouped
-  // numbering and scenario writes, one statement in flight each, and token issues (three at most, as
+  // numbering, one statement in flight, and scenario writes and token issues (three at most each, as
   // records: `recordsInFlight`), so that none waits behind the records and reads of the main pool (nor
   // those behind them).
   const unflushed = new pg.Pool({
     connectionString: url,
-    max: 5,
+    max: 7,
     connectionTimeoutMillis: 10_000,
     options: '-c synchronous_commit=off',
   });

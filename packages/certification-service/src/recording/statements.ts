@@ -189,6 +189,9 @@ function playStates(db: Database) {
       const written = new Set(rows.map((row) => row.id));
       return all.map((item) => items.includes(item) && written.has(item.runId));
     },
-    { maxItems, alone: dataError, name: 'play' },
+    // Several at once, as records: a run has one play in flight at most (each instance plays a run's
+    // calls one at a time), so batches in flight together never hold the same row, and a batch waits for
+    // the locks of its own runs only, not behind another batch's.
+    { maxItems, alone: dataError, name: 'play', inFlight: inFlightOn(db) },
   );
 }
