@@ -142,8 +142,11 @@ async function freshService(store, round) {
   return {
     pid: child.pid,
     readyMs,
-    /** The grouped statements' figures so far (see `batchFigures`). */
-    batches: async () => batchFigures(await (await fetch(metricsUrl)).text()),
+    /** The grouped statements' figures and what the service added to its stages' answers, so far. */
+    async figures() {
+      const metrics = await (await fetch(metricsUrl)).text();
+      return { batches: batchFigures(metrics), added: addedFigures(metrics) };
+    },
     /** PostgreSQL: the connections opened to this instance's database so far (its server's count). */
     async sessions() {
       if (!database) return undefined;
@@ -198,7 +201,7 @@ const noFigure = { batches: 0, items: 0, wait: 0, took: 0 };
  * (sums since the start: two readings give a window).
  */
 function batchFigures(metrics) {
-  const figures = { added: addedFigures(metrics) };
+  const figures = {};
   const pattern =
     /^certification_db_batch_(size|wait_seconds|duration_seconds)_(sum|count)\{([^}]*)\} (\S+)$/gm;
   for (const [, what, kind, labels, value] of metrics.matchAll(pattern)) {
@@ -214,6 +217,9 @@ function batchFigures(metrics) {
   return figures;
 }
 
+/** What the service added to a stage call kind's answers before its first call. */
+const noAdded = { count: 0, sum: 0, within25: 0, within100: 0 };
+
 /**
  * From the service's metrics: by stage call kind (`token`, `api`), what the service added to the calls
  * answered (their time less the stage's delay): count, seconds in all, and how many took over 25 and
@@ -225,7 +231,7 @@ function addedFigures(metrics) {
   for (const [, what, labels, value] of metrics.matchAll(pattern)) {
     const kind = /kind="([^"]*)"/.exec(labels)?.[1];
     if (kind !== 'token' && kind !== 'api') continue;
-    figures[kind] ??= { count: 0, sum: 0, within25: 0, within100: 0 };
+    figures[kind] ??= { ...noAdded };
     const le = /le="([^"]*)"/.exec(labels)?.[1];
     if (what === 'count') figures[kind].count = Number(value);
     if (what === 'sum') figures[kind].sum = Number(value);
@@ -239,7 +245,7 @@ function addedFigures(metrics) {
 function addedLine(before, after) {
   return ['token', 'api']
     .map((kind) => {
-      const was = before[kind] ?? { count: 0, sum: 0, within25: 0, within100: 0 };
+      const was = before[kind] ?? noAdded;
       const now = after[kind];
       const count = now ? now.count - was.count : 0;
       if (!now || count === 0) return undefined;
@@ -254,7 +260,6 @@ function addedLine(before, after) {
 /** The grouped statements of a window (`after` less `before`, batchFigures): items, mean wait and time. */
 function batchLine(before, after) {
   return Object.entries(after)
-    .filter(([name]) => name !== 'added')
     .map(([name, figure]) => {
       const was = before[name] ?? noFigure;
       const batches = figure.batches - was.batches;
@@ -322,17 +327,17 @@ for (let round = 1; round <= rounds; round += 1) {
     const atReady = await service.sessions();
     const coldRuns = await service.create();
     const atCold = await service.sessions();
-    const batchesCold = await service.batches();
+    const figuresCold = await service.figures();
     const cold = await measure(coldRuns, service.pid);
     const afterCold = await service.sessions();
-    const batchesAfterCold = await service.batches();
+    const figuresAfterCold = await service.figures();
     await service.finish(coldRuns);
     const warmRuns = await service.create();
     const atWarm = await service.sessions();
-    const batchesWarm = await service.batches();
+    const figuresWarm = await service.figures();
     const warm = await measure(warmRuns, service.pid);
     const afterWarm = await service.sessions();
-    const batchesAfterWarm = await service.batches();
+    const figuresAfterWarm = await service.figures();
     await service.finish(warmRuns);
     await service.close();
     // Each count includes the bench's own query before it (one connection each).
@@ -349,16 +354,16 @@ for (let round = 1; round <= rounds; round += 1) {
     );
     console.log(`${line(`round ${round}, service ${store}, warm`, warm, localWarm)}; load average ${load()}`);
     console.log(
-      `round ${round}, service ${store}, grouped statements, cold: ${batchLine(batchesCold, batchesAfterCold)}`,
+      `round ${round}, service ${store}, grouped statements, cold: ${batchLine(figuresCold.batches, figuresAfterCold.batches)}`,
     );
     console.log(
-      `round ${round}, service ${store}, added by the service to the stage's answers, cold: ${addedLine(batchesCold.added, batchesAfterCold.added)}`,
+      `round ${round}, service ${store}, added by the service to the stage's answers, cold: ${addedLine(figuresCold.added, figuresAfterCold.added)}`,
     );
     console.log(
-      `round ${round}, service ${store}, grouped statements, warm: ${batchLine(batchesWarm, batchesAfterWarm)}`,
+      `round ${round}, service ${store}, grouped statements, warm: ${batchLine(figuresWarm.batches, figuresAfterWarm.batches)}`,
     );
     console.log(
-      `round ${round}, service ${store}, added by the service to the stage's answers, warm: ${addedLine(batchesWarm.added, batchesAfterWarm.added)}`,
+      `round ${round}, service ${store}, added by the service to the stage's answers, warm: ${addedLine(figuresWarm.added, figuresAfterWarm.added)}`,
     );
     added[`${store} cold`].push(cold.p99 - localCold.p99);
     added[`${store} warm`].push(warm.p99 - localWarm.p99);

@@ -261,28 +261,26 @@ function sharedPlay(db: Database, journal: Journal, run: ScenarioRun, sight: Sig
   return {
     withScenarios,
     play(method: string, path: string, issued: IssuedToken, now: number, at: number, seq: number) {
-      // A token revoked in a committed state (read with its revocation, or one this instance saw
-      // revoked) stays revoked whatever the state: its call is refused with no statement, at once or as
-      // soon as its turn comes, and changes nothing (it is not an eligible call; the revocation fired).
-      const refused = () => issued.revokedAt !== undefined || ctx.revoked.has(issued.ref);
-      if (refused()) return Promise.resolve('revoked' as const);
-      // A call that cannot fire a step, with a token known to be current, is decided on the state last
-      // seen (a revoked token says so itself), with no transaction.
-      const quiet = () => sight.seen && !sight.mayFire(method) && tokens.trusted(issued);
-      if (quiet()) return Promise.resolve(sight.seen!.injectionFor(method, path, issued, now));
+      // Decided with no statement: a token revoked in a committed state (read with its revocation, or
+      // one this instance saw revoked) stays revoked whatever the state, and its call changes nothing (it
+      // is not an eligible call; the revocation fired); a call that cannot fire a step, with a token
+      // known to be current, is decided on the state last seen. Checked on arrival and again when the
+      // call's turn comes: the call before it in the queue may have settled what this one needed.
+      const decided = () =>
+        issued.revokedAt !== undefined || ctx.revoked.has(issued.ref)
+          ? { value: 'revoked' as const }
+          : sight.seen && !sight.mayFire(method) && tokens.trusted(issued)
+            ? { value: sight.seen.injectionFor(method, path, issued, now) }
+            : undefined;
+      const settled = decided();
+      if (settled) return Promise.resolve(settled.value);
       return withScenarios(
         (player, token) => {
           const injected = player.injectionFor(method, path, token, now);
           if (injected) player.injected(injected, at, seq);
           return injected;
         },
-        // The call before it in the queue may have settled what this one needed to play for.
-        () =>
-          refused()
-            ? { value: 'revoked' as const }
-            : quiet()
-              ? { value: sight.seen!.injectionFor(method, path, issued, now) }
-              : undefined,
+        decided,
         issued,
       );
     },
