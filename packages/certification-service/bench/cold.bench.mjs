@@ -25,7 +25,18 @@ import { text } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { postgresBin, startPostgres } from '../test/support/postgres.mjs';
-import { cpuLine, cpuPerCall, journeys, load, median, ms, signed, summary, threadTimes } from './measure.mjs';
+import {
+  bySlot,
+  cpuLine,
+  cpuPerCall,
+  journeys,
+  load,
+  median,
+  ms,
+  signed,
+  summary,
+  threadTimes,
+} from './measure.mjs';
 
 const partners = Number(process.env.BENCH_PARTNERS ?? 10);
 const runsPerPartner = Number(process.env.BENCH_RUNS_PER_PARTNER ?? 5);
@@ -36,7 +47,7 @@ const target = 5;
 const runs = partners * runsPerPartner;
 /** BENCH_SERVE_CLI: another build's dist/cli.js to measure (e.g. a copy of the previous commit's, to compare). */
 const cli = process.env.BENCH_SERVE_CLI ?? fileURLToPath(new URL('../dist/cli.js', import.meta.url));
-const input = { mode: 'open', seconds, rate: 10, start: 'together' };
+const input = { mode: 'open', seconds, rate: 10, start: 'together', trace: process.env.BENCH_SLOTS === '1' };
 /** BENCH_SERVE_NODE_ARGS: Node's flags for the service's process, e.g. `--cpu-prof --cpu-prof-dir=DIR`. */
 const serveNodeArgs = (process.env.BENCH_SERVE_NODE_ARGS ?? '').split(' ').filter(Boolean);
 /** BENCH_LOCAL_NODE_ARGS: Node's flags for the local stages' process (to profile it beside the service). */
@@ -46,6 +57,12 @@ const localNodeArgs = (process.env.BENCH_LOCAL_NODE_ARGS ?? '').split(' ').filte
  * status, run and duration) are kept in `PREFIX-STORE-ROUND.jsonl`, to see which calls were slow.
  */
 const serveLog = process.env.BENCH_SERVE_LOG;
+/**
+ * BENCH_SLOTS=1: the client's latencies by 200-ms slot of each journey's first BENCH_SLOT_SECONDS (3),
+ * local stages against the service, cold and warm: where in the journey the added p99 comes from.
+ */
+const slots = process.env.BENCH_SLOTS === '1';
+const slotSeconds = Number(process.env.BENCH_SLOT_SECONDS ?? 3);
 /** BENCH_SERVE_ARGS: more flags of `serve`, e.g. `--no-warm-up`. */
 const serveArgs = (process.env.BENCH_SERVE_ARGS ?? '').split(' ').filter(Boolean);
 
@@ -298,9 +315,23 @@ function localProcess() {
 /** One measure: the journeys on `envs`, the latencies and the CPU per call of process `pid`. */
 async function measure(envs, pid) {
   const before = threadTimes(pid);
-  const result = summary(await journeys({ ...input, runs: envs }));
-  return { ...result, cpu: cpuPerCall(before, result.calls + result.tokens, pid) };
+  const all = await journeys({ ...input, runs: envs });
+  const result = summary(all);
+  return {
+    ...result,
+    cpu: cpuPerCall(before, result.calls + result.tokens, pid),
+    ...(slots && { slots: bySlot(all, 200, slotSeconds) }),
+  };
 }
+
+/** The slots of a service measure against the local stages' (BENCH_SLOTS): p50 and p99 of each, ms. */
+const slotLine = (what, result, baseline) =>
+  `${what}, by 200-ms slot from the start, p50/p99 service (local): ${result.slots
+    .map((slot, index) => {
+      const local = baseline.slots[index];
+      return `${index * 200}: ${slot.p50.toFixed(0)}/${slot.p99.toFixed(0)} (${local?.p50.toFixed(0)}/${local?.p99.toFixed(0)})`;
+    })
+    .join(', ')}`;
 
 const line = (what, result, baseline) =>
   `${what}: ${result.calls} calls, p50 ${ms(result.p50)}${baseline ? ` (${signed(result.p50 - baseline.p50)})` : ''}, p99 ${ms(result.p99)}${baseline ? ` (${signed(result.p99 - baseline.p99)})` : ''}; tokens p99 ${ms(result.tokenP99)}; not 200: ${JSON.stringify(result.statuses)}; ${cpuLine(result.cpu)}; 401 by reason: ${JSON.stringify(result.refusals)}`;
@@ -365,6 +396,10 @@ for (let round = 1; round <= rounds; round += 1) {
     console.log(
       `round ${round}, service ${store}, added by the service to the stage's answers, warm: ${addedLine(figuresWarm.added, figuresAfterWarm.added)}`,
     );
+    if (slots) {
+      console.log(slotLine(`round ${round}, service ${store}, cold`, cold, localCold));
+      console.log(slotLine(`round ${round}, service ${store}, warm`, warm, localWarm));
+    }
     added[`${store} cold`].push(cold.p99 - localCold.p99);
     added[`${store} warm`].push(warm.p99 - localWarm.p99);
     if (cold.cpu && localCold.cpu) cpuRatio[store].push(cold.cpu.http / localCold.cpu.http);

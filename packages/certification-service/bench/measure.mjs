@@ -70,6 +70,20 @@ export async function journeys(input) {
   return JSON.parse(output);
 }
 
+/**
+ * The open loop's calls (traced: `trace` in the input) by slot of `slotMs` of their intended time over
+ * the first `seconds`: each slot's calls, p50 and p99 (ms).
+ */
+export function bySlot(all, slotMs, seconds) {
+  const latencies = Array.from({ length: Math.ceil((seconds * 1000) / slotMs) }, () => []);
+  for (const item of all)
+    for (const [at, latency] of item.traced ?? []) latencies[Math.floor(at / slotMs)]?.push(latency);
+  return latencies.map((slot) => {
+    slot.sort((a, b) => a - b);
+    return { calls: slot.length, p50: quantile(slot, 0.5) ?? 0, p99: quantile(slot, 0.99) ?? 0 };
+  });
+}
+
 /** The open loop's answers of every run together: calls and token requests, their p50 and p99, statuses. */
 export function summary(all) {
   const api = all.flatMap((item) => item.api).sort((a, b) => a - b);
