@@ -6,6 +6,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partnerLimiter } from '../src/http/fairness.js';
 import { openDatabase } from '../src/index.js';
+import { busyThreshold, threadUse } from '../src/observability/thread-use.js';
 import { keyThreads, stageKeyPool } from '../src/runs/stage-keys.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { api, type CreatedRun } from './support/service.js';
@@ -122,6 +123,7 @@ describe('stage key pool', () => {
     const pool = stageKeyPool({
       size: 1,
       lanes: 1,
+      settleMs: 0,
       generate: async () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
         made += 1;
@@ -154,6 +156,105 @@ describe('stage key pool', () => {
       ]),
     ).resolves.toBe('A at once');
     pool.close();
+  });
+
+  it('holds a key for the pool back while the HTTP thread is busy, but never a key a creation waits for', async () => {
+    let busy = true;
+    let looks = 0;
+    let made = 0;
+    const pool = stageKeyPool({
+      size: 2,
+      deferMs: 10,
+      settleMs: 0,
+      busy: () => {
+        looks += 1;
+        return busy;
+      },
+      generate: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        made += 1;
+        return { privateKeyPem: `key ${made}`, publicKeyPem: `pub ${made}` };
+      },
+    });
+    // Busy: the first creation waits for its key, which is generated all the same.
+    expect((await pool.take('A')).privateKeyPem).toBe('key 1');
+    // No creation waits now: the pool's keys wait while the thread stays busy, asking again and again.
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(made).toBe(1);
+    expect(pool.ready()).toBe(0);
+    expect(looks).toBeGreaterThanOrEqual(2);
+    // Another creation meanwhile is served at once from a key made for it.
+    expect((await pool.take('B')).privateKeyPem).toBe('key 2');
+    // The burst passes: the pool fills to its size.
+    busy = false;
+    for (let waited = 0; pool.ready() < 2 && waited < 200; waited += 1)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(pool.ready()).toBe(2);
+    expect(made).toBe(4);
+    pool.close();
+  });
+
+  it('starts a key for the pool only once no creation has come for settleMs', async () => {
+    let made = 0;
+    const pool = stageKeyPool({
+      size: 1,
+      settleMs: 150,
+      busy: () => false,
+      generate: async () => {
+        made += 1;
+        return { privateKeyPem: `key ${made}`, publicKeyPem: `pub ${made}` };
+      },
+    });
+    const took = performance.now();
+    await pool.take('A');
+    // Each creation within the hold starts it again: no key for the pool meanwhile.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await pool.take('B');
+    const lastTook = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(made).toBe(2);
+    expect(pool.ready()).toBe(0);
+    // Then the pool fills, no sooner than the hold after the last creation.
+    for (let waited = 0; pool.ready() < 1 && waited < 200; waited += 1)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(pool.ready()).toBe(1);
+    expect(performance.now() - lastTook).toBeGreaterThanOrEqual(145);
+    expect(performance.now() - took).toBeGreaterThanOrEqual(245);
+    pool.close();
+  });
+
+  it('counts settleMs from when a creation that waited was served, not from when it asked', async () => {
+    const started: number[] = [];
+    const pool = stageKeyPool({
+      size: 1,
+      settleMs: 150,
+      busy: () => false,
+      generate: async () => {
+        started.push(performance.now());
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        return { privateKeyPem: `key ${started.length}`, publicKeyPem: `pub ${started.length}` };
+      },
+    });
+    await pool.take('A'); // asked at once, served when its key is done, about 100 ms later
+    const served = performance.now();
+    for (let waited = 0; started.length < 2 && waited < 200; waited += 1)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(started).toHaveLength(2);
+    // The pool's key began no sooner than the hold after the creation was served (asked + 150 ms would
+    // be about 50 ms after it).
+    expect(started[1]! - served).toBeGreaterThanOrEqual(145);
+    pool.close();
+  });
+
+  it("measures the thread's use: a loop held busy is over the threshold, one waiting for timers is not", async () => {
+    const use = threadUse();
+    const until = performance.now() + 120;
+    while (performance.now() < until) {
+      // held busy, as a burst of requests holds the HTTP thread
+    }
+    expect(use()).toBeGreaterThan(busyThreshold);
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(use()).toBeLessThan(busyThreshold);
   });
 
   it.runIf(process.platform === 'linux')(

@@ -4,6 +4,7 @@ import { observedStatement } from '../db/batched.js';
 import type { Database } from '../db/database.js';
 import { StorageUnavailableError } from '../errors.js';
 import type { LogLine } from '../observability/logger.js';
+import { busyThreshold, threadUse } from '../observability/thread-use.js';
 import { type JournalFile, openJournalFile } from './journal-file.js';
 import { dataError, described, notStored, type StoreItem, storeEntries } from './store.js';
 
@@ -61,7 +62,6 @@ export class JournalFileDrain {
   private readonly maxPending: number;
   private readonly maxDeferMs: number;
   private readonly quietMs: number;
-  private readonly busyThreshold = 0.7;
   private readonly log: LogLine;
   /** Runs that may record, until when (epoch ms). */
   private readonly open = new Map<string, number>();
@@ -78,7 +78,7 @@ export class JournalFileDrain {
   private failures = 0;
   private closed = false;
   /** The thread's use since the last look (0..1): a drain waits while requests keep it busy. */
-  private lastLook = performance.eventLoopUtilization();
+  private readonly use = threadUse();
   private oldestPendingAt = 0;
   /** When the last call was written (performance.now()). */
   private lastWriteAt = 0;
@@ -201,13 +201,11 @@ export class JournalFileDrain {
         this.schedule(this.quietMs, since);
         return;
       }
-      const look = performance.eventLoopUtilization();
-      const busy = performance.eventLoopUtilization(look, this.lastLook).utilization;
-      this.lastLook = look;
+      const busy = this.use();
       // While requests keep this thread busy (a burst of calls), what is written waits in the file,
       // up to `maxDeferMs` and half of `maxPending`: the drain runs when the burst has passed.
       if (
-        busy > this.busyThreshold &&
+        busy > busyThreshold &&
         Date.now() - this.oldestPendingAt < this.maxDeferMs &&
         this.pending.length < this.maxPending / 2
       ) {

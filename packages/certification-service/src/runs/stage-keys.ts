@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { StageSigningKey } from '@partner-lending/conformance';
 import { InternalError } from '../errors.js';
+import { busyThreshold, threadUse } from '../observability/thread-use.js';
 
 /**
  * Run stage keys (RSA-2048) prepared ahead, so that a run's creation takes one instead of generating
@@ -12,7 +13,11 @@ import { InternalError } from '../errors.js';
  * took the latest one, so that one partner's stream of creations waits behind itself and another
  * partner's creation finds a key ready, or waits for the next one done. While
  * creations of more than one partner wait, up to `lanes` keys are generated at once. The pool fills
- * from the first `take` on.
+ * from the first `take` on; a key for the pool, which no creation waits for, is started only once no
+ * creation has come for `settleMs` and while requests do not keep the HTTP thread busy (`busy`): the
+ * runs just created start their journeys together, and on a machine of few cores a key takes a whole
+ * one for a few hundred ms, which their first second needs (a key thread's lower OS priority did not
+ * keep it off the core on a 2-core machine).
  */
 export interface StageKeyPool {
   /** A key for a creation of `partnerId`'s; the waiting partner whose last key is oldest is served first. */
@@ -22,11 +27,38 @@ export interface StageKeyPool {
   close(): void;
 }
 
-export function stageKeyPool(
-  options: { size?: number; lanes?: number; generate?: () => Promise<StageSigningKey> } = {},
-): StageKeyPool {
+export interface StageKeyPoolOptions {
+  /** Keys kept ready (default 4). */
+  size?: number;
+  /** Keys generated at once at most, while creations of several partners wait (default 2). */
+  lanes?: number;
+  /** Generates a key (default: on key threads, see `keyThreads`). */
+  generate?: () => Promise<StageSigningKey>;
+  /**
+   * Whether requests keep the HTTP thread busy now: a key for the pool then waits, and asks again every
+   * `deferMs` (default: the thread's event loop used over 70% since the last look, see `threadUse`).
+   */
+  busy?: () => boolean;
+  /** How often a key for the pool held back by `busy` asks again (ms, default 100). */
+  deferMs?: number;
+  /**
+   * A key for the pool waits until no creation has come for this long (ms, default 2000): the journeys
+   * of the runs just created open meanwhile. Creations more often than that get keys made for them.
+   */
+  settleMs?: number;
+}
+
+export function stageKeyPool(options: StageKeyPoolOptions = {}): StageKeyPool {
   const size = options.size ?? 4;
   const lanes = Math.max(1, options.lanes ?? 2);
+  const deferMs = options.deferMs ?? 100;
+  const settleMs = options.settleMs ?? 2000;
+  /** When a creation last took a key, asked for one or was served one that it waited for (performance.now()). */
+  let lastTakeAt = Number.NEGATIVE_INFINITY;
+  const use = options.busy ? undefined : threadUse();
+  const busy = options.busy ?? (() => use!() > busyThreshold);
+  /** The next look at `busy` for a key for the pool that waited. */
+  let deferred: NodeJS.Timeout | undefined;
   const threads = options.generate ? undefined : keyThreads();
   const generate = options.generate ?? (() => threads!.generate());
   const ready: StageSigningKey[] = [];
@@ -44,6 +76,21 @@ export function stageKeyPool(
     // One lane, and one more per other partner waiting, up to `lanes`.
     const allowed = Math.min(lanes, Math.max(1, turns.partnersWaiting()));
     if (generating >= allowed || closed || ready.length + generating >= size + turns.waiting()) return;
+    // A key no creation waits for: not within `settleMs` of a creation, nor while requests keep the HTTP
+    // thread busy (a creation that comes meanwhile starts one at once, being waited for).
+    if (turns.waiting() === 0) {
+      const hold = lastTakeAt + settleMs - performance.now();
+      if (hold > 0 || busy()) {
+        deferred ??= setTimeout(
+          () => {
+            deferred = undefined;
+            fill();
+          },
+          Math.max(hold, deferMs),
+        ).unref();
+        return;
+      }
+    }
     generating += 1;
     generate().then(
       (key) => {
@@ -51,8 +98,11 @@ export function stageKeyPool(
         // With none ready, the partner that took the latest key does not take this one: it is kept for
         // the next partner, who then finds a key at once (the next one done goes to the first).
         const next = size > 0 && ready.length === 0 ? turns.next(turns.latest()) : turns.next();
-        if (next) next.resolve(key);
-        else ready.push(key);
+        if (next) {
+          // A creation served now: its run's journey starts now too.
+          lastTakeAt = performance.now();
+          next.resolve(key);
+        } else ready.push(key);
         fill();
       },
       (error: unknown) => {
@@ -69,6 +119,7 @@ export function stageKeyPool(
   // restart under load) spends nothing on keys.
   return {
     take(partnerId = '') {
+      lastTakeAt = performance.now();
       const key = keptFrom(partnerId) ? undefined : ready.shift();
       let promise: Promise<StageSigningKey>;
       if (key) {
@@ -84,6 +135,7 @@ export function stageKeyPool(
     ready: () => ready.length,
     close() {
       closed = true;
+      clearTimeout(deferred);
       turns.rejectAll('the service is stopping');
       threads?.close();
     },
