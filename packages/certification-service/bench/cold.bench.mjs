@@ -47,7 +47,13 @@ const target = 5;
 const runs = partners * runsPerPartner;
 /** BENCH_SERVE_CLI: another build's dist/cli.js to measure (e.g. a copy of the previous commit's, to compare). */
 const cli = process.env.BENCH_SERVE_CLI ?? fileURLToPath(new URL('../dist/cli.js', import.meta.url));
-const input = { mode: 'open', seconds, rate: 10, start: 'together', trace: process.env.BENCH_SLOTS === '1' };
+/**
+ * BENCH_SLOTS=1: the client's latencies by 200-ms slot of each journey's first BENCH_SLOT_SECONDS (3),
+ * local stages against the service, cold and warm: where in the journey the added p99 comes from.
+ */
+const slots = process.env.BENCH_SLOTS === '1';
+const slotSeconds = Number(process.env.BENCH_SLOT_SECONDS ?? 3);
+const input = { mode: 'open', seconds, rate: 10, start: 'together', trace: slots };
 /** BENCH_SERVE_NODE_ARGS: Node's flags for the service's process, e.g. `--cpu-prof --cpu-prof-dir=DIR`. */
 const serveNodeArgs = (process.env.BENCH_SERVE_NODE_ARGS ?? '').split(' ').filter(Boolean);
 /** BENCH_LOCAL_NODE_ARGS: Node's flags for the local stages' process (to profile it beside the service). */
@@ -57,12 +63,6 @@ const localNodeArgs = (process.env.BENCH_LOCAL_NODE_ARGS ?? '').split(' ').filte
  * status, run and duration) are kept in `PREFIX-STORE-ROUND.jsonl`, to see which calls were slow.
  */
 const serveLog = process.env.BENCH_SERVE_LOG;
-/**
- * BENCH_SLOTS=1: the client's latencies by 200-ms slot of each journey's first BENCH_SLOT_SECONDS (3),
- * local stages against the service, cold and warm: where in the journey the added p99 comes from.
- */
-const slots = process.env.BENCH_SLOTS === '1';
-const slotSeconds = Number(process.env.BENCH_SLOT_SECONDS ?? 3);
 /** BENCH_SERVE_ARGS: more flags of `serve`, e.g. `--no-warm-up`. */
 const serveArgs = (process.env.BENCH_SERVE_ARGS ?? '').split(' ').filter(Boolean);
 

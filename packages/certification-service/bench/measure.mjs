@@ -72,7 +72,7 @@ export async function journeys(input) {
 
 /**
  * The open loop's calls (traced: `trace` in the input) by slot of `slotMs` of their intended time over
- * the first `seconds`: each slot's calls, p50 and p99 (ms).
+ * the first `seconds`: each slot's calls, p50, p99 and max (ms).
  */
 export function bySlot(all, slotMs, seconds) {
   const latencies = Array.from({ length: Math.ceil((seconds * 1000) / slotMs) }, () => []);
@@ -80,7 +80,12 @@ export function bySlot(all, slotMs, seconds) {
     for (const [at, latency] of item.traced ?? []) latencies[Math.floor(at / slotMs)]?.push(latency);
   return latencies.map((slot) => {
     slot.sort((a, b) => a - b);
-    return { calls: slot.length, p50: quantile(slot, 0.5) ?? 0, p99: quantile(slot, 0.99) ?? 0 };
+    return {
+      calls: slot.length,
+      p50: quantile(slot, 0.5) ?? 0,
+      p99: quantile(slot, 0.99) ?? 0,
+      max: slot.at(-1) ?? 0,
+    };
   });
 }
 

@@ -37,6 +37,7 @@ import pg from 'pg';
 import { addPartner, loadSigningKey, metricsRegistry, openDatabase, startService } from '../dist/index.js';
 import { postgresBin, startPostgres } from '../test/support/postgres.mjs';
 import {
+  bySlot,
   cpuLine,
   cpuPerCall,
   journeys,
@@ -446,13 +447,7 @@ if (parts.includes('throughput')) {
 const traceSeconds = Number(process.env.BENCH_TRACE_SECONDS ?? 5);
 const tracing = process.env.BENCH_TRACE === '1';
 function worstByWindow(all) {
-  const worst = [];
-  for (const item of all)
-    for (const [at, latency] of item.traced ?? []) {
-      const window = Math.floor(at / 500);
-      if (window < (traceSeconds * 1000) / 500) worst[window] = Math.max(worst[window] ?? 0, latency);
-    }
-  return worst;
+  return bySlot(all, 500, traceSeconds).map((slot) => (slot.calls > 0 ? slot.max : undefined));
 }
 
 /** The service's grouped statements so far, by batch: statements, items, seconds spent, seconds waited. */
@@ -699,7 +694,7 @@ if (parts.includes('latency')) {
             );
           const [localWorst, serviceWorst] = [worstByWindow(localResults), worstByWindow(results)];
           console.log(
-            `slowest call per 500 ms from the start, local stages / service ${name}: ${serviceWorst.map((value, index) => `${index * 0.5}s ${localWorst[index] ?? '-'}/${value}`).join(', ')}`,
+            `slowest call per 500 ms from the start, local stages / service ${name}: ${serviceWorst.map((value, index) => `${index * 0.5}s ${localWorst[index] ?? '-'}/${value ?? '-'}`).join(', ')}`,
           );
         }
         console.log(

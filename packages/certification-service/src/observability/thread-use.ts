@@ -19,3 +19,9 @@ export function threadUse(): () => number {
     return use;
   };
 }
+
+/** Whether requests keep the calling thread busy: its use over `busyThreshold` since the previous call. */
+export function threadBusy(): () => boolean {
+  const use = threadUse();
+  return () => use() > busyThreshold;
+}

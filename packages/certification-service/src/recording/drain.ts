@@ -4,7 +4,7 @@ import { observedStatement } from '../db/batched.js';
 import type { Database } from '../db/database.js';
 import { StorageUnavailableError } from '../errors.js';
 import type { LogLine } from '../observability/logger.js';
-import { busyThreshold, threadUse } from '../observability/thread-use.js';
+import { threadBusy } from '../observability/thread-use.js';
 import { type JournalFile, openJournalFile } from './journal-file.js';
 import { dataError, described, notStored, type StoreItem, storeEntries } from './store.js';
 
@@ -77,8 +77,8 @@ export class JournalFileDrain {
   private draining: Promise<void> | undefined;
   private failures = 0;
   private closed = false;
-  /** The thread's use since the last look (0..1): a drain waits while requests keep it busy. */
-  private readonly use = threadUse();
+  /** Whether requests kept the thread busy since the last look: a drain then waits. */
+  private readonly busy = threadBusy();
   private oldestPendingAt = 0;
   /** When the last call was written (performance.now()). */
   private lastWriteAt = 0;
@@ -201,11 +201,10 @@ export class JournalFileDrain {
         this.schedule(this.quietMs, since);
         return;
       }
-      const busy = this.use();
       // While requests keep this thread busy (a burst of calls), what is written waits in the file,
       // up to `maxDeferMs` and half of `maxPending`: the drain runs when the burst has passed.
       if (
-        busy > busyThreshold &&
+        this.busy() &&
         Date.now() - this.oldestPendingAt < this.maxDeferMs &&
         this.pending.length < this.maxPending / 2
       ) {

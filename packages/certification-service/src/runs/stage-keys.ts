@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { StageSigningKey } from '@partner-lending/conformance';
 import { InternalError } from '../errors.js';
-import { busyThreshold, threadUse } from '../observability/thread-use.js';
+import { threadBusy } from '../observability/thread-use.js';
 
 /**
  * Run stage keys (RSA-2048) prepared ahead, so that a run's creation takes one instead of generating
@@ -36,7 +36,7 @@ export interface StageKeyPoolOptions {
   generate?: () => Promise<StageSigningKey>;
   /**
    * Whether requests keep the HTTP thread busy now: a key for the pool then waits, and asks again every
-   * `deferMs` (default: the thread's event loop used over 70% since the last look, see `threadUse`).
+   * `deferMs` (default: the thread's event loop used over 70% since the last look, see `threadBusy`).
    */
   busy?: () => boolean;
   /** How often a key for the pool held back by `busy` asks again (ms, default 100). */
@@ -55,8 +55,7 @@ export function stageKeyPool(options: StageKeyPoolOptions = {}): StageKeyPool {
   const settleMs = options.settleMs ?? 2000;
   /** When a creation last took a key, asked for one or was served one that it waited for (performance.now()). */
   let lastTakeAt = Number.NEGATIVE_INFINITY;
-  const use = options.busy ? undefined : threadUse();
-  const busy = options.busy ?? (() => use!() > busyThreshold);
+  const busy = options.busy ?? threadBusy();
   /** The next look at `busy` for a key for the pool that waited. */
   let deferred: NodeJS.Timeout | undefined;
   const threads = options.generate ? undefined : keyThreads();
