@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../src/index.js';
 import { openJournal } from '../src/recording/journal.js';
 import { databaseLedger, storableJson } from '../src/recording/ledger.js';
+import { claimRun } from '../src/runs/judge.js';
 import { type InProcessService, inProcessService } from './support/in-process.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 import { api, type CreatedRun } from './support/service.js';
@@ -139,7 +140,7 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
     expect(without).toEqual(Array(11).fill(200));
     // Stored with the calls: which steps fired, at which call; the revoked token is stored revoked.
     const [row] = await svc.db.query<{ scenario_state: { records: { name: string; seq?: number }[] } }>(
-      'SELECT scenario_state FROM runs WHERE id = $1',
+      'SELECT state AS scenario_state FROM run_scenarios WHERE run_id = $1',
       [runs[0]!.id],
     );
     const fired = Object.fromEntries(
@@ -154,7 +155,7 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
     );
     expect(revoked.map((item) => item.number)).toEqual([1]);
     const [plainRow] = await svc.db.query<{ scenario_state: { records: { seq?: number }[] } }>(
-      'SELECT scenario_state FROM runs WHERE id = $1',
+      'SELECT state AS scenario_state FROM run_scenarios WHERE run_id = $1',
       [runs[1]!.id],
     );
     expect(plainRow!.scenario_state.records.filter((item) => item.seq !== undefined)).toEqual([]);
@@ -181,7 +182,10 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
       const [row] = await svc.db.query<{
         stage: { enabled: ScenarioName[]; grant: string[]; partnerId: string };
         scenario_state: ScenarioState;
-      }>('SELECT stage, scenario_state FROM runs WHERE id = $1', [id]);
+      }>(
+        'SELECT r.stage, s.state AS scenario_state FROM runs r JOIN run_scenarios s ON s.run_id = r.id WHERE r.id = $1',
+        [id],
+      );
       const { stage, scenario_state: initial } = row!;
       expect(stage.enabled).toEqual(expect.arrayContaining(['revocation', 'throttle']));
       const other = await openDatabase({ databaseUrl, dataDir: '' });
@@ -278,7 +282,7 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
         expect(next.filter((injected) => injected === undefined)).toHaveLength(5);
         // Stored: each step fired once, the first token revoked and the second not.
         const [after] = await svc.db.query<{ scenario_state: ScenarioState }>(
-          'SELECT scenario_state FROM runs WHERE id = $1',
+          'SELECT state AS scenario_state FROM run_scenarios WHERE run_id = $1',
           [id],
         );
         const fired = after!.scenario_state.records.filter((item) => item.seq !== undefined);
@@ -298,6 +302,48 @@ describe.each(['embedded', 'postgres'] as const)('the run journal on %s storage'
       } finally {
         await other.close();
       }
+    });
+
+  if (storage === 'postgres')
+    it("plays a step while a record holds the run's row (a play never waits for a record's commit), and none once judging has claimed the run", async () => {
+      const id = await newRun();
+      const [row] = await svc.db.query<{ state: ScenarioState }>(
+        'SELECT state FROM run_scenarios WHERE run_id = $1',
+        [id],
+      );
+      const before = JSON.stringify(row!.state);
+      const after = JSON.stringify({ ...row!.state, marker: 1 });
+      const journal = openJournal(svc.db);
+      // A record batch holds its runs' rows until its commit has waited for the disk: here, held open.
+      const played = await svc.db.transaction(async (tx) => {
+        await tx.query('UPDATE runs SET recorded = recorded, last_activity_at = now() WHERE id = $1', [id]);
+        let timer: NodeJS.Timeout | undefined;
+        try {
+          return await Promise.race([
+            journal.play(id, { before, after }),
+            new Promise<'held'>((resolve) => {
+              timer = setTimeout(() => resolve('held'), 10_000);
+            }),
+          ]);
+        } finally {
+          clearTimeout(timer);
+        }
+      });
+      expect(played).toBe(true);
+      // Judging's claim (its statement, in a transaction held open): a play waits for it, then finds the
+      // run closing and writes nothing, where a play it did not lock out would have found it open.
+      const pending = await svc.db.transaction(async (tx) => {
+        expect(await tx.query(claimRun, [id])).toHaveLength(1);
+        const play = journal.play(id, { before: after, after: before });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        return { play };
+      });
+      expect(await pending.play).toBe(false);
+      const [kept] = await svc.db.query<{ state: unknown }>(
+        'SELECT state FROM run_scenarios WHERE run_id = $1',
+        [id],
+      );
+      expect(kept!.state).toEqual(JSON.parse(after));
     });
 
   if (storage === 'postgres')

@@ -53,6 +53,10 @@ describe.each(['embedded', 'postgres'] as const)('migration 2 on %s storage', (s
       );
     });
     expect(await migrate(db)).toContain(2);
+    // The run's scenario state moved to its own row (migration 11).
+    expect(await db.query('SELECT run_id, state FROM run_scenarios')).toEqual([
+      { run_id: 'run_a', state: {} },
+    ]);
     const rows = await db.query<Record<string, unknown>>('SELECT * FROM decisions');
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({

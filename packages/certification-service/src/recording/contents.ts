@@ -14,7 +14,8 @@ export async function ledgerContents(
   runId: string,
 ): Promise<LedgerContents & { state: ScenarioState }> {
   const [run] = await db.query<{ scenario_state: ScenarioState; dropped: number; outside_dropped: number }>(
-    'SELECT scenario_state, dropped, outside_dropped FROM runs WHERE id = $1',
+    `SELECT s.state AS scenario_state, r.dropped, r.outside_dropped
+     FROM runs r JOIN run_scenarios s ON s.run_id = r.id WHERE r.id = $1`,
     [runId],
   );
   const exchanges = await db.query<{ exchange: RecordedExchange }>(

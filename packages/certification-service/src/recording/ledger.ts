@@ -95,7 +95,7 @@ export function databaseLedger(
 async function recordOutside(db: Database, id: string, exchange: RecordedExchange): Promise<void> {
   const [kept] = await db.query<{ id: string }>(
     `WITH open AS (
-           SELECT id, outside_recorded FROM runs WHERE id = $1 AND status = 'open' AND expires_at > now() FOR UPDATE),
+           SELECT id, outside_recorded FROM runs WHERE id = $1 AND status = 'open' AND expires_at > now() FOR NO KEY UPDATE),
          counted AS (
            UPDATE runs r SET outside_recorded = o.outside_recorded + (o.outside_recorded < $2)::int,
              outside_dropped = r.outside_dropped + (o.outside_recorded >= $2)::int, seq = greatest(r.seq, $3)

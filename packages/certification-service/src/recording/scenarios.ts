@@ -206,8 +206,9 @@ function sharedPlay(db: Database, journal: Journal, run: ScenarioRun, sight: Sig
   /** The run's scenario state and `issued`'s token as the database holds them now; refused once it is not open. */
   async function readScenarios(issued: IssuedToken | undefined) {
     const [row] = await db.query<{ scenario_state: ScenarioState; open: boolean; token: IssuedToken | null }>(
-      `SELECT r.scenario_state, r.status = 'open' AND r.expires_at > now() AS open, t.token
-       FROM runs r LEFT JOIN run_tokens t ON t.run_id = r.id AND t.number = $2
+      `SELECT s.state AS scenario_state, r.status = 'open' AND r.expires_at > now() AS open, t.token
+       FROM runs r JOIN run_scenarios s ON s.run_id = r.id
+       LEFT JOIN run_tokens t ON t.run_id = r.id AND t.number = $2
        WHERE r.id = $1`,
       [id, issued ? Number(issued.ref.slice(1)) : null],
     );

@@ -29,7 +29,7 @@ function numberCalls(db: Database) {
       // commit does not wait for the disk: a number matters once its call is recorded, and recording
       // (which waits) flushes it too, or keeps the run's number past it (`greatest` below).
       const rows = await db.queryUnflushed<{ id: string; seq: number }>(
-        `WITH locked AS (SELECT id FROM runs WHERE id = ANY($1) AND status = 'open' AND expires_at > now() ORDER BY id FOR UPDATE)
+        `WITH locked AS (SELECT id FROM runs WHERE id = ANY($1) AND status = 'open' AND expires_at > now() ORDER BY id FOR NO KEY UPDATE)
        UPDATE runs r SET seq = r.seq + ($2::int[])[array_position($1::text[], r.id)], last_activity_at = now()
        FROM locked WHERE r.id = locked.id
        RETURNING r.id, r.seq`,
@@ -95,7 +95,7 @@ function issueTokens(db: Database) {
       // it. A token lost with its server never reached the client.
       const rows = await db.queryUnflushed<{ id: string; base: number }>(
         `WITH open AS (
-           SELECT id FROM runs WHERE id = ANY($1) AND status = 'open' AND expires_at > now() ORDER BY id FOR UPDATE),
+           SELECT id FROM runs WHERE id = ANY($1) AND status = 'open' AND expires_at > now() ORDER BY id FOR NO KEY UPDATE),
          counted AS (
            UPDATE runs r SET token_count = r.token_count + w.n
            FROM open o JOIN unnest($1::text[], $2::int[]) AS w(id, n) ON w.id = o.id
@@ -158,6 +158,10 @@ function playStates(db: Database) {
       // id order, as the other batches lock them, so that they never deadlock; a row another statement
       // changed while this one waited is compared again as it is now (PostgreSQL rechecks a locked
       // row's conditions on its latest version).
+      // The state has a row of its own (`run_scenarios`), locked for the write; the run's row is only
+      // key-shared, which the numbers', records' and tokens' `FOR NO KEY UPDATE` do not wait for, nor
+      // this for them: a play never queues behind a record's commit. Judging's claim locks the run's row
+      // `FOR UPDATE`, so that no play is written once the run is closing.
       const firsts = new Set<string>();
       const items = all.filter((item) => !firsts.has(item.runId) && firsts.add(item.runId));
       const rows = await db.queryUnflushed<{ id: string }>(
@@ -165,14 +169,14 @@ function playStates(db: Database) {
            SELECT * FROM unnest($1::text[], $2::jsonb[], $3::jsonb[], $4::int[], $5::jsonb[])
              AS w(id, before, after, number, token)),
          locked AS (
-           SELECT r.id FROM runs r JOIN w ON w.id = r.id
-           WHERE r.status = 'open' AND r.expires_at > now() AND r.scenario_state = w.before
-           ORDER BY r.id FOR UPDATE OF r),
+           SELECT r.id FROM runs r JOIN w ON w.id = r.id JOIN run_scenarios s ON s.run_id = r.id
+           WHERE r.status = 'open' AND r.expires_at > now() AND s.state = w.before
+           ORDER BY r.id FOR UPDATE OF s FOR KEY SHARE OF r),
          changed AS (
-           UPDATE runs r SET scenario_state = w.after
+           UPDATE run_scenarios s SET state = w.after
            FROM locked l JOIN w ON w.id = l.id
-           WHERE r.id = l.id AND r.scenario_state = w.before
-           RETURNING r.id),
+           WHERE s.run_id = l.id AND s.state = w.before
+           RETURNING s.run_id AS id),
          revoked AS (
            UPDATE run_tokens t SET token = w.token
            FROM changed c JOIN w ON w.id = c.id

@@ -114,22 +114,31 @@ export async function storeExchanges(
   const tokens = new Map<string, number>();
   for (const item of issued) tokens.set(item.runId, Math.max(tokens.get(item.runId) ?? 0, item.number));
   const ids = [...new Set([...counts.keys(), ...tokens.keys()])];
+  // The tokens' parameters come after the states' (each part of the statement only when it has items).
+  const at = states.size === 0 ? 9 : 11;
   // One statement: lock the runs (in id order), keep each run's exchanges up to its cap, count the
   // rest as dropped, store the tokens. With `openOnly`, a run that is not open, or past its deadline
   // (the service may have been down when it passed), records nothing, and is not in the answer.
   const rows = await db.query<{ id: string }>(
     `WITH open AS (
            SELECT id, recorded, max_exchanges FROM runs WHERE id = ANY($1) ${openOnly ? "AND status = 'open' AND expires_at > now()" : ''}
-           ORDER BY id FOR UPDATE),
+           ORDER BY id FOR NO KEY UPDATE),
          counted AS (
            UPDATE runs r SET recorded = o.recorded + least(w.n, greatest(0, o.max_exchanges - o.recorded)),
              dropped = r.dropped + w.n - least(w.n, greatest(0, o.max_exchanges - o.recorded)),
              seq = greatest(r.seq, w.highest),
              last_activity_at = CASE WHEN w.n > 0 THEN now() ELSE r.last_activity_at END,
-             scenario_state = coalesce(w.state, r.scenario_state),
              token_count = greatest(r.token_count, w.tokens)
-           FROM open o JOIN unnest($1::text[], $2::int[], $7::int[], $8::jsonb[], $9::int[]) AS w(id, n, highest, state, tokens) ON w.id = o.id
-           WHERE r.id = o.id),
+           FROM open o JOIN unnest($1::text[], $2::int[], $7::int[], $8::int[]) AS w(id, n, highest, tokens) ON w.id = o.id
+           WHERE r.id = o.id),${
+             states.size === 0
+               ? ''
+               : `
+         played AS (
+           UPDATE run_scenarios s SET state = w.state
+           FROM open o JOIN unnest($9::text[], $10::jsonb[]) AS w(id, state) ON w.id = o.id
+           WHERE s.run_id = o.id),`
+           }
          kept AS (
            INSERT INTO exchanges (run_id, seq, exchange)
            SELECT i.run_id, i.seq, i.exchange
@@ -143,7 +152,8 @@ export async function storeExchanges(
            INSERT INTO run_tokens (run_id, value_sha256, number, listed, token)
            SELECT t.run_id, t.sha, t.number, o.recorded + t.before < o.max_exchanges,
              t.token || jsonb_build_object('ref', 'T' || t.number)
-           FROM unnest($10::text[], $11::text[], $12::int[], $13::jsonb[], $14::int[]) AS t(run_id, sha, number, token, before)
+           FROM unnest($${at}::text[], $${at + 1}::text[], $${at + 2}::int[], $${at + 3}::jsonb[], $${at + 4}::int[])
+             AS t(run_id, sha, number, token, before)
            JOIN open o ON o.id = t.run_id
            ON CONFLICT (run_id, value_sha256) DO NOTHING)`
            }
@@ -156,8 +166,8 @@ export async function storeExchanges(
       ranks,
       exchangesText(items),
       ids.map((id) => highest.get(id) ?? null),
-      ids.map((id) => states.get(id) ?? null),
       ids.map((id) => tokens.get(id) ?? null),
+      ...(states.size === 0 ? [] : [[...states.keys()], [...states.values()]]),
       ...(issued.length === 0
         ? []
         : [

@@ -70,9 +70,11 @@ export async function createRun(ctx: RunsContext, partnerId: string, request: Ru
   await db.transaction(async (tx) => {
     await admit(tx, ctx, partnerId);
     await tx.query(
-      `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, integration,
-         stage, client_id, client_secret_sha256, signing_key, max_exchanges, scenario_state, plan, address)
-       VALUES ($1, $2, 'open', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+      `WITH created AS (
+         INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, integration,
+           stage, client_id, client_secret_sha256, signing_key, max_exchanges, plan, address)
+         VALUES ($1, $2, 'open', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15) RETURNING id)
+       INSERT INTO run_scenarios (run_id, state) SELECT id, $13 FROM created`,
       [
         id,
         partnerId,

@@ -40,6 +40,17 @@ async function namesOf(ctx: RunsContext, run: RunRow) {
 }
 
 /**
+ * Claims run `$1` for judging (open → closing; or a claim left over 2 minutes ago): its id, or no row.
+ * The run's row is locked `FOR UPDATE` (an update alone takes a weaker lock, which a scenario play's key
+ * share does not wait for): a play in flight commits first, and none is written after.
+ */
+export const claimRun = `WITH claim AS (
+    SELECT id FROM runs WHERE id = $1
+      AND (status = 'open' OR (status = 'closing' AND closing_since < now() - interval '2 minutes'))
+    FOR UPDATE)
+  UPDATE runs r SET status = 'closing', closing_since = now() FROM claim WHERE r.id = claim.id RETURNING r.id`;
+
+/**
  * Judges a run once, whichever instance asks first: the run is claimed (open → closing) in one
  * statement, judged, and stored (→ judged or interrupted). Resolves with the outcome, or undefined when
  * another claim won.
@@ -50,10 +61,7 @@ export async function judgeRun(
   ending: RunEnding,
 ): Promise<{ status: 'judged' | 'interrupted'; verdict: string } | undefined> {
   const { db, publicUrl } = ctx;
-  const claimed = await db.query(
-    "UPDATE runs SET status = 'closing', closing_since = now() WHERE id = $1 AND (status = 'open' OR (status = 'closing' AND closing_since < now() - interval '2 minutes')) RETURNING id",
-    [id],
-  );
+  const claimed = await db.query(claimRun, [id]);
   if (claimed.length === 0) return undefined;
   // From here no instance records for the run (the ledger records only while it is open): the
   // session read below is every exchange that was answered. Calls answered from the journal file

@@ -171,7 +171,8 @@ async function serveRunStage(
   }
   // Runs made before addresses existed are reached at their id.
   const [run] = await db.query<RunRow & Record<string, unknown>>(
-    'SELECT * FROM runs WHERE address = $1 OR (address IS NULL AND id = $1)',
+    `SELECT ${runColumns} FROM runs r JOIN run_scenarios s ON s.run_id = r.id
+     WHERE r.address = $1 OR (r.address IS NULL AND r.id = $1)`,
     [address],
   );
   if (run?.status !== 'open' || new Date(run.expires_at).getTime() <= Date.now()) {
@@ -186,6 +187,12 @@ async function serveRunStage(
 
 /** A run's row, by id. */
 async function runRow(db: Database, id: string): Promise<RunRow | undefined> {
-  const [found] = await db.query<RunRow & Record<string, unknown>>('SELECT * FROM runs WHERE id = $1', [id]);
+  const [found] = await db.query<RunRow & Record<string, unknown>>(
+    `SELECT ${runColumns} FROM runs r JOIN run_scenarios s ON s.run_id = r.id WHERE r.id = $1`,
+    [id],
+  );
   return found;
 }
+
+/** A run's row as `RunRow` reads it: with its scenario state, which has a row of its own (`run_scenarios`). */
+const runColumns = 'r.*, s.state AS scenario_state';

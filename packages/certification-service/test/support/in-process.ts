@@ -70,9 +70,11 @@ export function ed25519Pem(): string {
 export async function attestedRun(db: Database, partnerId: string, attestation?: string): Promise<string> {
   const id = `run_${Math.random().toString(36).slice(2, 12)}`;
   await db.query(
-    `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, stage, client_id,
-       max_exchanges, scenario_state, verdict, attestation, finished_at)
-     VALUES ($1, $2, 'judged', 0, now(), 60, true, '{}', $3, 100, '{}', 'PASS', $4, now())`,
+    `WITH run AS (
+       INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, stage, client_id,
+         max_exchanges, verdict, attestation, finished_at)
+       VALUES ($1, $2, 'judged', 0, now(), 60, true, '{}', $3, 100, 'PASS', $4, now()) RETURNING id)
+     INSERT INTO run_scenarios (run_id, state) SELECT id, '{}' FROM run`,
     [id, partnerId, `cid_${id}`, attestation ?? `{"attestation":"${id}"}\n`],
   );
   return id;
@@ -99,9 +101,11 @@ export async function approvableRun(db: Database, partnerId: string): Promise<st
     certification: { passed: true, reasons: [] },
   };
   await db.query(
-    `INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, stage, client_id,
-       max_exchanges, scenario_state, verdict, attestation, finished_at, plan, report_json)
-     VALUES ($1, $2, 'judged', 0, now(), 60, true, '{}', $3, 100, '{}', 'PASS', $4, now(), $5, $6)`,
+    `WITH run AS (
+       INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, stage, client_id,
+         max_exchanges, verdict, attestation, finished_at, plan, report_json)
+       VALUES ($1, $2, 'judged', 0, now(), 60, true, '{}', $3, 100, 'PASS', $4, now(), $5, $6) RETURNING id)
+     INSERT INTO run_scenarios (run_id, state) SELECT id, '{}' FROM run`,
     [
       id,
       partnerId,
