@@ -246,6 +246,35 @@ describe('stage key pool', () => {
     pool.close();
   });
 
+  it('by default, holds a key for the pool while requests keep the thread half used, and makes it once the thread is idle', async () => {
+    let made = 0;
+    const pool = stageKeyPool({
+      size: 1,
+      settleMs: 0,
+      generate: async () => {
+        made += 1;
+        return { privateKeyPem: `key ${made}`, publicKeyPem: `pub ${made}` };
+      },
+    });
+    await pool.take('A');
+    // Journeys served: the thread runs callbacks about half of the time (5 ms of work, then a timer).
+    const until = performance.now() + 400;
+    while (performance.now() < until) {
+      const spin = performance.now() + 5;
+      while (performance.now() < spin) {
+        // a request's work
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(made).toBe(1);
+    expect(pool.ready()).toBe(0);
+    // The journeys end: the pool fills.
+    for (let waited = 0; pool.ready() < 1 && waited < 200; waited += 1)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(pool.ready()).toBe(1);
+    pool.close();
+  });
+
   it("measures the thread's use: a loop held busy is over the threshold, one waiting for timers is not", async () => {
     const use = threadUse();
     const until = performance.now() + 120;

@@ -2,7 +2,8 @@ import { performance } from 'node:perf_hooks';
 
 /**
  * Past this share of its time running callbacks, the HTTP thread is kept busy by requests (a burst):
- * background work that can wait (the journal file's drain, a stage key for the pool) waits.
+ * background work that can wait (the journal file's drain) waits. A stage key for the pool waits for a
+ * quieter thread (`refillThreshold` in runs/stage-keys.ts).
  */
 export const busyThreshold = 0.7;
 
@@ -20,8 +21,11 @@ export function threadUse(): () => number {
   };
 }
 
-/** Whether requests keep the calling thread busy: its use over `busyThreshold` since the previous call. */
-export function threadBusy(): () => boolean {
+/**
+ * Whether requests keep the calling thread busy: its use over `threshold` (default `busyThreshold`)
+ * since the previous call.
+ */
+export function threadBusy(threshold = busyThreshold): () => boolean {
   const use = threadUse();
-  return () => use() > busyThreshold;
+  return () => use() > threshold;
 }

@@ -14,7 +14,7 @@ import { threadBusy } from '../observability/thread-use.js';
  * partner's creation finds a key ready, or waits for the next one done. While
  * creations of more than one partner wait, up to `lanes` keys are generated at once. The pool fills
  * from the first `take` on; a key for the pool, which no creation waits for, is started only once no
- * creation has come for `settleMs` and while requests do not keep the HTTP thread busy (`busy`): the
+ * creation has come for `settleMs` and while no requests keep the HTTP thread busy (`busy`): the
  * runs just created start their journeys together, and on a machine of few cores a key takes a whole
  * one for a few hundred ms, which their first second needs (a key thread's lower OS priority did not
  * keep it off the core on a 2-core machine).
@@ -36,7 +36,7 @@ export interface StageKeyPoolOptions {
   generate?: () => Promise<StageSigningKey>;
   /**
    * Whether requests keep the HTTP thread busy now: a key for the pool then waits, and asks again every
-   * `deferMs` (default: the thread's event loop used over 70% since the last look, see `threadBusy`).
+   * `deferMs` (default: the thread's event loop used over `refillThreshold`, 20%, since the last look).
    */
   busy?: () => boolean;
   /** How often a key for the pool held back by `busy` asks again (ms, default 100). */
@@ -48,6 +48,15 @@ export interface StageKeyPoolOptions {
   settleMs?: number;
 }
 
+/**
+ * Past this share of its time running callbacks, the HTTP thread is serving runs, and a key for the pool
+ * waits. Lower than the drain's `busyThreshold`: a key takes a whole core for a few hundred ms, which
+ * runs' journeys need on a machine of few cores even where they leave the thread half idle. Measured on
+ * PostgreSQL, 50 journeys used 20 to 60% of the thread in their first seconds, and a key started 1.4 s
+ * in, at 70%, took 1 s of CPU there.
+ */
+export const refillThreshold = 0.2;
+
 export function stageKeyPool(options: StageKeyPoolOptions = {}): StageKeyPool {
   const size = options.size ?? 4;
   const lanes = Math.max(1, options.lanes ?? 2);
@@ -55,7 +64,7 @@ export function stageKeyPool(options: StageKeyPoolOptions = {}): StageKeyPool {
   const settleMs = options.settleMs ?? 2000;
   /** When a creation last took a key, asked for one or was served one that it waited for (performance.now()). */
   let lastTakeAt = Number.NEGATIVE_INFINITY;
-  const busy = options.busy ?? threadBusy();
+  const busy = options.busy ?? threadBusy(refillThreshold);
   /** The next look at `busy` for a key for the pool that waited. */
   let deferred: NodeJS.Timeout | undefined;
   const threads = options.generate ? undefined : keyThreads();
