@@ -73,8 +73,8 @@ export async function createRun(ctx: RunsContext, partnerId: string, request: Ru
       `WITH created AS (
          INSERT INTO runs (id, partner_id, status, started_epoch_ms, expires_at, idle_seconds, certify, integration,
            stage, client_id, client_secret_sha256, signing_key, max_exchanges, plan, address)
-         VALUES ($1, $2, 'open', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15) RETURNING id)
-       INSERT INTO run_scenarios (run_id, state) SELECT id, $13 FROM created`,
+         VALUES ($1, $2, 'open', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id)
+       INSERT INTO run_scenarios (run_id, state) SELECT id, $15 FROM created`,
       [
         id,
         partnerId,
@@ -89,9 +89,9 @@ export async function createRun(ctx: RunsContext, partnerId: string, request: Ru
         JSON.stringify(sealStageKey(ctx.secretsKey, id, signingKey)),
         // Never more than a session file may hold: a run's own session always judges again.
         Math.min(limits.maxExchanges, defaultMaxExchanges),
-        JSON.stringify(scenarioState),
         certify ? JSON.stringify(ctx.plan) : null,
         address,
+        JSON.stringify(scenarioState),
       ],
     );
   });

@@ -22,6 +22,9 @@ export {
   type RunsOptions,
 } from './types.js';
 
+/** A run's row as `RunRow` reads it: with its scenario state, which has a row of its own (`run_scenarios`). */
+const selectRun = 'SELECT r.*, s.state AS scenario_state FROM runs r JOIN run_scenarios s ON s.run_id = r.id';
+
 const closedAnswer = JSON.stringify({
   error: 'invalid_request',
   error_description: 'no open certification run at this address (it ended, or never existed)',
@@ -171,8 +174,7 @@ async function serveRunStage(
   }
   // Runs made before addresses existed are reached at their id.
   const [run] = await db.query<RunRow & Record<string, unknown>>(
-    `SELECT ${runColumns} FROM runs r JOIN run_scenarios s ON s.run_id = r.id
-     WHERE r.address = $1 OR (r.address IS NULL AND r.id = $1)`,
+    `${selectRun} WHERE r.address = $1 OR (r.address IS NULL AND r.id = $1)`,
     [address],
   );
   if (run?.status !== 'open' || new Date(run.expires_at).getTime() <= Date.now()) {
@@ -187,12 +189,6 @@ async function serveRunStage(
 
 /** A run's row, by id. */
 async function runRow(db: Database, id: string): Promise<RunRow | undefined> {
-  const [found] = await db.query<RunRow & Record<string, unknown>>(
-    `SELECT ${runColumns} FROM runs r JOIN run_scenarios s ON s.run_id = r.id WHERE r.id = $1`,
-    [id],
-  );
+  const [found] = await db.query<RunRow & Record<string, unknown>>(`${selectRun} WHERE r.id = $1`, [id]);
   return found;
 }
-
-/** A run's row as `RunRow` reads it: with its scenario state, which has a row of its own (`run_scenarios`). */
-const runColumns = 'r.*, s.state AS scenario_state';
