@@ -17,7 +17,7 @@
 // (`pnpm build`).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -63,6 +63,21 @@ const localNodeArgs = (process.env.BENCH_LOCAL_NODE_ARGS ?? '').split(' ').filte
  * status, run and duration) are kept in `PREFIX-STORE-ROUND.jsonl`, to see which calls were slow.
  */
 const serveLog = process.env.BENCH_SERVE_LOG;
+/**
+ * BENCH_PG_WAITS=N (PostgreSQL): samples the instance's backends in `pg_stat_activity` every 10 ms over
+ * the cold journeys' first N seconds and prints, by statement, how often each was seen waiting on what
+ * (`Lock:transactionid`, `IO:WalSync`, …; `CPU` when not waiting): what a statement's time is made of.
+ */
+const pgWaits = Number(process.env.BENCH_PG_WAITS ?? 0);
+/**
+ * BENCH_EVENT_LOOP=1: the service's HTTP thread by 200-ms slot of the cold journeys' first
+ * BENCH_SLOT_SECONDS (3): its event loop's use and longest delay, the CPU it was given, and the machine's
+ * idle share (bench/event-loop.mjs, loaded into the service's process): whether a slow slot waited for
+ * the database (use low) or for a core (use 1, CPU under the wall time, the machine not idle).
+ */
+const eventLoop = process.env.BENCH_EVENT_LOOP === '1';
+if (eventLoop && !slots)
+  throw new Error("BENCH_EVENT_LOOP=1 needs BENCH_SLOTS=1 (its slots are the journeys')");
 /** BENCH_SERVE_ARGS: more flags of `serve`, e.g. `--no-warm-up`. */
 const serveArgs = (process.env.BENCH_SERVE_ARGS ?? '').split(' ').filter(Boolean);
 
@@ -88,6 +103,7 @@ async function freshService(store, round) {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-cold-'));
   const database = store === 'postgres' ? await postgres.database(`cold${round}`) : undefined;
   const env = { ...process.env, ...(database && { DATABASE_URL: database }) };
+  const eventLoopFile = eventLoop ? join(dir, 'event-loop.json') : undefined;
   const keys = [];
   for (let index = 0; index < partners; index += 1)
     keys.push(
@@ -103,6 +119,7 @@ async function freshService(store, round) {
     process.execPath,
     [
       ...serveNodeArgs,
+      ...(eventLoop ? ['--import', fileURLToPath(new URL('./event-loop.mjs', import.meta.url))] : []),
       cli,
       'serve',
       '--port',
@@ -115,7 +132,10 @@ async function freshService(store, round) {
       'json',
       ...serveArgs,
     ],
-    { env, stdio: ['ignore', 'pipe', 'inherit'] },
+    {
+      env: { ...env, ...(eventLoopFile && { BENCH_EVENT_LOOP_FILE: eventLoopFile }) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
   );
   const lines = createInterface({ input: child.stdout });
   let url;
@@ -176,6 +196,33 @@ async function freshService(store, round) {
       // This query's own connection is counted once it ends: the count before it.
       return Number(rows[0].sessions);
     },
+    /**
+     * PostgreSQL: samples this instance's active backends every 10 ms for `seconds`; by statement (its
+     * first words), the samples seen on each wait (`CPU` for none), most seen first.
+     */
+    async waits(seconds) {
+      if (!database) return undefined;
+      const client = new pg.Client({ connectionString: database });
+      await client.connect();
+      const seen = new Map();
+      let samples = 0;
+      const end = performance.now() + 1000 * seconds;
+      while (performance.now() < end) {
+        const { rows } = await client.query(
+          `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS wait, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) AS statement
+             FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'`,
+        );
+        samples += 1;
+        for (const row of rows) {
+          const key = `${row.statement} | ${row.wait}`;
+          seen.set(key, (seen.get(key) ?? 0) + 1);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await client.end();
+      return { samples, seen: [...seen].sort((a, b) => b[1] - a[1]) };
+    },
     /** Every partner's runs, created at once (each partner's one after another). */
     async create() {
       const created = await Promise.all(
@@ -201,9 +248,12 @@ async function freshService(store, round) {
         }),
       );
     },
+    /** BENCH_EVENT_LOOP: the service's event-loop rows (bench/event-loop.mjs), once it has exited. */
+    eventLoop: [],
     async close() {
       child.kill('SIGTERM');
       await once(child, 'exit');
+      if (eventLoopFile) this.eventLoop = JSON.parse(readFileSync(eventLoopFile, 'utf8'));
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -290,10 +340,17 @@ function batchLine(before, after) {
 
 /** Local stages in a fresh process: `restart()` closes the open ones and starts `runs` new. */
 function localProcess() {
+  const dir = eventLoop ? mkdtempSync(join(tmpdir(), 'pcs-local-')) : undefined;
+  const eventLoopFile = dir && join(dir, 'event-loop.json');
   const child = spawn(
     process.execPath,
-    [...localNodeArgs, fileURLToPath(new URL('./local-stages.mjs', import.meta.url))],
+    [
+      ...localNodeArgs,
+      ...(eventLoop ? ['--import', fileURLToPath(new URL('./event-loop.mjs', import.meta.url))] : []),
+      fileURLToPath(new URL('./local-stages.mjs', import.meta.url)),
+    ],
     {
+      env: { ...process.env, ...(eventLoopFile && { BENCH_EVENT_LOOP_FILE: eventLoopFile }) },
       stdio: ['pipe', 'pipe', 'inherit'],
     },
   );
@@ -305,9 +362,15 @@ function localProcess() {
       const { value } = await lines.next();
       return JSON.parse(value).envs;
     },
+    /** BENCH_EVENT_LOOP: the process's event-loop rows (bench/event-loop.mjs), once it has exited. */
+    eventLoop: [],
     async close() {
       child.stdin.end();
       await once(child, 'exit');
+      if (dir) {
+        this.eventLoop = JSON.parse(readFileSync(eventLoopFile, 'utf8'));
+        rmSync(dir, { recursive: true, force: true });
+      }
     },
   };
 }
@@ -320,7 +383,10 @@ async function measure(envs, pid) {
   return {
     ...result,
     cpu: cpuPerCall(before, result.calls + result.tokens, pid),
-    ...(slots && { slots: bySlot(all, 200, slotSeconds) }),
+    ...(slots && {
+      slots: bySlot(all, 200, slotSeconds),
+      startedAtEpoch: Math.min(...all.map((item) => item.startedAtEpoch)),
+    }),
   };
 }
 
@@ -332,6 +398,29 @@ const slotLine = (what, result, baseline) =>
       return `${index * 200}: ${slot.p50.toFixed(0)}/${slot.p99.toFixed(0)} (${local?.p50.toFixed(0)}/${local?.p99.toFixed(0)})`;
     })
     .join(', ')}`;
+
+/**
+ * The service's HTTP thread over the cold journeys' first BENCH_SLOT_SECONDS by 200-ms slot from `from`
+ * (ms since the epoch; BENCH_EVENT_LOOP): event-loop use, longest delay, CPU given (ms of 200), idle.
+ */
+function eventLoopLine(what, rows, from) {
+  const slotsOf = [];
+  for (const row of rows) {
+    const index = Math.floor((row.at - from) / 200);
+    if (index < 0 || index >= (slotSeconds * 1000) / 200) continue;
+    slotsOf[index] ??= [];
+    slotsOf[index].push(row);
+  }
+  const mean = (items, key) => items.reduce((sum, item) => sum + (item[key] ?? 0), 0) / items.length;
+  return `${what}, the HTTP thread by 200-ms slot from the journeys' start, use/longest delay ms/CPU ms/machine idle: ${slotsOf
+    .map((items, index) =>
+      items
+        ? `${index * 200}: ${mean(items, 'use').toFixed(2)}/${Math.max(...items.map((item) => item.maxDelayMs)).toFixed(0)}/${(mean(items, 'cpuMs') * items.length).toFixed(0)}/${(100 * mean(items, 'idle')).toFixed(0)}%`
+        : undefined,
+    )
+    .filter(Boolean)
+    .join(', ')}`;
+}
 
 const line = (what, result, baseline) =>
   `${what}: ${result.calls} calls, p50 ${ms(result.p50)}${baseline ? ` (${signed(result.p50 - baseline.p50)})` : ''}, p99 ${ms(result.p99)}${baseline ? ` (${signed(result.p99 - baseline.p99)})` : ''}; tokens p99 ${ms(result.tokenP99)}; not 200: ${JSON.stringify(result.statuses)}; ${cpuLine(result.cpu)}; 401 by reason: ${JSON.stringify(result.refusals)}`;
@@ -352,6 +441,10 @@ for (let round = 1; round <= rounds; round += 1) {
   const localWarm = await measure(await local.restart(), local.pid);
   await local.close();
   console.log(line(`round ${round}, local stages, cold`, localCold));
+  if (eventLoop)
+    console.log(
+      eventLoopLine(`round ${round}, local stages, cold`, local.eventLoop, localCold.startedAtEpoch),
+    );
   console.log(line(`round ${round}, local stages, warm`, localWarm));
   for (const store of stores) {
     const service = await freshService(store, round);
@@ -359,7 +452,9 @@ for (let round = 1; round <= rounds; round += 1) {
     const coldRuns = await service.create();
     const atCold = await service.sessions();
     const figuresCold = await service.figures();
+    const sampling = pgWaits > 0 ? service.waits(pgWaits) : undefined;
     const cold = await measure(coldRuns, service.pid);
+    const waits = await sampling;
     const afterCold = await service.sessions();
     const figuresAfterCold = await service.figures();
     await service.finish(coldRuns);
@@ -396,6 +491,16 @@ for (let round = 1; round <= rounds; round += 1) {
     console.log(
       `round ${round}, service ${store}, added by the service to the stage's answers, warm: ${addedLine(figuresWarm.added, figuresAfterWarm.added)}`,
     );
+    if (eventLoop)
+      console.log(
+        eventLoopLine(`round ${round}, service ${store}, cold`, service.eventLoop, cold.startedAtEpoch),
+      );
+    if (waits) {
+      console.log(
+        `round ${round}, service ${store}, cold, PostgreSQL backends by statement and wait, ${waits.samples} samples of 10 ms over the first ${pgWaits} s:`,
+      );
+      for (const [what, count] of waits.seen.slice(0, 25)) console.log(`  ${count}\t${what}`);
+    }
     if (slots) {
       console.log(slotLine(`round ${round}, service ${store}, cold`, cold, localCold));
       console.log(slotLine(`round ${round}, service ${store}, warm`, warm, localWarm));

@@ -254,6 +254,8 @@ function openLoop(env, { seconds, rate, startAt, t0, trace }) {
     );
   }
   return Promise.all(calls).then(() => ({
+    // When the journey's first call was due, in ms since the epoch (to line other records up with it).
+    ...(trace && { startedAtEpoch: performance.timeOrigin + startAt }),
     api,
     quiet,
     token,
