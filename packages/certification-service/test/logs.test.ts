@@ -1,10 +1,14 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   createLogger,
+  logFlushMs,
   redactedFields,
   requestLineFields,
   requestLogger,
@@ -148,5 +152,62 @@ describe('structured logs', () => {
     logger.info({ token: 's3cr3t-e' }, 'event');
     expect(JSON.parse(written[0]!)).toMatchObject({ token: 's3cr3t-d', runId: 'run_2' });
     expect(JSON.parse(written[1]!)).toMatchObject({ token: '[redacted]' });
+  });
+
+  /**
+   * A process logging through the service's stdout logger (built: `dist/index.js`), its script given as
+   * text; its stdout's lines, each with the ms after the start it arrived, and its exit code.
+   */
+  async function loggingProcess(script: string, until: (lines: string[]) => boolean) {
+    const entry = fileURLToPath(new URL('../dist/index.js', import.meta.url));
+    const child = spawn(
+      process.execPath,
+      ['--input-type=module', '-e', `import { createLogger } from ${JSON.stringify(entry)};\n${script}`],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const began = performance.now();
+    const lines: string[] = [];
+    const arrived: number[] = [];
+    let rest = '';
+    let stderr = '';
+    child.stderr.on('data', (chunk) => {
+      stderr += String(chunk);
+    });
+    child.stdout.on('data', (chunk) => {
+      const parts = (rest + String(chunk)).split('\n');
+      rest = parts.pop()!;
+      for (const part of parts) {
+        lines.push(part);
+        arrived.push(performance.now() - began);
+      }
+      if (until(lines)) child.kill('SIGTERM');
+    });
+    const [code] = await once(child, 'exit');
+    return { lines: lines.map((line) => JSON.parse(line).msg as string), arrived, code, stderr };
+  }
+
+  it('stdout lines are buffered, yet a lone line leaves within the flush interval, and none is lost at an exit or a crash', async () => {
+    // A lone line in a process that stays up: written by the periodic flush (a buffer that waited for
+    // its size would hold it until the deadline below kills the process, and the test fails).
+    const alone = await loggingProcess(
+      "const logger = createLogger(); logger.info('alone'); setTimeout(() => {}, 20000);",
+      (lines) => lines.length > 0,
+    );
+    expect(alone.lines).toEqual(['alone']);
+    expect(alone.arrived[0]).toBeLessThan(5000);
+    expect(logFlushMs).toBeLessThanOrEqual(1000);
+    // Lines still buffered at an exit, and at an uncaught error, are written before the process ends.
+    const exited = await loggingProcess(
+      "const logger = createLogger(); for (let i = 0; i < 3; i += 1) logger.info('line ' + i); setImmediate(() => process.exit(0));",
+      () => false,
+    );
+    expect(exited.lines).toEqual(['line 0', 'line 1', 'line 2']);
+    const crashed = await loggingProcess(
+      "const logger = createLogger(); logger.info('before the crash'); setImmediate(() => { throw new Error('boom'); });",
+      () => false,
+    );
+    expect(crashed.code).not.toBe(0);
+    expect(crashed.stderr).toContain('boom');
+    expect(crashed.lines).toEqual(['before the crash']);
   });
 });
