@@ -13,8 +13,10 @@
 // service's process (its HTTP thread and its other threads) against the local process's, and PASS/FAIL of the target: added
 // p99 under 5 ms, cold, on the median of the rounds. BENCH_SERVE_NODE_ARGS gives the service's process Node
 // flags (to profile it: `--cpu-prof --cpu-prof-dir=DIR`), BENCH_SERVE_ARGS more flags of `serve` (e.g.
-// `--no-warm-up`), BENCH_SERVE_LOG a path prefix to keep each instance's request log. Build first
-// (`pnpm build`).
+// `--no-warm-up`), BENCH_SERVE_LOG a path prefix to keep each instance's request log, BENCH_EVENT_LOOP=1
+// (with BENCH_SLOTS=1) each process's HTTP thread by slot (event-loop use, longest delay, CPU, the
+// machine's idle share), BENCH_PG_WAITS=N PostgreSQL's backends' waits by statement over the cold
+// journeys' first N s. Build first (`pnpm build`).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
