@@ -92,6 +92,20 @@ if (storeNames.includes('postgres') && !postgres)
   console.log('PostgreSQL: not installed (apt-get install postgresql); measured on PGlite only');
 const stores = storeNames.filter((name) => name === 'embedded' || postgres);
 
+/**
+ * BENCH_EVENT_LOOP: what a process needs to record its HTTP thread (bench/event-loop.mjs) into a file of
+ * `dir`, and its rows once it has exited; nothing without the option.
+ */
+function eventLoopProbe(dir) {
+  if (!eventLoop) return { nodeArgs: [], env: {}, read: () => [] };
+  const file = join(dir, 'event-loop.json');
+  return {
+    nodeArgs: ['--import', fileURLToPath(new URL('./event-loop.mjs', import.meta.url))],
+    env: { BENCH_EVENT_LOOP_FILE: file },
+    read: () => JSON.parse(readFileSync(file, 'utf8')),
+  };
+}
+
 /** Runs the command-line tool to its end; its stdout. */
 async function command(args, env) {
   const child = spawn(process.execPath, [cli, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -105,7 +119,7 @@ async function freshService(store, round) {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-cold-'));
   const database = store === 'postgres' ? await postgres.database(`cold${round}`) : undefined;
   const env = { ...process.env, ...(database && { DATABASE_URL: database }) };
-  const eventLoopFile = eventLoop ? join(dir, 'event-loop.json') : undefined;
+  const probe = eventLoopProbe(dir);
   const keys = [];
   for (let index = 0; index < partners; index += 1)
     keys.push(
@@ -121,7 +135,7 @@ async function freshService(store, round) {
     process.execPath,
     [
       ...serveNodeArgs,
-      ...(eventLoop ? ['--import', fileURLToPath(new URL('./event-loop.mjs', import.meta.url))] : []),
+      ...probe.nodeArgs,
       cli,
       'serve',
       '--port',
@@ -134,10 +148,7 @@ async function freshService(store, round) {
       'json',
       ...serveArgs,
     ],
-    {
-      env: { ...env, ...(eventLoopFile && { BENCH_EVENT_LOOP_FILE: eventLoopFile }) },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
+    { env: { ...env, ...probe.env }, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const lines = createInterface({ input: child.stdout });
   let url;
@@ -255,7 +266,7 @@ async function freshService(store, round) {
     async close() {
       child.kill('SIGTERM');
       await once(child, 'exit');
-      if (eventLoopFile) this.eventLoop = JSON.parse(readFileSync(eventLoopFile, 'utf8'));
+      this.eventLoop = probe.read();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -342,19 +353,12 @@ function batchLine(before, after) {
 
 /** Local stages in a fresh process: `restart()` closes the open ones and starts `runs` new. */
 function localProcess() {
-  const dir = eventLoop ? mkdtempSync(join(tmpdir(), 'pcs-local-')) : undefined;
-  const eventLoopFile = dir && join(dir, 'event-loop.json');
+  const dir = mkdtempSync(join(tmpdir(), 'pcs-local-'));
+  const probe = eventLoopProbe(dir);
   const child = spawn(
     process.execPath,
-    [
-      ...localNodeArgs,
-      ...(eventLoop ? ['--import', fileURLToPath(new URL('./event-loop.mjs', import.meta.url))] : []),
-      fileURLToPath(new URL('./local-stages.mjs', import.meta.url)),
-    ],
-    {
-      env: { ...process.env, ...(eventLoopFile && { BENCH_EVENT_LOOP_FILE: eventLoopFile }) },
-      stdio: ['pipe', 'pipe', 'inherit'],
-    },
+    [...localNodeArgs, ...probe.nodeArgs, fileURLToPath(new URL('./local-stages.mjs', import.meta.url))],
+    { env: { ...process.env, ...probe.env }, stdio: ['pipe', 'pipe', 'inherit'] },
   );
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   return {
@@ -369,10 +373,8 @@ function localProcess() {
     async close() {
       child.stdin.end();
       await once(child, 'exit');
-      if (dir) {
-        this.eventLoop = JSON.parse(readFileSync(eventLoopFile, 'utf8'));
-        rmSync(dir, { recursive: true, force: true });
-      }
+      this.eventLoop = probe.read();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
@@ -402,7 +404,7 @@ const slotLine = (what, result, baseline) =>
     .join(', ')}`;
 
 /**
- * The service's HTTP thread over the cold journeys' first BENCH_SLOT_SECONDS by 200-ms slot from `from`
+ * A process's HTTP thread over the cold journeys' first BENCH_SLOT_SECONDS by 200-ms slot from `from`
  * (ms since the epoch; BENCH_EVENT_LOOP): event-loop use, longest delay, CPU given (ms of 200), idle.
  */
 function eventLoopLine(what, rows, from) {

@@ -1,24 +1,18 @@
-// Loaded into the service's process by the cold bench (`--import`, BENCH_EVENT_LOOP=1): every 100 ms,
+// Loaded into the service's and the local stages' processes by the cold bench (`--import`, BENCH_EVENT_LOOP=1): every 100 ms,
 // the HTTP thread's event-loop use and longest delay, its CPU time, and the machine's idle share, with
 // the wall-clock time; written as JSON to BENCH_EVENT_LOOP_FILE when the process exits. A thread used
 // fully (use 1) but given less CPU than its wall time waits for a core: the machine is saturated.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { isMainThread } from 'node:worker_threads';
+import { threadTime } from './measure.mjs';
 
 const file = process.env.BENCH_EVENT_LOOP_FILE;
 if (isMainThread && file) {
   const delay = monitorEventLoopDelay({ resolution: 5 });
   delay.enable();
   /** The main thread's CPU ms (Linux: /proc; undefined elsewhere). */
-  const threadCpu = () => {
-    try {
-      const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      return (Number(fields[11]) + Number(fields[12])) * 10;
-    } catch {
-      return undefined;
-    }
-  };
+  const threadCpu = () => threadTime(process.pid);
   /** The machine's idle and total jiffies (Linux). */
   const machine = () => {
     try {

@@ -32,15 +32,23 @@ export function threadTimes(pid = process.pid) {
   } catch {
     return undefined;
   }
-  for (const id of ids)
-    try {
-      // utime and stime, in clock ticks of 10 ms, after the command's closing parenthesis.
-      const fields = readFileSync(`/proc/${pid}/task/${id}/stat`, 'utf8').split(') ')[1].split(' ');
-      times.set(id, (Number(fields[11]) + Number(fields[12])) * 10);
-    } catch {
-      // The thread ended meanwhile.
-    }
+  for (const id of ids) {
+    const used = threadTime(pid, id);
+    // undefined: the thread ended meanwhile.
+    if (used !== undefined) times.set(id, used);
+  }
   return times;
+}
+
+/** The CPU time (ms) thread `id` of process `pid` has used (Linux); undefined when it cannot be read. */
+export function threadTime(pid, id = pid) {
+  try {
+    // utime and stime, in clock ticks of 10 ms, after the command's closing parenthesis.
+    const fields = readFileSync(`/proc/${pid}/task/${id}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
 }
 
 /** CPU per call (µs) of process `pid` since `before` (threadTimes): its main thread's, and every other's. */

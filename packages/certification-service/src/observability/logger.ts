@@ -54,8 +54,9 @@ export const logFlushMs = 100;
  * (`requestId`, `runId`, `partnerId`) where it has them. Written asynchronously: a line is appended to a
  * buffer and written with the lines before it (see `logBufferBytes`) once the write in flight is done,
  * so the HTTP thread never waits for the reader of stdout (a synchronous write to a pipe cost the
- * thread 180 µs a line on a busy 2-core machine, about a third of a call). Pino writes what is buffered when the process exits,
- * after a SIGTERM's stop or an uncaught error too; only a SIGKILL can lose the last lines.
+ * thread 180 µs a line on a busy 2-core machine, about a third of a call). Pino writes what is
+ * buffered when the process exits, after a SIGTERM's stop or an uncaught error too; only a SIGKILL can
+ * lose the last lines.
  */
 export function createLogger(options: { destination?: DestinationStream; level?: string } = {}): Logger {
   return pino(
