@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { ServiceError, StorageUnavailableError } from '../errors.js';
 import { holdServingLock } from './serving-lock.js';
-import type { Database } from './types.js';
+import type { Database, QueryOptions } from './types.js';
 
 export interface PostgresOptions {
   /** Connections of the main pool (default 10). */
@@ -41,6 +42,9 @@ function whereOf(url: string): string {
     );
   return `${parsed.hostname || 'localhost'}:${parsed.port || '5432'}${parsed.pathname}`;
 }
+
+/** Distinct statements prepared by name (see `QueryOptions.prepare`); others are sent as text. */
+const maxPrepared = 32;
 
 /** Connects to PostgreSQL by URL (`postgres://user:password@host:port/database`). */
 export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Database> {
@@ -86,6 +90,26 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
         `cannot take the serving lock of PostgreSQL at ${where}: ${(error as Error).message}.`,
       );
     }
+  // What the driver is sent: the text alone, or (`prepare`) the text under a name derived from it, which
+  // the driver prepares once per connection and then only binds. The names are kept by text: a few
+  // statements, each hashed once; past `maxPrepared` texts (a caller asking it of statements that vary),
+  // a text is sent as any statement, so that neither this map nor the connections' statements grow.
+  const names = new Map<string, string>();
+  const config = (
+    text: string,
+    params: readonly unknown[] | undefined,
+    options: QueryOptions | undefined,
+  ): pg.QueryConfig => {
+    const values = params ? [...params] : [];
+    if (!options?.prepare) return { text, values };
+    let name = names.get(text);
+    if (name === undefined) {
+      if (names.size >= maxPrepared) return { text, values };
+      name = `s${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+      names.set(text, name);
+    }
+    return { name, text, values };
+  };
   const lockLost = new Error('the connection holding its serving lock was lost; taking the lock again');
   /**
    * A connection-level failure becomes a StorageUnavailableError; a statement's own error stays as it
@@ -102,18 +126,18 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     where,
     ...(options.journalDir !== undefined && { journalDir: options.journalDir }),
     exclusive,
-    query: (text, params) =>
-      guard(async () => (await pool.query(text, params ? [...params] : undefined)).rows),
-    queryUnflushed: (text, params) =>
-      guard(async () => (await unflushed.query(text, params ? [...params] : undefined)).rows),
+    query: (text, params, options) =>
+      guard(async () => (await pool.query(config(text, params, options))).rows),
+    queryUnflushed: (text, params, options) =>
+      guard(async () => (await unflushed.query(config(text, params, options))).rows),
     async transaction(work) {
       const client = await guard(() => pool.connect());
       let broken: unknown;
       try {
         await guard(() => client.query('BEGIN'));
         const result = await work({
-          query: (text, params) =>
-            guard(async () => (await client.query(text, params ? [...params] : undefined)).rows),
+          query: (text, params, options) =>
+            guard(async () => (await client.query(config(text, params, options))).rows),
         });
         await guard(() => client.query('COMMIT'));
         return result;

@@ -2,9 +2,25 @@
 // biome-ignore lint/suspicious/noExplicitAny: rows are typed by the caller of each query
 export type Row = Record<string, any>;
 
+/** How a statement is sent. */
+export interface QueryOptions {
+  /**
+   * The statement is one of the few every call makes (numbering, recording, tokens, scenarios): on
+   * PostgreSQL it is prepared once per connection, under a name derived from its text, and later runs
+   * send only its parameters (no parse, no plan of its text again). Only for statements whose text is
+   * one of a few and whose columns are named (no `SELECT *`: a prepared statement's result columns
+   * cannot change under it). PGlite runs it as any statement.
+   */
+  prepare?: boolean;
+}
+
 /** What the service asks of its database: SQL with `$1` parameters, and transactions. */
 export interface Queryable {
-  query<T extends object = Row>(text: string, params?: readonly unknown[]): Promise<T[]>;
+  query<T extends object = Row>(
+    text: string,
+    params?: readonly unknown[],
+    options?: QueryOptions,
+  ): Promise<T[]>;
 }
 
 export interface Database extends Queryable {
@@ -32,6 +48,10 @@ export interface Database extends Queryable {
    * with nothing else lost (a call's number, when the call was never recorded). PostgreSQL runs it
    * with `synchronous_commit = off`; PGlite as any statement.
    */
-  queryUnflushed<T extends object = Row>(text: string, params?: readonly unknown[]): Promise<T[]>;
+  queryUnflushed<T extends object = Row>(
+    text: string,
+    params?: readonly unknown[],
+    options?: QueryOptions,
+  ): Promise<T[]>;
   close(): Promise<void>;
 }

@@ -53,6 +53,7 @@ export function requestHandler(deps: {
           ? 'SELECT id, partner_id FROM runs WHERE address = $1 OR (address IS NULL AND id = $1)'
           : 'SELECT id, partner_id FROM runs WHERE id = $1',
         [segment],
+        { prepare: true },
       );
       return run ? { runId: run.id, partnerId: run.partner_id } : undefined;
     },

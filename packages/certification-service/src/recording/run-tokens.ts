@@ -74,6 +74,7 @@ export function runTokens(
       const rows = await db.query<{ value_sha256: string; token: IssuedToken }>(
         'SELECT value_sha256, token FROM run_tokens WHERE run_id = $1 AND value_sha256 = ANY($2)',
         [id, [...hashes.keys()]],
+        { prepare: true },
       );
       for (const row of rows) {
         const value = hashes.get(row.value_sha256)!;

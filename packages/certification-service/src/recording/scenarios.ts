@@ -211,6 +211,7 @@ function sharedPlay(db: Database, journal: Journal, run: ScenarioRun, sight: Sig
        LEFT JOIN run_tokens t ON t.run_id = r.id AND t.number = $2
        WHERE r.id = $1`,
       [id, issued ? Number(issued.ref.slice(1)) : null],
+      { prepare: true },
     );
     if (!row?.open) throw new RunClosedError();
     if (issued && row.token?.revokedAt !== undefined) ctx.revoked.add(issued.ref);

@@ -34,6 +34,7 @@ function numberCalls(db: Database) {
        FROM locked WHERE r.id = locked.id
        RETURNING r.id, r.seq`,
         [[...wanted.keys()], [...wanted.values()]],
+        { prepare: true },
       );
       // The last number each run got; its callers take the numbers before it, in arrival order.
       const next = new Map(rows.map((row) => [row.id, row.seq - wanted.get(row.id)! + 1]));
@@ -116,6 +117,7 @@ function issueTokens(db: Database) {
           ranks,
           items.map((item) => item.token),
         ],
+        { prepare: true },
       );
       const bases = new Map(rows.map((row) => [row.id, Number(row.base)]));
       return items.map((item, index) => {
@@ -136,6 +138,7 @@ function revokeTokens(db: Database) {
        FROM unnest($1::text[], $2::int[], $3::jsonb[]) AS w(run_id, number, token), runs r
        WHERE t.run_id = w.run_id AND t.number = w.number AND r.id = w.run_id AND r.status = 'open'`,
         [items.map((item) => item.runId), items.map((item) => item.number), items.map((item) => item.token)],
+        { prepare: true },
       );
       return items.map(() => undefined);
     },
@@ -189,6 +192,7 @@ function playStates(db: Database) {
           items.map((item) => item.number),
           items.map((item) => item.token),
         ],
+        { prepare: true },
       );
       const written = new Set(rows.map((row) => row.id));
       return all.map((item) => items.includes(item) && written.has(item.runId));

@@ -178,6 +178,8 @@ export async function storeExchanges(
             issued.map((item) => item.before),
           ]),
     ],
+    // One of eight texts (open only or not, with states or not, with tokens or not).
+    { prepare: true },
   );
   return new Set(rows.map((row) => row.id));
 }
