@@ -16,7 +16,8 @@
 // `--no-warm-up`), BENCH_SERVE_LOG a path prefix to keep each instance's request log, BENCH_EVENT_LOOP=1
 // (with BENCH_SLOTS=1) each process's HTTP thread by slot (event-loop use, longest delay, CPU, the
 // machine's idle share), BENCH_PG_WAITS=N PostgreSQL's backends' waits by statement over the cold
-// journeys' first N s. Build first (`pnpm build`).
+// journeys' first N s, BENCH_PG_SOCKET=1 the service reaching PostgreSQL through its Unix socket rather than
+// TCP on the loopback. Build first (`pnpm build`).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -78,6 +79,12 @@ const pgWaits = Number(process.env.BENCH_PG_WAITS ?? 0);
  * the database (use low) or for a core (use 1, CPU under the wall time, the machine not idle).
  */
 const eventLoop = process.env.BENCH_EVENT_LOOP === '1';
+/**
+ * BENCH_PG_SOCKET=1: the service reaches PostgreSQL through its Unix socket. On the loopback, a TCP write
+ * also runs the receiving side's network stack in the writer's system call, so each statement costs the
+ * service's thread more than it would with PostgreSQL on another machine.
+ */
+const pgSocket = process.env.BENCH_PG_SOCKET === '1';
 if (eventLoop && !slots)
   throw new Error("BENCH_EVENT_LOOP=1 needs BENCH_SLOTS=1 (its slots are the journeys')");
 /** BENCH_SERVE_ARGS: more flags of `serve`, e.g. `--no-warm-up`. */
@@ -117,7 +124,12 @@ async function command(args, env) {
 /** A fresh instance of `serve` on `store` with `partners` partners: its process, address and keys. */
 async function freshService(store, round) {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-cold-'));
-  const database = store === 'postgres' ? await postgres.database(`cold${round}`) : undefined;
+  const database =
+    store === 'postgres'
+      ? await postgres
+          .database(`cold${round}`)
+          .then((url) => (pgSocket ? postgres.socketUrl(`cold${round}`) : url))
+      : undefined;
   const env = { ...process.env, ...(database && { DATABASE_URL: database }) };
   const probe = eventLoopProbe(dir);
   const keys = [];

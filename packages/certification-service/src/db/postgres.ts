@@ -24,7 +24,10 @@ export interface PostgresOptions {
   serving?: boolean;
 }
 
-/** Where a PostgreSQL URL points, with no password (host:port/database); a URL of another kind is refused. */
+/**
+ * Where a PostgreSQL URL points, with no password (host:port/database, the host being a Unix socket's
+ * directory when the URL's `host` parameter gives one); a URL of another kind is refused.
+ */
 function whereOf(url: string): string {
   let parsed: URL;
   try {
@@ -40,11 +43,39 @@ function whereOf(url: string): string {
       'ERR_CONFIG',
       `DATABASE_URL has the scheme ${parsed.protocol.slice(0, 20)}, expected postgres:// or postgresql://.`,
     );
-  return `${parsed.hostname || 'localhost'}:${parsed.port || '5432'}${parsed.pathname}`;
+  // A `host` parameter names the server itself (pg's): a Unix socket's directory, or a host name.
+  const host = parsed.searchParams.get('host') || parsed.hostname || 'localhost';
+  return `${host}:${parsed.port || '5432'}${parsed.pathname}`;
 }
 
 /** Distinct statements prepared by name (see `QueryOptions.prepare`); others are sent as text. */
 const maxPrepared = 32;
+
+/**
+ * What the driver is sent for a statement: the text alone, or (`prepare`) the text under a name derived
+ * from it, which the driver prepares once per connection and then only binds. The names are kept by
+ * text: a few statements, each hashed once; past `maxPrepared` texts (a caller asking it of statements
+ * that vary), a text is sent as any statement, so that neither this map nor the connections' statements
+ * grow.
+ */
+function queryConfigs() {
+  const names = new Map<string, string>();
+  return (
+    text: string,
+    params: readonly unknown[] | undefined,
+    options: QueryOptions | undefined,
+  ): pg.QueryConfig => {
+    const values = params ? [...params] : [];
+    if (!options?.prepare) return { text, values };
+    let name = names.get(text);
+    if (name === undefined) {
+      if (names.size >= maxPrepared) return { text, values };
+      name = `s${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+      names.set(text, name);
+    }
+    return { name, text, values };
+  };
+}
 
 /** Connects to PostgreSQL by URL (`postgres://user:password@host:port/database`). */
 export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Database> {
@@ -90,26 +121,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
         `cannot take the serving lock of PostgreSQL at ${where}: ${(error as Error).message}.`,
       );
     }
-  // What the driver is sent: the text alone, or (`prepare`) the text under a name derived from it, which
-  // the driver prepares once per connection and then only binds. The names are kept by text: a few
-  // statements, each hashed once; past `maxPrepared` texts (a caller asking it of statements that vary),
-  // a text is sent as any statement, so that neither this map nor the connections' statements grow.
-  const names = new Map<string, string>();
-  const config = (
-    text: string,
-    params: readonly unknown[] | undefined,
-    options: QueryOptions | undefined,
-  ): pg.QueryConfig => {
-    const values = params ? [...params] : [];
-    if (!options?.prepare) return { text, values };
-    let name = names.get(text);
-    if (name === undefined) {
-      if (names.size >= maxPrepared) return { text, values };
-      name = `s${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
-      names.set(text, name);
-    }
-    return { name, text, values };
-  };
+  const config = queryConfigs();
   const lockLost = new Error('the connection holding its serving lock was lost; taking the lock again');
   /**
    * A connection-level failure becomes a StorageUnavailableError; a statement's own error stays as it

@@ -6,6 +6,8 @@ export interface ThrowawayPostgres {
   readonly url: string;
   /** A fresh, empty database on the cluster; its URL. */
   database(name: string): Promise<string>;
+  /** The URL of database `name` (made by `database`) through the server's Unix socket (pg's `host` parameter). */
+  socketUrl(name: string): string;
   /** Stops the server (an outage: connections refused), keeping its data for `resume`. */
   halt(): Promise<void>;
   /**

@@ -119,6 +119,12 @@ export async function startPostgres({ durable = false, settings = {} } = {}) {
       await client.end();
       return `postgres://postgres@127.0.0.1:${port}/${name}`;
     },
+    /**
+     * The URL of database `name` (made by `database`) through the server's Unix socket rather than TCP
+     * on the loopback (pg's `host` parameter: the socket's directory).
+     * @param {string} name
+     */
+    socketUrl: (name) => `postgres://postgres@localhost:${port}/${name}?host=${encodeURIComponent(dir)}`,
     /** Stops the server (an outage: connections refused), keeping its data for `resume`. */
     halt,
     /**

@@ -3,9 +3,10 @@ import { type Database, migrate, openPostgres } from '../src/index.js';
 import { sharedStatements } from '../src/recording/statements.js';
 import { startPostgres, type ThrowawayPostgres } from './support/postgres.mjs';
 
-// The statements every call makes are prepared once per connection on PostgreSQL (`prepare`), so that
-// the server neither parses nor plans their text again. Statements run one after another here, so each
-// pool holds one connection, and `pg_prepared_statements` (which lists a session's own) is read on it.
+// How the service talks to PostgreSQL. The statements every call makes are prepared once per connection
+// (`prepare`), so that the server neither parses nor plans their text again. Statements run one after
+// another here, so each pool holds one connection, and `pg_prepared_statements` (which lists a
+// session's own) is read on it.
 let postgres: ThrowawayPostgres;
 let db: Database;
 beforeAll(async () => {
@@ -95,6 +96,39 @@ describe('prepared statements on PostgreSQL', () => {
       expect(main.join('\n')).toMatch(/UPDATE run_tokens t SET token = w\.token/);
     } finally {
       await hot.close();
+    }
+  });
+});
+
+// A PostgreSQL on the same machine is reached through its Unix socket (pg's `host` parameter, the
+// socket's directory).
+describe('PostgreSQL through its Unix socket', () => {
+  it('serves through the socket, and says where with the socket directory rather than localhost', async () => {
+    const name = `socket_${Date.now()}`;
+    await postgres.database(name);
+    const url = postgres.socketUrl(name);
+    const dir = decodeURIComponent(new URL(url).searchParams.get('host')!);
+    expect(dir).toMatch(/^\//);
+    // As `serve` opens it: with the serving lock, taken on a connection of its own through the socket too.
+    const db = await openPostgres(url, { serving: true });
+    try {
+      expect(db.where).toBe(`${dir}:${new URL(url).port}/${name}`);
+      await migrate(db);
+      // Not through TCP: the server sees no client address on a Unix socket.
+      expect(await db.query('SELECT inet_client_addr() AS addr')).toEqual([{ addr: null }]);
+      expect(await db.query('SELECT count(*)::int AS n FROM runs', [], { prepare: true })).toEqual([
+        { n: 0 },
+      ]);
+    } finally {
+      await db.close();
+    }
+    // The same database over TCP, for contrast: a client address, and the host in `where`.
+    const tcp = await openPostgres(await postgres.database(`${name}_tcp`));
+    try {
+      expect(tcp.where).toMatch(/^127\.0\.0\.1:\d+\//);
+      expect(await tcp.query('SELECT host(inet_client_addr()) AS addr')).toEqual([{ addr: '127.0.0.1' }]);
+    } finally {
+      await tcp.close();
     }
   });
 });
