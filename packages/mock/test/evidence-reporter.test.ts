@@ -497,8 +497,18 @@ describe('evidence: the spool', () => {
     const register = await registerServer();
     const spoolFile = join(temporaryDirectory(), 'evidence.spool');
     const down = await receiver({ kind: 'busy', status: 503 });
-    const gate = await startGate(register, { spoolFile, spoolMaxBytes: 4096, batchRecords: 2 }, down);
-    for (let i = 0; i < 30; i += 1) expect((await gate.token()).status).toBe(200);
+    // After its first 503 the sender waits a minute before it sends again, so that the endpoint's error
+    // cannot overwrite the spool's as the last one (the test's first batch is refused before the rest
+    // is sent).
+    const gate = await startGate(
+      register,
+      { spoolFile, spoolMaxBytes: 4096, batchRecords: 2, retryBaseMs: 60_000, retryMaxMs: 60_000 },
+      down,
+    );
+    expect((await gate.token()).status).toBe(200);
+    expect(await until(() => gate.mock.evidenceStatus()?.state === 'retrying')).toBe(true);
+    expect(gate.mock.evidenceStatus()?.lastError).toContain('answered 503');
+    for (let i = 1; i < 30; i += 1) expect((await gate.token()).status).toBe(200);
     expect(await until(() => (gate.mock.evidenceStatus()?.dropped.spoolFull ?? 0) > 0)).toBe(true);
     await until(() => gate.mock.evidenceStatus()?.buffered === 0);
     const status = gate.mock.evidenceStatus()!;
