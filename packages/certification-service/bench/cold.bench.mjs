@@ -124,12 +124,9 @@ async function command(args, env) {
 /** A fresh instance of `serve` on `store` with `partners` partners: its process, address and keys. */
 async function freshService(store, round) {
   const dir = mkdtempSync(join(tmpdir(), 'pcs-cold-'));
-  const database =
-    store === 'postgres'
-      ? await postgres
-          .database(`cold${round}`)
-          .then((url) => (pgSocket ? postgres.socketUrl(`cold${round}`) : url))
-      : undefined;
+  const name = `cold${round}`;
+  const tcpUrl = store === 'postgres' ? await postgres.database(name) : undefined;
+  const database = tcpUrl && pgSocket ? postgres.socketUrl(name) : tcpUrl;
   const env = { ...process.env, ...(database && { DATABASE_URL: database }) };
   const probe = eventLoopProbe(dir);
   const keys = [];
