@@ -43,11 +43,18 @@ export const unavailableRetrySeconds = 5;
  * down or starting). The message, with the database's address and the driver's words, is for the
  * operator's log: an answer says only that the service is unavailable and when to retry.
  */
+/**
+ * `text` with its control characters as `?`: for what a message quotes from elsewhere (a driver's
+ * message, a path from the configuration), since messages reach terminals and logs.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are replaced
+export const printable = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+
 export class StorageUnavailableError extends ServiceError {
   constructor(where: string, cause: unknown) {
     super(
       'ERR_STORAGE_UNAVAILABLE',
-      `the database at ${where} cannot be reached (${(cause as Error)?.message ?? String(cause)}): requests are answered 503 until it is back. Check that it is running and accepts connections.`,
+      `the database at ${where} cannot be reached (${printable((cause as Error)?.message ?? String(cause))}): requests are answered 503 until it is back. Check that it is running and accepts connections.`,
       { cause },
     );
     this.name = 'StorageUnavailableError';

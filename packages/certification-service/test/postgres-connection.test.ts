@@ -122,6 +122,15 @@ describe('PostgreSQL through its Unix socket', () => {
     } finally {
       await db.close();
     }
+    // A socket directory holding a control character is named with `?` in its place, in the message too.
+    const refused = await openPostgres(
+      `postgres://postgres@localhost:1/${name}?host=${encodeURIComponent('/nonexistent\u001b[2J\n')}`,
+    ).then(
+      () => undefined,
+      (error: Error) => error.message,
+    );
+    expect(refused).toContain('cannot reach PostgreSQL at /nonexistent?[2J?:1/');
+    expect([...refused!].filter((char) => char.charCodeAt(0) < 0x20)).toEqual([]);
     // The same database over TCP, for contrast: a client address, and the host in `where`.
     const tcp = await openPostgres(await postgres.database(`${name}_tcp`));
     try {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { ServiceError, StorageUnavailableError } from '../errors.js';
+import { printable, ServiceError, StorageUnavailableError } from '../errors.js';
 import { holdServingLock } from './serving-lock.js';
 import type { Database, QueryOptions } from './types.js';
 
@@ -43,8 +43,10 @@ function whereOf(url: string): string {
       'ERR_CONFIG',
       `DATABASE_URL has the scheme ${parsed.protocol.slice(0, 20)}, expected postgres:// or postgresql://.`,
     );
-  // A `host` parameter names the server itself (pg's): a Unix socket's directory, or a host name.
-  const host = parsed.searchParams.get('host') || parsed.hostname || 'localhost';
+  // A `host` parameter names the server itself (pg's): a Unix socket's directory, or a host name. It is
+  // percent-decoded, so its control characters are shown as `?` (the messages reach a terminal).
+  const socket = parsed.searchParams.get('host');
+  const host = (socket && printable(socket)) || parsed.hostname || 'localhost';
   return `${host}:${parsed.port || '5432'}${parsed.pathname}`;
 }
 
@@ -105,7 +107,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     await unflushed.end().catch(() => {});
     throw new ServiceError(
       'ERR_STORAGE',
-      `cannot reach PostgreSQL at ${where}: ${(error as Error).message}. Check DATABASE_URL and that the server accepts connections.`,
+      `cannot reach PostgreSQL at ${where}: ${printable((error as Error).message)}. Check DATABASE_URL and that the server accepts connections.`,
     );
   }
   const exclusive = options.journalDir !== undefined;
@@ -118,7 +120,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
       if (error instanceof ServiceError) throw error;
       throw new ServiceError(
         'ERR_STORAGE',
-        `cannot take the serving lock of PostgreSQL at ${where}: ${(error as Error).message}.`,
+        `cannot take the serving lock of PostgreSQL at ${where}: ${printable((error as Error).message)}.`,
       );
     }
   const config = queryConfigs();
